@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The one test command of the README: installs what the tests need on a fresh
+# machine, then runs every test suite. Each editor suite has its own script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOFLAGS=${GOFLAGS:--mod=mod}
+
+echo "== go: download modules"
+go mod download
+
+echo "== go: vet and format"
+go vet ./...
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
+
+echo "== go: tests (race)"
+go test -race -count=1 ./...
+
+for suite in editors/neovim/test.sh editors/vscode/test.sh; do
+  if [ -x "$suite" ]; then
+    echo "== $suite"
+    "$suite"
+  fi
+done
+echo "== all tests passed"
