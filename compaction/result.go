@@ -1,0 +1,61 @@
+package compaction
+
+// Triggers (R-G1).
+const (
+	TriggerHardLimit       = "hard_limit"
+	TriggerMilestone       = "milestone"
+	TriggerPlanPivot       = "plan_pivot"
+	TriggerTurnComplete    = "turn_complete"
+	TriggerAutoThreshold   = "auto_threshold"
+	TriggerUser            = "user"
+	TriggerContextOverflow = "context_overflow"
+)
+
+// Terminal outcomes of a compaction (R-B4).
+const (
+	OutcomeCompleted = "completed"
+	OutcomeSkipped   = "skipped"
+	OutcomeCancelled = "cancelled"
+	OutcomeStale     = "stale"
+	OutcomeFailed    = "failed"
+)
+
+// Session states reported in the Budget.
+const (
+	StateIdle       = "idle"
+	StateGenerating = "generating"
+	StateTool       = "tool"
+	StateCompacting = "compacting"
+)
+
+// Budget is the budget object of PROTOCOL.md (R-O1).
+type Budget struct {
+	EffectiveTokens     int               `json:"effectiveTokens"`
+	HardLimit           int               `json:"hardLimit"`
+	SoftLimit           int               `json:"softLimit"`
+	ContextWindow       int               `json:"contextWindow"`
+	MaxOutputTokens     int               `json:"maxOutputTokens"`
+	SafetyReserveTokens int               `json:"safetyReserveTokens"`
+	Source              string            `json:"source"`
+	AutoCompact         bool              `json:"autoCompact"`
+	Pending             []string          `json:"pending"`
+	State               string            `json:"state"`
+	LastCompaction      *CompactionResult `json:"lastCompaction"`
+}
+
+// CompactionResult is the terminal report of one compaction operation
+// (PROTOCOL.md). Line is the one-line result of R-B3.
+type CompactionResult struct {
+	OperationID     string  `json:"operationId"`
+	Trigger         string  `json:"trigger"`
+	Outcome         string  `json:"outcome"`
+	TokensBefore    int     `json:"tokensBefore"`
+	TokensAfter     int     `json:"tokensAfter"`
+	ReclaimedTokens int     `json:"reclaimedTokens"`
+	ReclaimedRatio  float64 `json:"reclaimedRatio"`
+	CheckpointID    string  `json:"checkpointId"`
+	Quality         string  `json:"quality"`
+	DurationMs      int64   `json:"durationMs"`
+	Reason          string  `json:"reason"`
+	Line            string  `json:"line"`
+}
