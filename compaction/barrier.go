@@ -1,0 +1,293 @@
+package compaction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sourcegraph/conc/panics"
+
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// ErrStale is returned by an Appender when the session leaf is no longer the
+// plan's expected leaf (R-B5).
+var ErrStale = errors.New("the session changed since the compaction was planned")
+
+// Appender appends a capsule entry to the session. The session's owner
+// implements it: it must check ctx (the abort signal) and that the leaf is
+// still expectedLeaf atomically with the append, and append nothing
+// otherwise (R-B5, R-F2), returning ctx.Err() or ErrStale.
+type Appender interface {
+	AppendCapsule(ctx context.Context, expectedLeaf string, c session.Capsule) error
+}
+
+// Barrier runs compactions to a terminal outcome (SPEC §4). It holds no
+// session state: the owner makes the plan, the barrier produces the capsule
+// off the owner's goroutine, and the owner's Appender decides atomically
+// whether it may land. A Barrier is safe for concurrent use.
+type Barrier struct {
+	Counter Counter
+	// Summarizer asks the summary model; nil builds the deterministic
+	// capsule, which is then the intended result (quality full).
+	Summarizer Summarizer
+	// SummaryWindowChars bounds one summary request's history (the summary
+	// model's own window, in characters); 0 means one request.
+	SummaryWindowChars int
+	// SummaryMaxOutputTokens bounds each summary answer.
+	SummaryMaxOutputTokens int
+	Flight                 FlightRecorder
+	Now                    func() time.Time
+}
+
+// Hooks receive a running compaction's progress and notices. Any may be nil.
+type Hooks struct {
+	// Progress reports percent complete (1..100).
+	Progress func(percent int)
+	// Warn announces a degraded fallback to the user (R-F1).
+	Warn func(message string)
+}
+
+// RunInput is one compaction to run.
+type RunInput struct {
+	Plan       Plan
+	Transcript Transcript
+	Appender   Appender
+	// Source is the measurement source of the figures (R-O1), for the
+	// flight record.
+	Source string
+	// SessionID names the session in the flight record.
+	SessionID string
+	Hooks     Hooks
+}
+
+// Run runs the plan to a terminal outcome (R-B4) and returns its result. ctx
+// is the compaction's own context: cancelling it is an external cancel
+// (R-F2), which appends nothing even when the summary finishes later. The
+// summary's own deadline (timeoutMs) is internal: it triggers the
+// deterministic fallback (R-F1).
+func (b *Barrier) Run(ctx context.Context, in RunInput) CompactionResult {
+	start := b.now()
+	p := in.Plan
+	report := func(pct int) {
+		if in.Hooks.Progress != nil {
+			in.Hooks.Progress(min(max(pct, 1), 100))
+		}
+	}
+	report(1)
+	res := b.run(ctx, in, report)
+	res.OperationID, res.Trigger = p.OperationID, p.Trigger
+	res.DurationMs = b.now().Sub(start).Milliseconds()
+	if res.TokensBefore == 0 {
+		res.TokensBefore = p.TokensBefore
+	}
+	res.Line = ResultLine(res)
+	if res.Outcome == OutcomeCompleted {
+		report(100)
+	}
+	if b.Flight != nil {
+		_ = b.Flight.Record(NewFlightRecord(b.now(), in.SessionID, in.Source, p, res))
+	}
+	return res
+}
+
+func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) CompactionResult {
+	p := in.Plan
+	if err := ctx.Err(); err != nil {
+		return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled before it started"}
+	}
+	var (
+		summary  *capsule.State
+		degraded bool
+		notice   string
+	)
+	if b.Summarizer != nil {
+		st, err := b.summarize(ctx, in, report)
+		switch {
+		case ctx.Err() != nil:
+			return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled while the summary was generated"}
+		case errors.Is(err, context.DeadlineExceeded):
+			degraded = true
+			notice = fmt.Sprintf("The summary model did not answer within %d ms; SOBA used the deterministic fallback capsule (quality degraded).", p.Config.TimeoutMs)
+		case err != nil:
+			degraded = true
+			notice = "The summary model failed (" + oneLine(err.Error()) + "); SOBA used the deterministic fallback capsule (quality degraded)."
+		default:
+			summary = &st
+		}
+	}
+	report(90)
+	build := func(p Plan) (Capsule, error) {
+		return BuildCapsule(in.Transcript, b.Counter, p, summary, degraded)
+	}
+	var (
+		cp  Capsule
+		err error
+	)
+	if p.Trigger == TriggerHardLimit || p.Trigger == TriggerContextOverflow {
+		p, cp, err = FitForced(in.Transcript, b.Counter, p, build)
+	} else {
+		cp, err = build(p)
+	}
+	if err != nil {
+		return CompactionResult{Outcome: OutcomeFailed, Reason: err.Error(), TokensBefore: p.TokensBefore}
+	}
+	if ok, why := p.Accept(cp); !ok {
+		return CompactionResult{Outcome: OutcomeSkipped, Reason: why, TokensBefore: p.TokensBefore}
+	}
+	switch err := in.Appender.AppendCapsule(ctx, p.ExpectedLeaf, cp.Entry); {
+	case errors.Is(err, ErrStale):
+		return CompactionResult{Outcome: OutcomeStale, Reason: "the session changed while the capsule was built; nothing was appended", TokensBefore: p.TokensBefore}
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled; nothing was appended", TokensBefore: p.TokensBefore}
+	case err != nil:
+		return CompactionResult{Outcome: OutcomeFailed, Reason: "append capsule: " + err.Error(), TokensBefore: p.TokensBefore}
+	}
+	if notice != "" && in.Hooks.Warn != nil {
+		in.Hooks.Warn(notice)
+	}
+	reclaimed := p.TokensBefore - cp.TokensAfter
+	res := CompactionResult{
+		Outcome:         OutcomeCompleted,
+		TokensBefore:    p.TokensBefore,
+		TokensAfter:     cp.TokensAfter,
+		ReclaimedTokens: reclaimed,
+		CheckpointID:    cp.Entry.CheckpointID,
+		Quality:         cp.Entry.Quality,
+	}
+	if p.TokensBefore > 0 {
+		res.ReclaimedRatio = float64(reclaimed) / float64(p.TokensBefore)
+	}
+	if degraded {
+		res.Reason = "summary model fallback: " + strings.TrimSuffix(notice, ".")
+	}
+	return res
+}
+
+// summarize asks the summary model, in chunks when the history is larger
+// than its window, under the timeoutMs deadline. A summarizer that ignores
+// its context cannot hold the barrier: the wait ends at the deadline.
+func (b *Barrier) summarize(ctx context.Context, in RunInput, report func(int)) (capsule.State, error) {
+	p := in.Plan
+	sctx, cancel := context.WithTimeout(ctx, time.Duration(p.Config.TimeoutMs)*time.Millisecond)
+	defer cancel()
+	chunks, err := RenderHistory(in.Transcript, p.Base.Start, p.Cut.FirstKept, b.SummaryWindowChars)
+	if err != nil {
+		return capsule.State{}, err
+	}
+	type answer struct {
+		st  capsule.State
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() { // ends when the summarizer returns; its result is dropped after the deadline
+		var a answer
+		if r := panics.Try(func() { a.st, a.err = b.summarizeChunks(sctx, p, chunks, report) }); r != nil {
+			a.err = r.AsError()
+		}
+		done <- a
+	}()
+	select {
+	case a := <-done:
+		if a.err != nil && sctx.Err() != nil {
+			return capsule.State{}, sctx.Err()
+		}
+		return a.st, a.err
+	case <-sctx.Done():
+		return capsule.State{}, sctx.Err()
+	}
+}
+
+func (b *Barrier) summarizeChunks(ctx context.Context, p Plan, chunks []string, report func(int)) (capsule.State, error) {
+	prev := p.Base.State
+	var acc *capsule.State
+	for i, chunk := range chunks {
+		req := SummaryRequest{
+			System:          SummarySystemPrompt,
+			Prompt:          SummaryPrompt(SummaryPromptOptions{Previous: prev, History: chunk, Instructions: p.Instructions, Part: i + 1, Parts: len(chunks)}),
+			MaxOutputTokens: b.SummaryMaxOutputTokens,
+		}
+		base, span := 1+88*i/len(chunks), 88/len(chunks)
+		md, err := b.Summarizer.Summarize(ctx, req, func(pct int) { report(base + span*min(max(pct, 0), 100)/100) })
+		if err != nil {
+			return capsule.State{}, err
+		}
+		st, err := ParseSummary(md)
+		if err != nil {
+			return capsule.State{}, err
+		}
+		if acc == nil {
+			acc = &st
+		} else {
+			merged := Roll(*acc, st)
+			acc = &merged
+		}
+		prev = acc
+	}
+	if acc == nil {
+		return capsule.State{}, ErrUnusableSummary
+	}
+	return *acc, nil
+}
+
+func (b *Barrier) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
+}
+
+// Skipped is the result of a compaction that did not run past its plan:
+// nothing to compact, or a pre-generation gate declined.
+func Skipped(operationID, trigger, reason string, tokensBefore int) CompactionResult {
+	r := CompactionResult{OperationID: operationID, Trigger: trigger, Outcome: OutcomeSkipped, Reason: reason, TokensBefore: tokensBefore}
+	r.Line = ResultLine(r)
+	return r
+}
+
+// Failed is the result of a compaction that could not run at all.
+func Failed(operationID, trigger, reason string, tokensBefore int) CompactionResult {
+	r := CompactionResult{OperationID: operationID, Trigger: trigger, Outcome: OutcomeFailed, Reason: reason, TokensBefore: tokensBefore}
+	r.Line = ResultLine(r)
+	return r
+}
+
+// ResultLine is the one line that remains after a barrier (R-B3), naming
+// trigger, tokens before → after, reclaimed share and checkpoint id, e.g.
+// "Compacted context · auto_threshold · 45,210 → 14,870 tokens (67% reclaimed) · ck_8f2a1c".
+func ResultLine(r CompactionResult) string {
+	if r.Outcome == OutcomeCompleted {
+		line := fmt.Sprintf("Compacted context · %s · %s → %s tokens (%d%% reclaimed) · %s",
+			r.Trigger, thousands(r.TokensBefore), thousands(r.TokensAfter), int(r.ReclaimedRatio*100+0.5), r.CheckpointID)
+		if r.Quality == capsule.QualityDegraded {
+			line += " · degraded (fallback capsule)"
+		}
+		return line
+	}
+	return fmt.Sprintf("Compaction %s · %s · %s", r.Outcome, r.Trigger, r.Reason)
+}
+
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return clip(s, 200)
+}

@@ -1,0 +1,344 @@
+package compaction
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// ownerAppender is a session owner in miniature: one mutex serialises the
+// leaf and the append, and the abort signal and expected leaf are checked
+// inside it, atomically with the append (R-B5).
+type ownerAppender struct {
+	mu       sync.Mutex
+	leaf     string
+	appended []session.Capsule
+	fail     error
+}
+
+func (o *ownerAppender) AppendCapsule(ctx context.Context, expected string, c session.Capsule) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if o.leaf != expected {
+		return ErrStale
+	}
+	if o.fail != nil {
+		return o.fail
+	}
+	o.appended = append(o.appended, c)
+	o.leaf = c.CheckpointID
+	return nil
+}
+
+func (o *ownerAppender) moveLeaf(id string) {
+	o.mu.Lock()
+	o.leaf = id
+	o.mu.Unlock()
+}
+
+func (o *ownerAppender) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.appended)
+}
+
+// fakeSummarizer answers with a fixed capsule after an optional delay or
+// gate; it can ignore its context like a misbehaving client.
+type fakeSummarizer struct {
+	answer    string
+	err       error
+	delay     time.Duration
+	gate      chan struct{} // when set, waits for it to close
+	ignoreCtx bool
+	calls     atomic.Int32
+}
+
+func (f *fakeSummarizer) Summarize(ctx context.Context, req SummaryRequest, progress func(int)) (string, error) {
+	f.calls.Add(1)
+	progress(50)
+	wait := func(ch <-chan struct{}) error {
+		if f.ignoreCtx {
+			<-ch
+			return nil
+		}
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if f.gate != nil {
+		if err := wait(f.gate); err != nil {
+			return "", err
+		}
+	}
+	if f.delay > 0 {
+		ch := make(chan struct{})
+		time.AfterFunc(f.delay, func() { close(ch) })
+		if err := wait(ch); err != nil {
+			return "", err
+		}
+	}
+	return f.answer, f.err
+}
+
+const goodSummary = "## Goal\nFix the bugs in pkg/a.go\n## Done\n- fixed several bugs\n## Decisions\n- keep the API — users depend on it\n## Next steps\n- run the tests\n"
+
+func planFor(t *testing.T, b *builder, trigger string, cfg Config) Plan {
+	t.Helper()
+	p, err := MakePlan(b.es, quarterCounter{}, PlanRequest{OperationID: "op_1", CheckpointID: "ck_t1", Trigger: trigger, Config: cfg,
+		SystemTokens: 500, ExpectedLeaf: b.es[len(b.es)-1].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runBarrier(b *Barrier, ctx context.Context, tr Transcript, p Plan, app Appender, warns *[]string) CompactionResult {
+	return b.Run(ctx, RunInput{Plan: p, Transcript: tr, Appender: app, Source: "estimated", SessionID: "s1",
+		Hooks: Hooks{Warn: func(m string) { *warns = append(*warns, m) }}})
+}
+
+func TestOutcomes_RB4(t *testing.T) {
+	cfg := smallConfig()
+	tests := []struct {
+		name    string
+		trigger string
+		sum     *fakeSummarizer
+		cfg     func(*Config)
+		app     func(*ownerAppender)
+		cancel  bool
+		want    string
+	}{
+		{name: "completed with a model summary", trigger: TriggerAutoThreshold, sum: &fakeSummarizer{answer: goodSummary}, want: OutcomeCompleted},
+		{name: "completed deterministically", trigger: TriggerUser, want: OutcomeCompleted},
+		{name: "skipped by the post gate", trigger: TriggerAutoThreshold, cfg: func(c *Config) { c.MinReclaimableTokens = 1 << 20 }, want: OutcomeSkipped},
+		{name: "cancelled", trigger: TriggerUser, sum: &fakeSummarizer{answer: goodSummary}, cancel: true, want: OutcomeCancelled},
+		{name: "stale", trigger: TriggerUser, app: func(o *ownerAppender) { o.leaf = "moved" }, want: OutcomeStale},
+		{name: "failed", trigger: TriggerUser, app: func(o *ownerAppender) { o.fail = errors.New("disk full") }, want: OutcomeFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := longSession(8)
+			c := cfg
+			if tt.cfg != nil {
+				tt.cfg(&c)
+			}
+			p := planFor(t, b, tt.trigger, c)
+			app := &ownerAppender{leaf: p.ExpectedLeaf}
+			if tt.app != nil {
+				tt.app(app)
+			}
+			bar := &Barrier{Counter: quarterCounter{}}
+			if tt.sum != nil {
+				bar.Summarizer = tt.sum
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			if tt.cancel {
+				cancel()
+			}
+			defer cancel()
+			var warns []string
+			res := runBarrier(bar, ctx, b.es, p, app, &warns)
+			if res.Outcome != tt.want {
+				t.Fatalf("outcome %q (%s), want %q", res.Outcome, res.Reason, tt.want)
+			}
+			wantAppended := 0
+			if tt.want == OutcomeCompleted {
+				wantAppended = 1
+				if res.CheckpointID != "ck_t1" || res.Quality != "full" || res.TokensAfter >= res.TokensBefore {
+					t.Fatalf("result %+v", res)
+				}
+			} else if res.Reason == "" {
+				t.Fatal("a non-completed outcome must say why")
+			}
+			if app.count() != wantAppended {
+				t.Fatalf("%d capsules appended, want %d", app.count(), wantAppended)
+			}
+			if res.Line == "" || !strings.Contains(res.Line, tt.trigger) {
+				t.Fatalf("line %q", res.Line)
+			}
+		})
+	}
+}
+
+func TestLateSummaryNeverAppends_RB5_RF2(t *testing.T) {
+	// A summary that finishes after a cancel, or after the leaf moved, must
+	// never append. Repeated to shake out races (run with -race).
+	for i := range 50 {
+		for _, mode := range []string{"cancel", "rewind"} {
+			b := longSession(8)
+			p := planFor(t, b, TriggerUser, smallConfig())
+			app := &ownerAppender{leaf: p.ExpectedLeaf}
+			gate := make(chan struct{})
+			sum := &fakeSummarizer{answer: goodSummary, gate: gate, ignoreCtx: true}
+			bar := &Barrier{Counter: quarterCounter{}, Summarizer: sum}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan CompactionResult, 1)
+			go func() {
+				var w []string
+				done <- runBarrier(bar, ctx, b.es, p, app, &w)
+			}()
+			for sum.calls.Load() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			if mode == "cancel" {
+				cancel()
+			} else {
+				app.moveLeaf("rewound")
+			}
+			close(gate) // the late summary arrives
+			res := <-done
+			cancel()
+			want := OutcomeCancelled
+			if mode == "rewind" {
+				want = OutcomeStale
+			}
+			if res.Outcome != want || app.count() != 0 {
+				t.Fatalf("run %d %s: outcome %s, %d appended; want %s and nothing appended", i, mode, res.Outcome, app.count(), want)
+			}
+		}
+	}
+}
+
+func TestTimeoutFallbackDegraded_RF1(t *testing.T) {
+	cfg := smallConfig()
+	cfg.TimeoutMs = 150
+	b := longSession(8)
+	p := planFor(t, b, TriggerAutoThreshold, cfg)
+	app := &ownerAppender{leaf: p.ExpectedLeaf}
+	gate := make(chan struct{})
+	defer close(gate)
+	// The summarizer ignores its context: the barrier must not wait for it.
+	bar := &Barrier{Counter: quarterCounter{}, Summarizer: &fakeSummarizer{answer: goodSummary, gate: gate, ignoreCtx: true}}
+	var warns []string
+	start := time.Now()
+	res := runBarrier(bar, context.Background(), b.es, p, app, &warns)
+	elapsed := time.Since(start)
+	if res.Outcome != OutcomeCompleted || res.Quality != "degraded" {
+		t.Fatalf("result %+v, want a completed degraded capsule", res)
+	}
+	if elapsed > time.Duration(cfg.TimeoutMs)*time.Millisecond+100*time.Millisecond {
+		t.Fatalf("fallback took %v, want within timeoutMs + 100 ms", elapsed)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "fallback") {
+		t.Fatalf("warnings %q, want one naming the fallback", warns)
+	}
+	if app.appended[0].Quality != "degraded" || !strings.Contains(res.Line, "degraded") {
+		t.Fatalf("appended %+v line %q", app.appended[0].Quality, res.Line)
+	}
+}
+
+func TestSummaryErrorFallsBack_RF1(t *testing.T) {
+	for _, sum := range []*fakeSummarizer{{err: errors.New("500 internal error")}, {answer: "I can't do that"}} {
+		b := longSession(8)
+		p := planFor(t, b, TriggerUser, smallConfig())
+		app := &ownerAppender{leaf: p.ExpectedLeaf}
+		var warns []string
+		res := runBarrier(&Barrier{Counter: quarterCounter{}, Summarizer: sum}, context.Background(), b.es, p, app, &warns)
+		if res.Outcome != OutcomeCompleted || res.Quality != "degraded" || len(warns) != 1 {
+			t.Fatalf("result %+v warnings %q", res, warns)
+		}
+	}
+}
+
+func TestChunkedSummaryForLongHistory(t *testing.T) {
+	b := longSession(30)
+	p := planFor(t, b, TriggerUser, smallConfig())
+	app := &ownerAppender{leaf: p.ExpectedLeaf}
+	sum := &fakeSummarizer{answer: goodSummary}
+	var warns []string
+	bar := &Barrier{Counter: quarterCounter{}, Summarizer: sum, SummaryWindowChars: 2000}
+	res := runBarrier(bar, context.Background(), b.es, p, app, &warns)
+	if res.Outcome != OutcomeCompleted || res.Quality != "full" {
+		t.Fatalf("result %+v", res)
+	}
+	if sum.calls.Load() < 3 {
+		t.Fatalf("%d summary requests, want the history split into several", sum.calls.Load())
+	}
+}
+
+func TestProgressReported_RB3(t *testing.T) {
+	b := longSession(8)
+	p := planFor(t, b, TriggerUser, smallConfig())
+	app := &ownerAppender{leaf: p.ExpectedLeaf}
+	var pcts []int
+	bar := &Barrier{Counter: quarterCounter{}, Summarizer: &fakeSummarizer{answer: goodSummary}}
+	res := bar.Run(context.Background(), RunInput{Plan: p, Transcript: b.es, Appender: app, Hooks: Hooks{Progress: func(n int) { pcts = append(pcts, n) }}})
+	if res.Outcome != OutcomeCompleted {
+		t.Fatal(res.Reason)
+	}
+	if len(pcts) < 3 || pcts[0] != 1 || pcts[len(pcts)-1] != 100 {
+		t.Fatalf("progress %v, want 1 … 100", pcts)
+	}
+	for i := 1; i < len(pcts); i++ {
+		if pcts[i] < pcts[i-1] {
+			t.Fatalf("progress went backwards: %v", pcts)
+		}
+	}
+}
+
+func TestResultLine_RB3(t *testing.T) {
+	r := CompactionResult{Trigger: TriggerAutoThreshold, Outcome: OutcomeCompleted, TokensBefore: 45210, TokensAfter: 14870,
+		ReclaimedRatio: float64(45210-14870) / 45210, CheckpointID: "ck_8f2a1c", Quality: "full"}
+	if got, want := ResultLine(r), "Compacted context · auto_threshold · 45,210 → 14,870 tokens (67% reclaimed) · ck_8f2a1c"; got != want {
+		t.Fatalf("line %q\nwant %q", got, want)
+	}
+	s := ResultLine(CompactionResult{Trigger: TriggerUser, Outcome: OutcomeSkipped, Reason: "nothing to compact"})
+	if s != "Compaction skipped · user · nothing to compact" {
+		t.Fatalf("line %q", s)
+	}
+}
+
+func TestFlightRecordsNoSummaryContent_RO2(t *testing.T) {
+	dir := t.TempDir()
+	ff, err := OpenFlightFile(filepath.Join(dir, "flight", "s1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const phrase = "zebra-quartz-unique-phrase-4417"
+	b := longSession(8)
+	b.user("please remember "+phrase, 100)
+	p := planFor(t, b, TriggerUser, smallConfig())
+	app := &ownerAppender{leaf: p.ExpectedLeaf}
+	sum := &fakeSummarizer{answer: "## Goal\n" + phrase + "\n## Done\n- " + phrase + "\n"}
+	bar := &Barrier{Counter: quarterCounter{}, Summarizer: sum, Flight: ff}
+	var w []string
+	res := runBarrier(bar, context.Background(), b.es, p, app, &w)
+	// And one failing operation, whose reason must not leak either.
+	p2 := planFor(t, b, TriggerUser, smallConfig())
+	runBarrier(&Barrier{Counter: quarterCounter{}, Summarizer: &fakeSummarizer{err: errors.New(phrase)}, Flight: ff}, context.Background(), b.es, p2, &ownerAppender{leaf: "x"}, &w)
+	ff.Close()
+	data, err := os.ReadFile(ff.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != OutcomeCompleted || !strings.Contains(app.appended[0].State.Goal, phrase) {
+		t.Fatal("the capsule itself should carry the phrase; the test would prove nothing otherwise")
+	}
+	if bytes.Contains(data, []byte(phrase)) || bytes.Contains(data, []byte("zebra")) {
+		t.Fatalf("flight file leaks content:\n%s", data)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	if len(lines) != 2 {
+		t.Fatalf("%d flight lines, want 2", len(lines))
+	}
+	for _, field := range []string{`"operationId":"op_1"`, `"trigger":"user"`, `"outcome":"completed"`, `"hardLimit":17000`, `"checkpointId":"ck_t1"`, `"durationMs"`, `"reclaimedTokens"`, `"source":"estimated"`} {
+		if !bytes.Contains(lines[0], []byte(field)) {
+			t.Fatalf("flight record lacks %s: %s", field, lines[0])
+		}
+	}
+}

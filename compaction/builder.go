@@ -1,0 +1,317 @@
+package compaction
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// Bounds that keep a capsule's narrative small. Artifacts are never capped:
+// they are exact facts (R-C2).
+const (
+	maxListItems        = 24
+	maxItemChars        = 240
+	maxGoalChars        = 600
+	maxUserMessageChars = 2000
+	// UserMessagesBudget bounds the verbatim user messages kept in a capsule
+	// (characters, newest first).
+	UserMessagesBudget = 6000
+)
+
+// Extras are artifacts known outside the transcript: the editor's documents
+// and the file watcher (R-C2), and the skills active now.
+type Extras struct {
+	FilesRead     []string
+	FilesModified []string
+	ActiveSkills  []string
+}
+
+// constraintPattern finds the user's rules in their own words.
+var constraintPattern = regexp.MustCompile(`(?i)\b(must|must not|never|always|do not|don't|dont|only|without|avoid|keep|make sure|should not|shouldn't|no more than|at most|at least)\b`)
+
+// BuildDeterministic builds the best capsule it can from the entries alone,
+// with no model: the goal from the user's messages, work and blockers from
+// the turns and failed commands, all artifacts exact. It summarises the path
+// entries in [from, to) and rolls the result into prev (R-M4). It is the
+// degraded fallback of R-F1 and the base a model summary is merged into.
+func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras Extras) (capsule.State, error) {
+	arts := newArtifactSet()
+	calls := map[string]*session.ToolCall{}
+	var (
+		users       []string
+		done        []string
+		decisions   []capsule.Decision
+		failures    []string
+		lastReply   string
+		turnPending bool
+	)
+	for i := from; i < to; i++ {
+		nd := t.Node(i)
+		switch nd.Type {
+		case session.TypeUser, session.TypeAssistant, session.TypeToolResult, session.TypeCheckpoint:
+		default:
+			continue
+		}
+		e, err := loadEntry(t, i)
+		if err != nil {
+			return capsule.State{}, err
+		}
+		switch {
+		case e.User != nil:
+			if turnPending && len(users) > 0 {
+				done = append(done, "Worked on: "+firstLine(users[len(users)-1], maxItemChars))
+			}
+			users = append(users, e.User.Text)
+			turnPending = true
+		case e.Assistant != nil:
+			for j := range e.Assistant.ToolCalls {
+				c := &e.Assistant.ToolCalls[j]
+				calls[c.ID] = c
+			}
+			if e.Assistant.Text != "" {
+				lastReply = e.Assistant.Text
+			}
+			if len(e.Assistant.ToolCalls) == 0 && e.Assistant.Error == "" && len(users) > 0 && turnPending {
+				done = append(done, "Answered: "+firstLine(users[len(users)-1], maxItemChars))
+				turnPending = false
+			}
+		case e.ToolResult != nil:
+			r := e.ToolResult
+			arts.addResult(r, calls[r.ToolCallID])
+			if !r.OK && r.ToolName != ToolBash {
+				failures = append(failures, r.ToolName+" failed: "+firstLine(r.Content, maxItemChars))
+			}
+		case e.Checkpoint != nil:
+			ck := e.Checkpoint
+			switch ck.Kind {
+			case TriggerMilestone:
+				done = append(done, "Milestone: "+clip(ck.Note, maxItemChars))
+			case TriggerPlanPivot:
+				decisions = append(decisions, capsule.Decision{Decision: "Plan pivot: " + clip(ck.Note, maxItemChars), Rationale: "recorded as a plan-pivot checkpoint"})
+			}
+		}
+	}
+	for _, p := range extras.FilesRead {
+		arts.addRead(p)
+	}
+	for _, p := range extras.FilesModified {
+		arts.addModified(p)
+	}
+	for _, s := range extras.ActiveSkills {
+		arts.addSkill(s)
+	}
+
+	var st capsule.State
+	if len(users) > 0 {
+		st.Goal = clip(strings.TrimSpace(users[0]), maxGoalChars)
+	}
+	st.Constraints = constraintsFrom(users)
+	st.Done = lastN(done, maxListItems)
+	if len(users) > 0 {
+		st.InProgress = []string{"Latest request: " + firstLine(users[len(users)-1], maxItemChars)}
+	}
+	if lastReply != "" {
+		st.Notes = append(st.Notes, "Last reply: "+firstLine(lastReply, maxItemChars))
+	}
+	st.Decisions = decisions
+	for _, v := range arts.verification {
+		switch v.Outcome {
+		case OutcomeFailedCmd:
+			st.Blockers = append(st.Blockers, "`"+v.Command+"` fails")
+			st.NextSteps = append(st.NextSteps, "Make `"+v.Command+"` pass")
+		case OutcomePassed:
+			st.Done = append(st.Done, "`"+v.Command+"` passes")
+		}
+	}
+	st.Blockers = append(st.Blockers, lastN(failures, 5)...)
+	if len(users) > 0 && turnPending {
+		st.NextSteps = append(st.NextSteps, "Continue with: "+firstLine(users[len(users)-1], maxItemChars))
+	}
+	st.FilesRead = arts.read
+	st.FilesModified = arts.modified
+	st.Verification = arts.verification
+	st.ActiveSkills = arts.skills
+	st.UserMessages = boundUserMessages(reversed(users), UserMessagesBudget)
+	if prev != nil {
+		return rollKeepingGoal(*prev, st), nil
+	}
+	return st, nil
+}
+
+// rollKeepingGoal rolls a capsule built without a model into prev: the
+// deterministic goal is only the range's first request, so the goal that
+// the session already had stays.
+func rollKeepingGoal(prev, next capsule.State) capsule.State {
+	if prev.Goal != "" {
+		next.Goal = ""
+	}
+	return Roll(prev, next)
+}
+
+// Roll merges the previous capsule's portable state with what happened
+// since (R-M4): nothing the previous one held is silently dropped — files,
+// decisions, constraints and verification runs carry over; a blocker
+// survives unless it is resolved (listed as done, or its command now
+// passes); the newer goal, in-progress work and next steps win when set.
+func Roll(prev, next capsule.State) capsule.State {
+	out := capsule.State{
+		Goal:        firstNonEmpty(next.Goal, prev.Goal),
+		Constraints: union(prev.Constraints, next.Constraints),
+		Done:        lastN(union(prev.Done, next.Done), 2*maxListItems),
+		InProgress:  orElse(next.InProgress, prev.InProgress),
+		NextSteps:   orElse(next.NextSteps, prev.NextSteps),
+		Notes:       lastN(union(prev.Notes, next.Notes), maxListItems),
+	}
+	doneSet := setOf(out.Done)
+	out.Pending = slices.DeleteFunc(union(prev.Pending, next.Pending), func(s string) bool { return doneSet[s] })
+	out.Decisions = slices.Clone(prev.Decisions)
+	for _, d := range next.Decisions {
+		if !slices.ContainsFunc(out.Decisions, func(x capsule.Decision) bool { return x.Decision == d.Decision }) {
+			out.Decisions = append(out.Decisions, d)
+		}
+	}
+	// Verification: one line per command with its latest outcome.
+	out.Verification = slices.Clone(prev.Verification)
+	for _, v := range next.Verification {
+		out.Verification = slices.DeleteFunc(out.Verification, func(x capsule.Verification) bool { return x.Command == v.Command })
+		out.Verification = append(out.Verification, v)
+	}
+	passing := map[string]bool{}
+	for _, v := range out.Verification {
+		if v.Outcome == OutcomePassed {
+			passing["`"+v.Command+"` fails"] = true
+		}
+	}
+	out.Blockers = slices.DeleteFunc(union(prev.Blockers, next.Blockers), func(s string) bool { return doneSet[s] || passing[s] })
+	out.FilesRead = union(prev.FilesRead, next.FilesRead)
+	out.FilesModified = union(prev.FilesModified, next.FilesModified)
+	out.ActiveSkills = union(prev.ActiveSkills, next.ActiveSkills)
+	out.UserMessages = boundUserMessages(union(next.UserMessages, prev.UserMessages), UserMessagesBudget)
+	return out
+}
+
+func constraintsFrom(users []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, u := range users {
+		for _, s := range sentences(u) {
+			if constraintPattern.MatchString(s) && !seen[s] {
+				seen[s] = true
+				out = append(out, clip(s, maxItemChars))
+			}
+		}
+	}
+	return lastN(out, maxListItems/2)
+}
+
+var sentenceEnd = regexp.MustCompile(`[.!?\n]+\s*`)
+
+func sentences(s string) []string {
+	var out []string
+	for _, p := range sentenceEnd.Split(s, -1) {
+		if p = strings.TrimSpace(p); len(p) >= 8 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// boundUserMessages keeps messages in order (newest first) while they fit
+// the budget; a single oversized message is clipped with a marker.
+func boundUserMessages(msgs []string, budget int) []string {
+	var out []string
+	used := 0
+	for _, m := range msgs {
+		if strings.TrimSpace(m) == "" {
+			continue
+		}
+		if len(m) > maxUserMessageChars {
+			m = clip(m, maxUserMessageChars)
+		}
+		if used+len(m) > budget {
+			break
+		}
+		used += len(m)
+		out = append(out, m)
+	}
+	return out
+}
+
+func firstLine(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	return clip(s, n)
+}
+
+// clip shortens s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func lastN(xs []string, n int) []string {
+	if len(xs) > n {
+		return xs[len(xs)-n:]
+	}
+	return xs
+}
+
+func reversed(xs []string) []string {
+	out := slices.Clone(xs)
+	slices.Reverse(out)
+	return out
+}
+
+func union(a, b []string) []string {
+	if len(b) == 0 {
+		return slices.Clone(a)
+	}
+	seen := make(map[string]bool, len(a)+len(b))
+	out := make([]string, 0, len(a)+len(b))
+	for _, x := range a {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	for _, x := range b {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func setOf(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+func orElse(a, b []string) []string {
+	if len(a) > 0 {
+		return a
+	}
+	return slices.Clone(b)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

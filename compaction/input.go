@@ -1,0 +1,164 @@
+package compaction
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// Message roles of the model input.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one message of the model input, provider-neutral.
+type Message struct {
+	Role       string
+	Text       string
+	ToolCalls  []session.ToolCall
+	ToolCallID string
+	ToolName   string
+	IsError    bool
+	// EntryID is the transcript entry the message comes from; "" for a
+	// message the view made (the capsule, an "interrupted" result).
+	EntryID string
+}
+
+// Input is the model input after the system prompt and tool schemas (R-M1):
+// the capsule (native continuation or portable text), then the kept tail and
+// everything appended since, with tool calls and results paired.
+type Input struct {
+	// CheckpointID of the capsule in use, "" without one.
+	CheckpointID string
+	// Native is set when the newest capsule's native continuation is
+	// compatible with the requesting provider and model; CapsuleText is then
+	// empty.
+	Native *capsule.Native
+	// CapsuleText is the rendered portable capsule, the first message's text.
+	CapsuleText string
+	Messages    []Message
+	// Repairs describes what the view fixed so the provider never sees an
+	// orphan: results synthesised for interrupted calls, results dropped
+	// whose call is not in the input.
+	Repairs []string
+}
+
+// InputOptions tune the view.
+type InputOptions struct {
+	// Provider and Model of the request, to pick a compatible native
+	// continuation (R-M1).
+	Provider, Model string
+	// MaxToolResultChars shortens long tool results in the model input (the
+	// transcript keeps them whole); 0 means no limit.
+	MaxToolResultChars int
+}
+
+// CapsulePreamble introduces the portable capsule in the model input.
+const CapsulePreamble = "The earlier part of this session was compacted. This Context Capsule holds its working state; the messages after it continue the session.\n\n"
+
+// InterruptedResult is the text of a result the view supplies for a tool
+// call that has none in the transcript.
+const InterruptedResult = "interrupted: this tool call was interrupted and produced no result"
+
+// BuildInput builds the model input of the leaf path (R-M1, R-M2): only the
+// newest capsule and its kept tail. It costs O(tail): nothing before the
+// newest capsule's first kept entry is read.
+func BuildInput(t Transcript, opt InputOptions) (Input, error) {
+	b, err := FindBase(t)
+	if err != nil {
+		return Input{}, err
+	}
+	return buildInput(t, b, t.Len(), opt)
+}
+
+func buildInput(t Transcript, b Base, end int, opt InputOptions) (Input, error) {
+	var in Input
+	if b.State != nil {
+		in.CheckpointID = b.CheckpointID
+		if b.Native != nil && b.Native.Provider == opt.Provider && b.Native.Model == opt.Model && opt.Provider != "" {
+			in.Native = b.Native
+		} else {
+			in.CapsuleText = CapsulePreamble + modelText(*b.State)
+		}
+	}
+	if b.Problem != "" {
+		in.Repairs = append(in.Repairs, b.Problem)
+	}
+	msgs := make([]Message, 0, end-b.Start+1)
+	open := map[string]string{} // call id → tool name, calls awaiting a result
+	var openOrder []string
+	closeOpen := func() {
+		for _, id := range openOrder {
+			if name, ok := open[id]; ok {
+				msgs = append(msgs, Message{Role: RoleTool, ToolCallID: id, ToolName: name, Text: InterruptedResult, IsError: true})
+				in.Repairs = append(in.Repairs, fmt.Sprintf("tool call %s (%s) had no result: marked interrupted", id, name))
+				delete(open, id)
+			}
+		}
+		openOrder = openOrder[:0]
+	}
+	answered := map[string]bool{}
+	for i := b.Start; i < end; i++ {
+		if i == b.CapsuleIndex || !isModelEntry(t.Node(i).Type) {
+			continue
+		}
+		e, err := loadEntry(t, i)
+		if err != nil {
+			return Input{}, err
+		}
+		switch {
+		case e.User != nil:
+			closeOpen()
+			msgs = append(msgs, Message{Role: RoleUser, Text: e.User.Text, EntryID: e.ID})
+		case e.Assistant != nil:
+			closeOpen()
+			a := e.Assistant
+			if a.Error != "" && a.Text == "" && len(a.ToolCalls) == 0 {
+				continue // a failed inference left nothing for the model to see
+			}
+			msgs = append(msgs, Message{Role: RoleAssistant, Text: a.Text, ToolCalls: a.ToolCalls, EntryID: e.ID})
+			for _, c := range a.ToolCalls {
+				open[c.ID] = c.Name
+				openOrder = append(openOrder, c.ID)
+			}
+		case e.ToolResult != nil:
+			r := e.ToolResult
+			if _, ok := open[r.ToolCallID]; !ok {
+				what := "its call is not in the model input"
+				if answered[r.ToolCallID] {
+					what = "its call was already answered"
+				}
+				in.Repairs = append(in.Repairs, fmt.Sprintf("tool result %s for call %s dropped: %s", e.ID, r.ToolCallID, what))
+				continue
+			}
+			delete(open, r.ToolCallID)
+			answered[r.ToolCallID] = true
+			msgs = append(msgs, Message{Role: RoleTool, Text: shorten(r.Content, opt.MaxToolResultChars), ToolCallID: r.ToolCallID, ToolName: r.ToolName, IsError: !r.OK, EntryID: e.ID})
+		}
+	}
+	closeOpen()
+	in.Messages = msgs
+	return in, nil
+}
+
+// shorten keeps the head and tail of a long text with a note of what was
+// left out, cutting on rune boundaries.
+func shorten(s string, limit int) string {
+	if limit <= 0 || len(s) <= limit {
+		return s
+	}
+	head := limit * 2 / 3
+	tail := limit - head
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	ts := len(s) - tail
+	for ts < len(s) && !utf8.RuneStart(s[ts]) {
+		ts++
+	}
+	return fmt.Sprintf("%s\n[… %d characters omitted from the model input; the transcript keeps the whole output …]\n%s", s[:head], ts-head, s[ts:])
+}

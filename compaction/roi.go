@@ -1,0 +1,39 @@
+package compaction
+
+import "fmt"
+
+// PreGenerationROI is the check of R-R1, made before any summary is
+// generated: reclaimable = effective − keepRecentTokens, savingsRatio =
+// reclaimable / effective; generation starts only if both floors are met.
+func PreGenerationROI(effective int, c Config) (bool, string) {
+	if effective <= 0 {
+		return false, "nothing to compact"
+	}
+	reclaimable := effective - c.KeepRecentTokens
+	ratio := float64(reclaimable) / float64(effective)
+	if reclaimable < c.MinReclaimableTokens {
+		return false, fmt.Sprintf("only %d tokens reclaimable, below minReclaimableTokens %d", max(reclaimable, 0), c.MinReclaimableTokens)
+	}
+	if ratio < c.MinSavingsRatio {
+		return false, fmt.Sprintf("savings ratio %.2f is below minSavingsRatio %.2f", ratio, c.MinSavingsRatio)
+	}
+	return true, ""
+}
+
+// PostGenerationROI is the gate of R-R2, applied to the exact measurement of
+// the whole continuation (system and tools, the serialized capsule, the kept
+// tail). Only soft triggers are subject to it: hard_limit, context_overflow
+// and user pass whatever the figures.
+func PostGenerationROI(trigger string, before, after int, c Config) (bool, string) {
+	if !IsSoft(trigger) {
+		return true, ""
+	}
+	reclaimed := before - after
+	if before <= 0 || reclaimed < c.MinReclaimableTokens {
+		return false, fmt.Sprintf("the capsule would reclaim only %d tokens, below minReclaimableTokens %d", max(reclaimed, 0), c.MinReclaimableTokens)
+	}
+	if ratio := float64(reclaimed) / float64(before); ratio < c.MinSavingsRatio {
+		return false, fmt.Sprintf("the capsule would save only %.0f%%, below minSavingsRatio %.0f%%", 100*ratio, 100*c.MinSavingsRatio)
+	}
+	return true, ""
+}

@@ -1,0 +1,290 @@
+package compaction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// Summarizer asks the summary model for a capsule's narrative sections. The
+// barrier calls it; the agent implements it over a real provider. progress
+// receives a completion estimate in percent while the answer streams.
+type Summarizer interface {
+	Summarize(ctx context.Context, req SummaryRequest, progress func(percent int)) (string, error)
+}
+
+// SummaryRequest is one request to the summary model.
+type SummaryRequest struct {
+	System string
+	Prompt string
+	// MaxOutputTokens bounds the answer.
+	MaxOutputTokens int
+}
+
+// SummarySystemPrompt tells the summary model what a capsule is for.
+const SummarySystemPrompt = `You compact the history of a coding-agent session into a Context Capsule: the working state another model needs to continue the task without the old messages. Be exact and brief. Keep file paths, commands, error messages, identifiers and numbers verbatim. Record decisions with their rationale. Never invent work that did not happen.`
+
+// summarySections are the headings the model must answer with (PROTOCOL.md
+// "Fixed details"); artifacts are written by the engine, not the model.
+var summarySections = []string{"Goal", "Constraints", "Done", "In progress", "Pending", "Decisions", "Blockers", "Next steps", "Notes"}
+
+// SummaryPromptOptions shape one summary request.
+type SummaryPromptOptions struct {
+	// Previous is the state so far: the previous capsule rolled with the
+	// summaries of earlier chunks (R-M4).
+	Previous *capsule.State
+	// History is the rendered history to summarise (see RenderHistory).
+	History string
+	// Instructions are the user's focus instructions for an explicit compact.
+	Instructions string
+	// Part and Parts number the chunk when the history is summarised in
+	// several requests.
+	Part, Parts int
+}
+
+// SummaryPrompt builds the user prompt of a summary request.
+func SummaryPrompt(o SummaryPromptOptions) string {
+	var b strings.Builder
+	b.WriteString("Update the Context Capsule of this session.\n\n")
+	if o.Previous != nil {
+		b.WriteString("<previous-capsule>\n")
+		b.WriteString(modelText(*o.Previous))
+		b.WriteString("\n</previous-capsule>\n\nCarry over everything in the previous capsule that still holds: goal, constraints, decisions, blockers and pending work are dropped only when the history below resolves them.\n\n")
+	}
+	if o.Parts > 1 {
+		fmt.Fprintf(&b, "The history is long and comes in parts; this is part %d of %d.\n\n", o.Part, o.Parts)
+	}
+	b.WriteString("<history>\n")
+	b.WriteString(o.History)
+	b.WriteString("\n</history>\n\n")
+	if strings.TrimSpace(o.Instructions) != "" {
+		b.WriteString("Focus of this compaction, as the user asked: ")
+		b.WriteString(strings.TrimSpace(o.Instructions))
+		b.WriteString("\n\n")
+	}
+	b.WriteString("Answer in Markdown with exactly these headings, in this order, each followed by a paragraph (Goal) or a list of `- ` bullets (the others); write `- none` for an empty section:\n")
+	for _, s := range summarySections {
+		b.WriteString("## ")
+		b.WriteString(s)
+		b.WriteByte('\n')
+	}
+	b.WriteString("Under Decisions write each bullet as `- decision — rationale`. Do not list files read or modified, commands run or skills: the engine records those exactly.\n")
+	return b.String()
+}
+
+// History rendering limits for the summarizer's view: long tool outputs are
+// shortened there (the transcript keeps them whole).
+const (
+	summaryToolResultChars = 1500
+	summaryArgumentsChars  = 600
+	summaryTextChars       = 6000
+)
+
+// RenderHistory renders path entries [from, to) as the summarizer's view,
+// split into chunks of at most chunkChars characters each (one chunk when
+// chunkChars ≤ 0), so a history larger than the summary model's window is
+// summarised in parts and merged.
+func RenderHistory(t Transcript, from, to, chunkChars int) ([]string, error) {
+	var chunks []string
+	var b strings.Builder
+	flush := func() {
+		if b.Len() > 0 {
+			chunks = append(chunks, b.String())
+			b.Reset()
+		}
+	}
+	for i := from; i < to; i++ {
+		nd := t.Node(i)
+		if !isModelEntry(nd.Type) && nd.Type != session.TypeCheckpoint {
+			continue
+		}
+		e, err := loadEntry(t, i)
+		if err != nil {
+			return nil, err
+		}
+		item := renderHistoryItem(e)
+		if item == "" {
+			continue
+		}
+		if chunkChars > 0 && b.Len() > 0 && b.Len()+len(item) > chunkChars {
+			flush()
+		}
+		if chunkChars > 0 && len(item) > chunkChars {
+			item = shorten(item, chunkChars)
+		}
+		b.WriteString(item)
+	}
+	flush()
+	return chunks, nil
+}
+
+func renderHistoryItem(e *session.Entry) string {
+	switch {
+	case e.User != nil:
+		return "[user] " + shorten(e.User.Text, summaryTextChars) + "\n\n"
+	case e.Assistant != nil:
+		var b strings.Builder
+		if e.Assistant.Text != "" {
+			b.WriteString("[assistant] " + shorten(e.Assistant.Text, summaryTextChars) + "\n")
+		}
+		for _, c := range e.Assistant.ToolCalls {
+			b.WriteString("[tool call " + c.Name + "] " + shorten(string(c.Arguments), summaryArgumentsChars) + "\n")
+		}
+		if e.Assistant.Error != "" {
+			b.WriteString("[assistant error] " + e.Assistant.Error + "\n")
+		}
+		if b.Len() == 0 {
+			return ""
+		}
+		b.WriteByte('\n')
+		return b.String()
+	case e.ToolResult != nil:
+		status := "ok"
+		if !e.ToolResult.OK {
+			status = "error"
+		}
+		return "[tool result " + e.ToolResult.ToolName + ", " + status + "] " + shorten(e.ToolResult.Content, summaryToolResultChars) + "\n\n"
+	case e.Checkpoint != nil:
+		return "[checkpoint " + e.Checkpoint.Kind + "] " + e.Checkpoint.Note + "\n\n"
+	}
+	return ""
+}
+
+// ErrUnusableSummary is returned for an empty answer or one with none of the
+// expected sections; the barrier turns it into the deterministic fallback.
+var ErrUnusableSummary = errors.New("the summary model's answer has none of the capsule's sections")
+
+var headingPattern = regexp.MustCompile(`^\s{0,3}(#{1,6}\s+|\*\*)(.+?)(\*\*)?\s*:?\s*$`)
+var bulletPattern = regexp.MustCompile(`^\s*([-*+]|\d+[.)])\s+(.*)$`)
+
+// ParseSummary reads the summary model's Markdown into the narrative fields
+// of a capsule. It is tolerant: headings in any level or bold, bullets of any
+// kind; text it cannot place goes under Notes. An answer with no recognised
+// section is ErrUnusableSummary.
+func ParseSummary(md string) (capsule.State, error) {
+	var st capsule.State
+	section := ""
+	found := 0
+	var goal []string
+	for _, line := range strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n") {
+		if m := headingPattern.FindStringSubmatch(line); m != nil {
+			if name, ok := sectionName(m[2]); ok {
+				section = name
+				found++
+				continue
+			}
+			if strings.HasPrefix(strings.TrimSpace(m[1]), "#") {
+				section = "" // an unknown heading: its text goes under notes
+				continue
+			}
+		}
+		text := strings.TrimSpace(line)
+		if text == "" || text == "```" {
+			continue
+		}
+		if m := bulletPattern.FindStringSubmatch(line); m != nil {
+			text = strings.TrimSpace(m[2])
+		}
+		if isNone(text) {
+			continue
+		}
+		switch section {
+		case "Goal":
+			goal = append(goal, text)
+		case "Constraints":
+			st.Constraints = append(st.Constraints, text)
+		case "Done":
+			st.Done = append(st.Done, text)
+		case "In progress":
+			st.InProgress = append(st.InProgress, text)
+		case "Pending":
+			st.Pending = append(st.Pending, text)
+		case "Decisions":
+			st.Decisions = append(st.Decisions, parseDecision(text))
+		case "Blockers":
+			st.Blockers = append(st.Blockers, text)
+		case "Next steps":
+			st.NextSteps = append(st.NextSteps, text)
+		default: // Notes, an unknown heading's text, or text before any heading
+			st.Notes = append(st.Notes, text)
+		}
+	}
+	if found == 0 {
+		return capsule.State{}, ErrUnusableSummary
+	}
+	st.Goal = strings.Join(goal, " ")
+	return st, nil
+}
+
+func sectionName(h string) (string, bool) {
+	h = strings.TrimSpace(strings.Trim(strings.TrimSpace(h), "*_:"))
+	for _, s := range summarySections {
+		if strings.EqualFold(h, s) {
+			return s, true
+		}
+	}
+	switch strings.ToLower(h) {
+	case "in-progress", "in progress work", "current work":
+		return "In progress", true
+	case "next", "next step":
+		return "Next steps", true
+	case "blocker", "open blockers":
+		return "Blockers", true
+	case "decision", "decisions and rationale":
+		return "Decisions", true
+	}
+	return "", false
+}
+
+func isNone(s string) bool {
+	switch strings.ToLower(strings.Trim(s, "_*. ")) {
+	case "none", "n/a", "nothing", "-":
+		return true
+	}
+	return false
+}
+
+func parseDecision(s string) capsule.Decision {
+	for _, sep := range []string{" — ", " -- ", " – ", "; because ", " because "} {
+		if i := strings.Index(s, sep); i > 0 {
+			return capsule.Decision{Decision: strings.TrimSpace(s[:i]), Rationale: strings.TrimSpace(s[i+len(sep):])}
+		}
+	}
+	return capsule.Decision{Decision: s}
+}
+
+// MergeSummary combines the model's narrative with the deterministic
+// capsule: the narrative fields come from the summary where it gave them,
+// the artifacts always from the recorded state (R-C2), and the user's own
+// messages stay verbatim. Constraints and decisions of the deterministic
+// state that the summary left out are kept (nothing silently dropped).
+func MergeSummary(det, summary capsule.State) capsule.State {
+	out := det
+	out.Goal = firstNonEmpty(summary.Goal, det.Goal)
+	out.Constraints = union(summary.Constraints, det.Constraints)
+	out.Done = orElse(summary.Done, det.Done)
+	out.InProgress = orElse(summary.InProgress, det.InProgress)
+	out.Pending = union(summary.Pending, nil)
+	out.Blockers = orElse(summary.Blockers, det.Blockers)
+	out.NextSteps = orElse(summary.NextSteps, det.NextSteps)
+	out.Notes = union(summary.Notes, nil)
+	out.Decisions = append([]capsule.Decision(nil), summary.Decisions...)
+	for _, d := range det.Decisions {
+		found := false
+		for _, x := range out.Decisions {
+			if x.Decision == d.Decision {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out.Decisions = append(out.Decisions, d)
+		}
+	}
+	return out
+}
