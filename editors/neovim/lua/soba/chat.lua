@@ -1,0 +1,139 @@
+-- soba.chat: the agent's stream (soba/event) written into a scratch buffer.
+-- The buffer is created on the first event and kept hidden until :Soba chat
+-- opens it, so nothing said before the window opened is lost.
+local M = {}
+
+local bufnr = nil
+local NAME = 'soba://chat'
+
+-- M.buffer returns the chat buffer, creating it when needed.
+function M.buffer()
+  if bufnr and vim.api.nvim_buf_is_valid(bufnr) then
+    return bufnr
+  end
+  bufnr = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(bufnr, NAME)
+  vim.bo[bufnr].buftype = 'nofile'
+  vim.bo[bufnr].bufhidden = 'hide'
+  vim.bo[bufnr].swapfile = false
+  vim.bo[bufnr].filetype = 'markdown'
+  vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, { '# SOBA chat', '' })
+  vim.bo[bufnr].modifiable = false
+  return bufnr
+end
+
+local function edit(fn)
+  local b = M.buffer()
+  vim.bo[b].modifiable = true
+  fn(b)
+  vim.bo[b].modifiable = false
+  -- Keep the end in view in every window showing the chat.
+  local last = vim.api.nvim_buf_line_count(b)
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == b then
+      vim.api.nvim_win_set_cursor(win, { last, 0 })
+    end
+  end
+end
+
+-- M.append adds whole lines at the end of the chat.
+function M.append(lines)
+  edit(function(b)
+    vim.api.nvim_buf_set_lines(b, -1, -1, false, lines)
+  end)
+end
+
+-- M.append_text continues the last line with streamed text, splitting on
+-- newlines.
+function M.append_text(text)
+  if text == nil or text == '' then
+    return
+  end
+  edit(function(b)
+    local n = vim.api.nvim_buf_line_count(b)
+    local last = vim.api.nvim_buf_get_lines(b, n - 1, n, false)[1] or ''
+    local pieces = vim.split(last .. text, '\n', { plain = true })
+    vim.api.nvim_buf_set_lines(b, n - 1, n, false, pieces)
+  end)
+end
+
+local function str(v)
+  if v == nil or v == vim.NIL then
+    return ''
+  end
+  if type(v) == 'table' then
+    return vim.json and vim.json.encode(v) or vim.fn.json_encode(v)
+  end
+  return tostring(v)
+end
+
+-- M.render turns one soba/event into the lines it adds; `text` events
+-- return (nil, delta) because they continue the current line.
+function M.render(ev)
+  local t = ev.type
+  if t == 'text' then
+    return nil, str(ev.delta)
+  elseif t == 'turn_start' then
+    return { '', '## Turn ' .. str(ev.turnId), '' }
+  elseif t == 'tool_call' then
+    return { '', string.format('→ %s %s', str(ev.name), str(ev.arguments)) }
+  elseif t == 'tool_result' then
+    local ok = ev.ok == true and 'ok' or 'failed'
+    return { string.format('← %s %s', ok, str(ev.summary)), '' }
+  elseif t == 'turn_end' then
+    local line = '— ' .. str(ev.outcome)
+    if ev.error and ev.error ~= vim.NIL and ev.error ~= '' then
+      line = line .. ': ' .. str(ev.error)
+    end
+    return { '', line }
+  elseif t == 'queued' then
+    return { '', '(queued: turn ' .. str(ev.turnId) .. ')' }
+  end
+  return { '[' .. str(t) .. '] ' .. str(ev) }
+end
+
+-- M.on_event handles a soba/event notification.
+function M.on_event(_, ev)
+  if type(ev) ~= 'table' then
+    return
+  end
+  local lines, text = M.render(ev)
+  if lines then
+    M.append(lines)
+  else
+    M.append_text(text)
+  end
+  if ev.type == 'turn_end' and ev.outcome == 'failed' and ev.error and ev.error ~= vim.NIL then
+    require('soba.client').notify('soba: turn failed: ' .. str(ev.error), vim.log.levels.ERROR)
+  end
+end
+
+-- M.open shows the chat buffer in a window (reusing one that shows it).
+function M.open()
+  local b = M.buffer()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == b then
+      vim.api.nvim_set_current_win(win)
+      return b
+    end
+  end
+  vim.cmd(require('soba.config').current.chat.open)
+  vim.api.nvim_win_set_buf(0, b)
+  vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(b), 0 })
+  return b
+end
+
+-- M.clear empties the chat buffer.
+function M.clear()
+  local b = M.buffer()
+  vim.bo[b].modifiable = true
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, { '# SOBA chat', '' })
+  vim.bo[b].modifiable = false
+end
+
+-- M.lines returns the chat's text (tests).
+function M.lines()
+  return vim.api.nvim_buf_get_lines(M.buffer(), 0, -1, false)
+end
+
+return M

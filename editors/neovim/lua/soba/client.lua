@@ -1,0 +1,406 @@
+-- soba.client: starts or attaches soba-lsp per workspace root and speaks to
+-- it. Every Neovim API that changed between 0.7 and 0.11 is reached through
+-- feature detection here, so the other modules never look at versions.
+local config = require('soba.config')
+local status = require('soba.status')
+
+local M = {}
+
+local has = function(feature)
+  return vim.fn.has(feature) == 1
+end
+-- 0.11 made the client an object: methods are called with ':'.
+local method_calls = has('nvim-0.11')
+local uv = vim.uv or vim.loop
+
+-- by_root[root] = client_id of the server serving that workspace root.
+local by_root = {}
+-- ready[client_id] = true once `initialize` answered; queued[client_id] holds
+-- requests made before that (LSP forbids sending them earlier).
+local ready = {}
+local queued = {}
+-- notified[operationId] = true once that compaction's result line was shown,
+-- so the end notification and the command's own result do not both show it.
+local notified = {}
+-- server_info[client_id] = the initialize result's serverInfo.
+local server_info = {}
+
+local function call(client, name, ...)
+  if method_calls then
+    return client[name](client, ...)
+  end
+  return client[name](...)
+end
+
+-- M.notify shows a message with the plugin's title.
+function M.notify(msg, level)
+  vim.notify(msg, level or vim.log.levels.INFO, { title = 'soba' })
+end
+
+local function exists(path)
+  return uv.fs_stat(path) ~= nil
+end
+
+local function parent(dir)
+  local p = vim.fn.fnamemodify(dir, ':h')
+  if p == dir then
+    return nil
+  end
+  return p
+end
+
+-- M.root returns the workspace root of a buffer: the nearest directory
+-- upward from its file that holds one of the root markers, else the
+-- current directory.
+function M.root(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local name = vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_buf_get_name(bufnr) or ''
+  local dir
+  if name ~= '' and vim.bo[bufnr].buftype == '' then
+    dir = vim.fn.fnamemodify(name, ':p:h')
+  else
+    dir = vim.fn.getcwd()
+  end
+  local d = dir
+  while d do
+    for _, marker in ipairs(config.current.root_markers) do
+      if exists(d .. '/' .. marker) then
+        return d
+      end
+    end
+    d = parent(d)
+  end
+  return vim.fn.getcwd()
+end
+
+local function is_file_buffer(bufnr)
+  return vim.api.nvim_buf_is_valid(bufnr)
+    and vim.bo[bufnr].buftype == ''
+    and vim.api.nvim_buf_get_name(bufnr) ~= ''
+end
+
+local function alive(id)
+  local c = id and vim.lsp.get_client_by_id(id)
+  if not c then
+    return nil
+  end
+  if call(c, 'is_stopped') then
+    return nil
+  end
+  return c
+end
+
+local function level_of(type_)
+  -- LSP MessageType: 1 error, 2 warning, 3 info, 4 log.
+  local l = vim.log.levels
+  return ({ l.ERROR, l.WARN, l.INFO, l.DEBUG })[type_] or l.INFO
+end
+
+-- M.show_result shows a CompactionResult's line once per operation; a
+-- degraded fallback or a failure is a warning (R-F1).
+function M.show_result(r)
+  if type(r) ~= 'table' or not config.current.notify_results then
+    return
+  end
+  if r.operationId and r.operationId ~= '' then
+    if notified[r.operationId] then
+      return
+    end
+    notified[r.operationId] = true
+  end
+  local line = r.line
+  if not line or line == '' or line == vim.NIL then
+    line = string.format('Compaction %s · %s', tostring(r.outcome), tostring(r.reason or ''))
+  end
+  local level = vim.log.levels.INFO
+  if r.quality == 'degraded' or r.outcome == 'failed' then
+    level = vim.log.levels.WARN
+  end
+  M.notify(line, level)
+end
+
+-- M.handlers are the per-client handlers of the server's notifications
+-- and requests (PROTOCOL.md "Notifications"). $/progress keeps Neovim's own
+-- handler, which feeds LspProgressUpdate / LspProgress and vim.lsp.status().
+M.handlers = {
+  ['soba/budget'] = function(_, result, ctx)
+    status.on_budget(ctx.client_id, result)
+  end,
+  ['soba/compaction'] = function(_, result, ctx)
+    status.on_compaction(ctx.client_id, result)
+    if type(result) == 'table' and result.phase == 'end' then
+      M.show_result(result)
+    end
+  end,
+  ['soba/event'] = function(_, result, ctx)
+    require('soba.chat').on_event(ctx.client_id, result)
+  end,
+  ['window/showMessage'] = function(_, result)
+    if type(result) == 'table' then
+      M.notify(tostring(result.message), level_of(result.type))
+    end
+  end,
+  -- Tool approvals (tools.approval "ask"): the actions are offered through
+  -- vim.ui.select, so any picker plugin can answer; the reply is the chosen
+  -- action item or null when the user dismissed the choice.
+  ['window/showMessageRequest'] = function(_, params)
+    local actions = (type(params) == 'table' and params.actions) or {}
+    if actions == vim.NIL or #actions == 0 then
+      M.notify(tostring(params and params.message), level_of(params and params.type))
+      return vim.NIL
+    end
+    local done, choice = false, nil
+    vim.ui.select(actions, {
+      prompt = tostring(params.message),
+      format_item = function(a)
+        return a.title
+      end,
+    }, function(item)
+      choice = item
+      done = true
+    end)
+    -- A picker may answer later from the event loop; wait for it.
+    if not done then
+      vim.wait(10 * 60 * 1000, function()
+        return done
+      end, 20)
+    end
+    if choice == nil then
+      return vim.NIL
+    end
+    return choice
+  end,
+}
+
+local function flush(client_id)
+  local q = queued[client_id] or {}
+  queued[client_id] = nil
+  for _, fn in ipairs(q) do
+    fn()
+  end
+end
+
+local function client_config(root)
+  local c = config.current
+  local capabilities = vim.lsp.protocol.make_client_capabilities()
+  capabilities.window = capabilities.window or {}
+  -- The server shows compaction barriers as $/progress only when told so.
+  capabilities.window.workDoneProgress = true
+  local settings = config.json_ready(c.settings)
+  local conf = {
+    name = 'soba',
+    cmd = c.cmd,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
+    capabilities = capabilities,
+    handlers = M.handlers,
+    init_options = settings,
+    on_init = function(client, result)
+      server_info[client.id] = type(result) == 'table' and result.serverInfo or nil
+      ready[client.id] = true
+      flush(client.id)
+      -- Seed the status line once; later updates come as notifications.
+      M.request(client, 'workspace/executeCommand',
+        { command = 'soba.budget', arguments = { vim.empty_dict() } },
+        function(err, result, ctx)
+          if not err then
+            status.on_budget(ctx.client_id, result)
+          end
+        end)
+    end,
+    on_exit = function(_, _, client_id)
+      vim.schedule(function()
+        ready[client_id] = nil
+        queued[client_id] = nil
+        for r, id in pairs(by_root) do
+          if id == client_id then
+            by_root[r] = nil
+          end
+        end
+        status.forget(client_id)
+      end)
+    end,
+    on_attach = function(client, bufnr)
+      if config.current.on_attach then
+        config.current.on_attach(client, bufnr)
+      end
+    end,
+  }
+  if next(c.settings) then
+    conf.settings = { soba = settings }
+  end
+  return conf
+end
+
+-- M.ensure returns the id of the client serving bufnr's workspace root,
+-- starting soba-lsp if none runs, and attaches bufnr when it is a file
+-- buffer. Returns nil and an error message when the server cannot start.
+function M.ensure(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local root = M.root(bufnr)
+  local file = is_file_buffer(bufnr)
+  local id = by_root[root]
+  if alive(id) then
+    if file and not vim.lsp.buf_is_attached(bufnr, id) then
+      vim.lsp.buf_attach_client(bufnr, id)
+    end
+    return id
+  end
+  if vim.fn.executable(config.current.cmd[1]) ~= 1 then
+    return nil, 'soba: cannot run "' .. config.current.cmd[1] .. '": not an executable (see :checkhealth soba)'
+  end
+  local conf = client_config(root)
+  if file and vim.lsp.start then
+    id = vim.lsp.start(conf, { bufnr = bufnr })
+  elseif has('nvim-0.11') then
+    id = vim.lsp.start(conf, { attach = false })
+  else
+    id = vim.lsp.start_client(conf)
+    if id and file then
+      vim.lsp.buf_attach_client(bufnr, id)
+    end
+  end
+  if not id then
+    return nil, 'soba: could not start ' .. table.concat(config.current.cmd, ' ')
+  end
+  by_root[root] = id
+  return id
+end
+
+-- M.current returns the client for the current buffer (starting it when
+-- needed), or nil and an error message.
+function M.current()
+  local id, err = M.ensure()
+  if not id then
+    return nil, err
+  end
+  local c = alive(id)
+  if not c then
+    return nil, 'soba: the server exited (see :checkhealth soba and :LspLog)'
+  end
+  return c
+end
+
+-- M.find returns the running client for bufnr's root without starting one.
+function M.find(bufnr)
+  return alive(by_root[M.root(bufnr)])
+end
+
+-- M.clients returns every running soba client as a list.
+function M.clients()
+  local out = {}
+  for _, id in pairs(by_root) do
+    local c = alive(id)
+    if c then
+      out[#out + 1] = c
+    end
+  end
+  return out
+end
+
+-- M.server_info returns the serverInfo ({name, version}) a client's server
+-- gave in its initialize result, or nil.
+function M.server_info(client)
+  return server_info[client.id]
+end
+
+-- M.is_ready tells whether a client answered `initialize`.
+function M.is_ready(client)
+  return ready[client.id] == true
+end
+
+-- M.request sends a request, holding it until the client is initialized.
+-- handler(err, result, ctx) is called on the main loop.
+function M.request(client, method, params, handler)
+  local send = function()
+    local ok = call(client, 'request', method, params, handler)
+    if not ok then
+      handler({ code = -32099, message = 'the server is not running' }, nil, { client_id = client.id })
+    end
+  end
+  if ready[client.id] then
+    send()
+  else
+    queued[client.id] = queued[client.id] or {}
+    table.insert(queued[client.id], send)
+  end
+end
+
+local function command_params(command, args)
+  if args == nil or (type(args) == 'table' and next(args) == nil) then
+    args = vim.empty_dict()
+  else
+    args = config.json_ready(args)
+  end
+  return { command = command, arguments = { args } }
+end
+
+-- M.describe_error turns a JSON-RPC error into a message naming the command.
+function M.describe_error(command, err)
+  local msg = type(err) == 'table' and err.message or tostring(err)
+  return string.format('soba: %s: %s', command, msg)
+end
+
+-- M.execute runs a server command (PROTOCOL.md "Commands") on the current
+-- buffer's client; cb(err, result, client) gets the JSON-RPC error or the
+-- result. Without cb, an error is shown with vim.notify.
+function M.execute(command, args, cb)
+  local client, err = M.current()
+  if not client then
+    if cb then
+      cb({ code = -32099, message = err }, nil, nil)
+    else
+      M.notify(err, vim.log.levels.ERROR)
+    end
+    return
+  end
+  M.request(client, 'workspace/executeCommand', command_params(command, args), function(e, result)
+    if cb then
+      cb(e, result, client)
+    elseif e then
+      M.notify(M.describe_error(command, e), vim.log.levels.ERROR)
+    end
+  end)
+end
+
+-- M.execute_sync runs a server command and waits at most timeout_ms for
+-- the answer; it returns result, or nil and an error message. Used by
+-- command-line completion, which must answer synchronously.
+function M.execute_sync(command, args, timeout_ms, client)
+  timeout_ms = timeout_ms or config.current.completion_timeout_ms
+  if not client then
+    local err
+    client, err = M.current()
+    if not client then
+      return nil, err
+    end
+  end
+  local done, result, rerr = false, nil, nil
+  M.request(client, 'workspace/executeCommand', command_params(command, args), function(e, r)
+    done, result, rerr = true, r, e
+  end)
+  vim.wait(timeout_ms, function()
+    return done
+  end, 10)
+  if not done then
+    return nil, string.format('soba: %s: no answer within %d ms', command, timeout_ms)
+  end
+  if rerr then
+    return nil, M.describe_error(command, rerr)
+  end
+  return result
+end
+
+-- M.stop stops every soba client (tests, :Soba stop).
+function M.stop()
+  for _, c in ipairs(M.clients()) do
+    call(c, 'stop')
+  end
+end
+
+-- M._reset forgets the caches (tests).
+function M._reset()
+  by_root, ready, queued, notified, server_info = {}, {}, {}, {}, {}
+end
+
+return M

@@ -1,0 +1,484 @@
+-- soba.commands: the :Soba command — its subcommands, their parsing and
+-- their command-line completion. Each subcommand maps onto one server
+-- command of PROTOCOL.md; results are shown with vim.notify.
+local client = require('soba.client')
+local status = require('soba.status')
+
+local M = {}
+
+local levels = vim.log.levels
+
+local function trim(s)
+  return (s:gsub('^%s+', ''):gsub('%s+$', ''))
+end
+
+-- unquote strips one pair of matching quotes around a whole argument, so
+-- `:Soba capsule create "Auth refactor"` gives the title without quotes.
+local function unquote(s)
+  local q = s:sub(1, 1)
+  if #s >= 2 and (q == '"' or q == "'") and s:sub(-1) == q then
+    return s:sub(2, -2)
+  end
+  return s
+end
+
+-- M.thousands formats 45210 as "45,210".
+function M.thousands(n)
+  local s = tostring(math.floor(tonumber(n) or 0))
+  local sign, digits = s:match('^(-?)(%d+)$')
+  if not digits then
+    return s
+  end
+  digits = digits:reverse():gsub('(%d%d%d)', '%1,'):reverse():gsub('^,', '')
+  return sign .. digits
+end
+
+local function str(v)
+  if v == nil or v == vim.NIL then
+    return ''
+  end
+  return tostring(v)
+end
+
+-- M.format_budget renders a Budget for :Soba budget (R-O1): effective
+-- tokens against the hard limit, the soft threshold, the measurement
+-- source and the latest compaction.
+function M.format_budget(b)
+  local lines = {
+    string.format('SOBA budget: %s / %s tokens (hard limit) · soft limit %s', M.thousands(b.effectiveTokens),
+      M.thousands(b.hardLimit), M.thousands(b.softLimit)),
+    string.format('window %s − output %s − reserve %s · source %s · auto-compact %s · state %s',
+      M.thousands(b.contextWindow), M.thousands(b.maxOutputTokens), M.thousands(b.safetyReserveTokens),
+      str(b.source), b.autoCompact and 'on' or 'off', str(b.state)),
+  }
+  if type(b.pending) == 'table' and #b.pending > 0 then
+    lines[#lines + 1] = 'pending: ' .. table.concat(b.pending, ', ')
+  end
+  local last = b.lastCompaction
+  if type(last) == 'table' then
+    lines[#lines + 1] = 'last: ' .. (str(last.line) ~= '' and str(last.line) or str(last.outcome))
+  end
+  return table.concat(lines, '\n')
+end
+
+-- Completion sources. Each returns candidate words; the caller filters by
+-- the typed prefix.
+local function checkpoint_ids()
+  local list = client.execute_sync('soba.capsule.list', {})
+  local out = {}
+  if type(list) == 'table' then
+    for _, c in ipairs(list) do
+      if type(c) == 'table' and c.checkpointId then
+        out[#out + 1] = c.checkpointId
+      end
+    end
+  end
+  return out
+end
+
+local function session_ids()
+  local list = client.execute_sync('soba.session.list', {})
+  local out = {}
+  if type(list) == 'table' then
+    for _, s in ipairs(list) do
+      if type(s) == 'table' and s.sessionId then
+        out[#out + 1] = s.sessionId
+      end
+    end
+  end
+  return out
+end
+
+local function files(arglead)
+  return vim.fn.getcompletion(arglead, 'file')
+end
+
+-- done reports the outcome of a subcommand: to the caller's callback when
+-- given (tests, scripts), else as a notification on error.
+local function finish(cmd, done, err, result)
+  if err and not done then
+    local msg = client.describe_error(cmd, err)
+    if cmd == 'soba.capsule.export' and tostring(err.message):match('exist') then
+      msg = msg .. ' (use :Soba! capsule export … to overwrite)'
+    end
+    client.notify(msg, levels.ERROR)
+  end
+  if done then
+    done(err, result)
+  end
+end
+
+-- run sends one server command and calls on_result(result, client) on
+-- success before reporting to done.
+local function run(cmd, args, done, on_result)
+  client.execute(cmd, args, function(err, result, c)
+    if not err and on_result then
+      local ok, e = pcall(on_result, result, c)
+      if not ok then
+        err = { message = e }
+      end
+    end
+    finish(cmd, done, err, result)
+  end)
+end
+
+local function open_scratch(name, lines, filetype)
+  vim.cmd(require('soba.config').current.capsule_open)
+  local b = vim.fn.bufnr(name)
+  if b == -1 or not vim.api.nvim_buf_is_valid(b) then
+    b = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(b, name)
+  end
+  vim.bo[b].modifiable = true
+  vim.bo[b].buftype = 'nofile'
+  vim.bo[b].bufhidden = 'hide'
+  vim.bo[b].swapfile = false
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
+  vim.bo[b].modifiable = false
+  vim.api.nvim_win_set_buf(0, b)
+  vim.bo[b].filetype = filetype
+  return b
+end
+
+-- M.spec describes every subcommand: `params` are taken in order, a
+-- `word` is one blank-separated word, `rest` is the rest of the line.
+-- `run(args, ctx)` gets the parsed arguments and ctx = {bang, done}.
+M.spec = {
+  ask = {
+    params = { { name = 'text', kind = 'rest' } },
+    run = function(a, ctx)
+      local chat = require('soba.chat')
+      chat.append({ '', '> ' .. a.text })
+      if require('soba.config').current.chat.open_on_ask then
+        local win = vim.api.nvim_get_current_win()
+        chat.open()
+        pcall(vim.api.nvim_set_current_win, win)
+      end
+      run('soba.prompt', { text = a.text }, ctx.done, function(r)
+        if r and r.queued then
+          client.notify('soba: prompt queued (turn ' .. str(r.turnId) .. ')')
+        end
+      end)
+    end,
+  },
+  cancel = {
+    run = function(_, ctx)
+      run('soba.cancel', {}, ctx.done, function(r)
+        if r and r.cancelled then
+          client.notify('soba: cancelled the ' .. str(r.what))
+        else
+          client.notify('soba: nothing to cancel')
+        end
+      end)
+    end,
+  },
+  budget = {
+    run = function(_, ctx)
+      run('soba.budget', {}, ctx.done, function(r, c)
+        status.on_budget(c.id, r)
+        client.notify(M.format_budget(r))
+      end)
+    end,
+  },
+  compact = {
+    params = { { name = 'instructions', kind = 'rest', optional = true } },
+    run = function(a, ctx)
+      local args = {}
+      if a.instructions and a.instructions ~= '' then
+        args.instructions = a.instructions
+      end
+      run('soba.compact', args, ctx.done, function(r)
+        client.show_result(r)
+      end)
+    end,
+  },
+  ['auto-compact'] = {
+    params = { { name = 'on|off', kind = 'word', choices = { 'on', 'off' } } },
+    run = function(a, ctx)
+      run('soba.autoCompact', { enabled = a['on|off'] == 'on' }, ctx.done, function(r, c)
+        status.on_budget(c.id, r)
+        client.notify('soba: auto-compact ' .. a['on|off'])
+      end)
+    end,
+  },
+  milestone = {
+    params = { { name = 'note', kind = 'rest' } },
+    run = function(a, ctx)
+      run('soba.checkpoint', { kind = 'milestone', note = a.note }, ctx.done, function(r)
+        client.notify('soba: milestone ' .. str(r and r.checkpointId))
+      end)
+    end,
+  },
+  pivot = {
+    params = { { name = 'note', kind = 'rest' } },
+    run = function(a, ctx)
+      run('soba.checkpoint', { kind = 'plan_pivot', note = a.note }, ctx.done, function(r)
+        client.notify('soba: plan pivot ' .. str(r and r.checkpointId))
+      end)
+    end,
+  },
+  chat = {
+    run = function(_, ctx)
+      require('soba.chat').open()
+      if ctx.done then
+        ctx.done(nil, nil)
+      end
+    end,
+  },
+  capsule = {
+    sub = {
+      create = {
+        params = { { name = 'title', kind = 'rest' } },
+        run = function(a, ctx)
+          run('soba.capsule.create', { title = a.title }, ctx.done, function(r)
+            client.notify(string.format('soba: capsule %s → %s', str(r.checkpointId), str(r.path)))
+          end)
+        end,
+      },
+      export = {
+        params = {
+          { name = 'checkpointId', kind = 'word', complete = checkpoint_ids },
+          { name = 'path', kind = 'rest', complete = files },
+        },
+        run = function(a, ctx)
+          local args = { checkpointId = a.checkpointId, path = a.path }
+          if ctx.bang then
+            args.overwrite = true
+          end
+          run('soba.capsule.export', args, ctx.done, function(r)
+            client.notify('soba: exported ' .. a.checkpointId .. ' → ' .. str(r.path))
+          end)
+        end,
+      },
+      load = {
+        params = { { name = 'path', kind = 'rest', complete = files } },
+        run = function(a, ctx)
+          run('soba.capsule.load', { path = a.path }, ctx.done, function(r)
+            client.notify(string.format('soba: loaded %s (%s)', str(r.checkpointId), str(r.title)))
+            if type(r.warnings) == 'table' then
+              for _, w in ipairs(r.warnings) do
+                client.notify('soba: ' .. str(w), levels.WARN)
+              end
+            end
+          end)
+        end,
+      },
+      list = {
+        run = function(_, ctx)
+          run('soba.capsule.list', {}, ctx.done, function(r)
+            local lines = {}
+            for _, c in ipairs(r or {}) do
+              lines[#lines + 1] = string.format('%s  %s  %s  %s  %s', str(c.checkpointId), str(c.trigger),
+                str(c.quality), str(c.createdAt), str(c.title))
+            end
+            client.notify(#lines > 0 and table.concat(lines, '\n') or 'soba: no capsules yet')
+          end)
+        end,
+      },
+      show = {
+        params = { { name = 'checkpointId', kind = 'word', optional = true, complete = checkpoint_ids } },
+        run = function(a, ctx)
+          local args = {}
+          if a.checkpointId then
+            args.checkpointId = a.checkpointId
+          end
+          run('soba.capsule.show', args, ctx.done, function(r)
+            local lines = vim.split(str(r.markdown), '\n', { plain = true })
+            open_scratch('soba://capsule/' .. str(r.checkpointId), lines, 'markdown')
+          end)
+        end,
+      },
+    },
+  },
+  session = {
+    sub = {
+      new = {
+        run = function(_, ctx)
+          run('soba.session.new', {}, ctx.done, function(r)
+            client.notify('soba: new session ' .. str(r.sessionId))
+          end)
+        end,
+      },
+      resume = {
+        params = { { name = 'sessionId', kind = 'word', optional = true, complete = session_ids } },
+        run = function(a, ctx)
+          local resume = function(id)
+            run('soba.session.resume', { sessionId = id }, ctx.done, function(r)
+              client.notify('soba: resumed session ' .. str(r.sessionId))
+            end)
+          end
+          if a.sessionId then
+            return resume(a.sessionId)
+          end
+          local ids = session_ids()
+          if #ids == 0 then
+            return finish('soba.session.resume', ctx.done, { message = 'no session to resume' })
+          end
+          vim.ui.select(ids, { prompt = 'Resume SOBA session' }, function(id)
+            if id then
+              resume(id)
+            elseif ctx.done then
+              ctx.done(nil, nil)
+            end
+          end)
+        end,
+      },
+      info = {
+        run = function(_, ctx)
+          run('soba.session.info', {}, ctx.done, function(r)
+            client.notify(string.format('soba: session %s · %s entries · leaf %s\n%s\n%s', str(r.sessionId),
+              str(r.entries), str(r.leafId), str(r.path), str(r.flightPath)))
+          end)
+        end,
+      },
+      list = {
+        run = function(_, ctx)
+          run('soba.session.list', {}, ctx.done, function(r)
+            local lines = {}
+            for _, s in ipairs(r or {}) do
+              lines[#lines + 1] = string.format('%s  %s entries  %s', str(s.sessionId), str(s.entries),
+                str(s.updatedAt))
+            end
+            client.notify(#lines > 0 and table.concat(lines, '\n') or 'soba: no sessions yet')
+          end)
+        end,
+      },
+    },
+  },
+}
+
+local function names(t)
+  local out = vim.tbl_keys(t)
+  table.sort(out)
+  return out
+end
+
+local function usage(path, node)
+  local words = { ':Soba', path }
+  for _, p in ipairs(node.params or {}) do
+    words[#words + 1] = p.optional and ('[' .. p.name .. ']') or ('{' .. p.name .. '}')
+  end
+  return table.concat(words, ' ')
+end
+
+-- M.parse splits the argument string of :Soba into the subcommand path
+-- (e.g. "capsule export") and its arguments. It returns node, args, path
+-- or nil and an error message naming what is wrong.
+function M.parse(line)
+  local rest = trim(line or '')
+  if rest == '' then
+    return nil, 'soba: :Soba needs a subcommand: ' .. table.concat(names(M.spec), ', ')
+  end
+  local node, path = { sub = M.spec }, {}
+  while node.sub do
+    local word, after = rest:match('^(%S+)%s*(.*)$')
+    if not word then
+      return nil, string.format('soba: :Soba %s needs a subcommand: %s', table.concat(path, ' '),
+        table.concat(names(node.sub), ', '))
+    end
+    local nxt = node.sub[word]
+    if not nxt then
+      local where = #path > 0 and (':Soba ' .. table.concat(path, ' ')) or ':Soba'
+      return nil, string.format('soba: unknown subcommand "%s" of %s (expected one of: %s)', word, where,
+        table.concat(names(node.sub), ', '))
+    end
+    path[#path + 1] = word
+    node, rest = nxt, after
+  end
+  local args = {}
+  local p = table.concat(path, ' ')
+  for _, param in ipairs(node.params or {}) do
+    local value
+    if param.kind == 'rest' then
+      value = unquote(trim(rest))
+      rest = ''
+    else
+      value, rest = rest:match('^(%S+)%s*(.*)$')
+      rest = rest or ''
+    end
+    if value == nil or value == '' then
+      if not param.optional then
+        return nil, string.format('soba: missing {%s}; usage: %s', param.name, usage(p, node))
+      end
+      value = nil
+    elseif param.choices and not vim.tbl_contains(param.choices, value) then
+      return nil, string.format('soba: {%s} must be one of %s, got "%s"', param.name,
+        table.concat(param.choices, ', '), value)
+    end
+    args[param.name] = value
+  end
+  if trim(rest) ~= '' then
+    return nil, string.format('soba: unexpected "%s"; usage: %s', trim(rest), usage(p, node))
+  end
+  return node, args, p
+end
+
+-- M.run parses and runs one :Soba invocation. done(err, result), when
+-- given, receives the server's answer (tests and scripts wait on it).
+function M.run(line, bang, done)
+  local node, args = M.parse(line)
+  if not node then
+    if done then
+      return done({ message = args }, nil)
+    end
+    return client.notify(args, levels.ERROR)
+  end
+  node.run(args, { bang = bang, done = done })
+end
+
+local function filter(items, prefix)
+  local out = {}
+  for _, it in ipairs(items) do
+    if vim.startswith(it, prefix) then
+      out[#out + 1] = it
+    end
+  end
+  return out
+end
+
+-- M.complete is the :Soba completion function (customlist): subcommand
+-- names, then each parameter's candidates, e.g. checkpoint ids from
+-- soba.capsule.list for `capsule export` and `capsule show`.
+function M.complete(arglead, cmdline, cursorpos)
+  local before = cmdline:sub(1, cursorpos or #cmdline)
+  -- Drop the command name itself (and a bang).
+  before = before:gsub('^%s*%S-Soba!?%s*', '', 1)
+  local words = vim.split(before, '%s+', { trimempty = false })
+  -- The last word is the one being typed ('' after a blank).
+  local typing = table.remove(words) or ''
+  if words[1] == '' then
+    table.remove(words, 1)
+  end
+  local node = { sub = M.spec }
+  local i = 1
+  while node.sub do
+    if i > #words then
+      return filter(names(node.sub), typing)
+    end
+    node = node.sub[words[i]]
+    if not node then
+      return {}
+    end
+    i = i + 1
+  end
+  local index = #words - i + 2
+  local param = (node.params or {})[index]
+  if not param then
+    -- Inside a `rest` parameter every further word belongs to it.
+    local first = (node.params or {})[#(node.params or {})]
+    if first and first.kind == 'rest' and first.complete then
+      param = first
+    else
+      return {}
+    end
+  end
+  if param.choices then
+    return filter(param.choices, typing)
+  end
+  if param.complete then
+    return filter(param.complete(arglead or typing), typing)
+  end
+  return {}
+end
+
+return M

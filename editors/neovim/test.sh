@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Tests of the Neovim plugin, on Neovim 0.7 (Debian's `neovim`, installed with
+# apt-get when missing) and on Neovim 0.10 (Debian trixie's packages unpacked
+# into a cache dir and run with trixie's own loader; the system is not
+# changed). Per version: unit tests that need no server, then end-to-end tests
+# against the real soba-lsp and a fake model server, when the server already
+# answers soba.budget (a clear SKIP line otherwise). Every nvim run is bounded
+# by `timeout`. The last line is "N passed, N failed".
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/soba-test
+work=$(mktemp -d "${TMPDIR:-/tmp}/soba-nvim-test.XXXXXX")
+results=$work/results
+: >"$results"
+pids=()
+
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL $*" | tee -a "$results"; }
+note() { echo "== $*"; }
+
+ensure_nvim07() {
+  if command -v nvim >/dev/null 2>&1; then return 0; fi
+  note "installing neovim with apt-get"
+  if ! apt-get install -y neovim >"$work/apt.log" 2>&1; then
+    apt-get update >>"$work/apt.log" 2>&1 && apt-get install -y neovim >>"$work/apt.log" 2>&1
+  fi
+  command -v nvim >/dev/null 2>&1 || { cat "$work/apt.log"; return 1; }
+}
+
+# ensure_nvim10 unpacks Debian trixie's Neovim 0.10 and the libraries it
+# needs into $cache/nvim10/root and writes a wrapper $cache/nvim10/nvim that
+# runs it through trixie's dynamic loader. A cache that runs is reused.
+nvim10=$cache/nvim10/nvim
+ensure_nvim10() {
+  if [ -x "$nvim10" ] && "$nvim10" --version 2>/dev/null | grep -q '^NVIM v0\.1'; then return 0; fi
+  note "unpacking Neovim 0.10 from Debian trixie into $cache/nvim10"
+  local dir=$cache/nvim10 apt=$cache/nvim10/apt
+  rm -rf "$dir"
+  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/debs" "$dir/root"
+  echo 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main' \
+    >"$apt/sources.list"
+  local opts=(-o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+    -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Architecture=amd64
+    -o APT::Sandbox::User=root)
+  (
+    set -e
+    apt-get "${opts[@]}" update -qq
+    cd "$apt/debs"
+    apt-get "${opts[@]}" download neovim neovim-runtime libc6 libgcc-s1 libluajit-5.1-2 \
+      libluajit-5.1-common libmsgpack-c2 libtree-sitter0.22 libunibilium4 libuv1t64 libvterm0 lua-lpeg lua-luv
+    for d in *.deb; do dpkg-deb -x "$d" "$dir/root"; done
+  ) >"$work/nvim10.log" 2>&1 || { cat "$work/nvim10.log"; return 1; }
+  local lib=$dir/root/usr/lib/x86_64-linux-gnu
+  cat >"$nvim10" <<WRAP
+#!/bin/sh
+export VIMRUNTIME=$dir/root/usr/share/nvim/runtime
+exec $lib/ld-linux-x86-64.so.2 --library-path $lib:$lib/lua/5.1 $dir/root/usr/bin/nvim "\$@"
+WRAP
+  chmod +x "$nvim10"
+  "$nvim10" --version | head -1
+}
+
+# run_nvim LABEL NVIM SPEC [SECONDS]: one headless run of tests/SPEC with
+# fresh XDG dirs. A run that crashes or times out counts as one failure.
+run_nvim() {
+  local label=$1 bin=$2 spec=$3 secs=${4:-120}
+  local x=$work/xdg-$label-${spec%.lua}
+  mkdir -p "$x"/{data,state,cache,config}
+  note "$label: $spec"
+  local before
+  before=$(wc -l <"$results")
+  XDG_DATA_HOME=$x/data XDG_STATE_HOME=$x/state XDG_CACHE_HOME=$x/cache XDG_CONFIG_HOME=$x/config \
+    SOBA_PLUGIN_DIR=$here SOBA_TEST_FILE=$here/tests/$spec SOBA_TEST_RESULTS=$results SOBA_TEST_LABEL=$label \
+    timeout -k 5 "$secs" "$bin" --headless -u NONE -i NONE -n -c "luafile $here/tests/run.lua" </dev/null
+  local rc=$?
+  echo
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    fail "$label: $spec timed out after ${secs}s"
+  elif [ "$rc" != 0 ] && [ "$(wc -l <"$results")" = "$before" ]; then
+    fail "$label: $spec exited $rc without results"
+  fi
+}
+
+# ---- servers for the end-to-end tests ------------------------------------
+e2e_ready=
+e2e_why=
+prepare_e2e() {
+  if ! ls "$repo"/cmd/soba-lsp/*.go >/dev/null 2>&1; then
+    e2e_why="cmd/soba-lsp has no Go files yet"; return
+  fi
+  note "go build -o $work/soba-lsp ./cmd/soba-lsp"
+  if ! (cd "$repo" && go build -o "$work/soba-lsp" ./cmd/soba-lsp) >"$work/build.log" 2>&1; then
+    cat "$work/build.log"; fail "soba-lsp does not build"; e2e_why="soba-lsp does not build"; return
+  fi
+  local fm=$repo/agent/provider/providertest/fakemodel
+  if ! ls "$fm"/*.go >/dev/null 2>&1; then
+    e2e_why="the fake model server ($fm) does not exist yet"; return
+  fi
+  if ! (cd "$repo" && go build -o "$work/fakemodel" ./agent/provider/providertest/fakemodel) >"$work/build.log" 2>&1; then
+    cat "$work/build.log"; fail "fakemodel does not build"; e2e_why="fakemodel does not build"; return
+  fi
+  start_fakemodel || { fail "the fake model server did not start"; e2e_why="fake model server did not start"; return; }
+  make_workspace "$work/probe-ws"
+  local rc
+  SOBA_PLUGIN_DIR=$here SOBA_LSP=$work/soba-lsp SOBA_WORKSPACE=$work/probe-ws \
+    XDG_DATA_HOME=$work/px XDG_STATE_HOME=$work/px XDG_CACHE_HOME=$work/px XDG_CONFIG_HOME=$work/px \
+    timeout -k 5 40 nvim --headless -u NONE -i NONE -n -c "luafile $here/tests/probe.lua" </dev/null
+  rc=$?
+  echo
+  case $rc in
+  0) e2e_ready=1 ;;
+  3) e2e_why="soba-lsp does not serve soba.budget yet (not available)" ;;
+  *) fail "soba-lsp probe failed (exit $rc)"; e2e_why="soba-lsp probe failed (exit $rc)" ;;
+  esac
+}
+
+# start_fakemodel runs the fake OpenAI-compatible model server on a free
+# loopback port and sets fake_url to its base URL.
+fake_url=
+start_fakemodel() {
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
+    || echo $((20000 + RANDOM % 20000)))
+  "$work/fakemodel" -addr "127.0.0.1:$port" ${SOBA_FAKEMODEL_FLAGS:-} >"$work/fakemodel.log" 2>&1 &
+  pids+=($!)
+  fake_url=http://127.0.0.1:$port/v1
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  cat "$work/fakemodel.log"
+  return 1
+}
+
+# make_workspace DIR writes a workspace whose .soba/config.json points the
+# "openai" provider at the fake model server, with a small keep window so
+# that a few turns give history to compact.
+make_workspace() {
+  local ws=$1
+  rm -rf "$ws"
+  mkdir -p "$ws/.soba"
+  cat >"$ws/.soba/config.json" <<JSON
+{
+  "model": { "provider": "openai", "baseURL": "$fake_url", "name": "fake-model", "apiKeyEnv": "SOBA_TEST_API_KEY",
+             "contextWindow": 65000, "maxOutputTokens": 8000 },
+  "compaction": { "keepRecentTokens": 600, "minReclaimableTokens": 100, "minSavingsRatio": 0.1,
+                  "timeoutMs": 15000 },
+  "tools": { "approval": "auto" }
+}
+JSON
+  printf '# Notes\n\nThe test edits this file.\n' >"$ws/notes.md"
+}
+
+run_e2e() {
+  local label=$1 bin=$2
+  if [ -z "$e2e_ready" ]; then
+    echo "SKIP $label: e2e: $e2e_why"
+    return
+  fi
+  make_workspace "$work/ws-$label"
+  mkdir -p "$work/out-$label"
+  SOBA_LSP=$work/soba-lsp SOBA_WORKSPACE=$work/ws-$label SOBA_OUT=$work/out-$label \
+    run_nvim "$label" "$bin" e2e_spec.lua 180
+}
+
+# ---- main ------------------------------------------------------------------
+export SOBA_TEST_API_KEY=test-key
+if ensure_nvim07; then
+  run_nvim nvim0.7 nvim unit_spec.lua 120
+else
+  fail "could not install neovim 0.7 with apt-get"
+fi
+if ensure_nvim10; then
+  run_nvim nvim0.10 "$nvim10" unit_spec.lua 120
+else
+  fail "could not unpack Neovim 0.10 from Debian trixie"
+fi
+
+prepare_e2e
+command -v nvim >/dev/null 2>&1 && run_e2e nvim0.7 nvim
+[ -x "$nvim10" ] && run_e2e nvim0.10 "$nvim10"
+
+passed=$(grep -c '^PASS ' "$results")
+failed=$(grep -c '^FAIL ' "$results")
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ] && [ "$passed" -gt 0 ]

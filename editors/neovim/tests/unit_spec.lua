@@ -1,0 +1,410 @@
+-- Unit tests that need no server: status-line formatting, the notification
+-- handlers fed with recorded notifications, :Soba parsing and completion,
+-- the mapping of subcommands onto PROTOCOL.md commands, approvals, help
+-- and health.
+local H = require('harness')
+local test, eq, ok, match = H.test, H.eq, H.ok, H.match
+
+local plugin = os.getenv('SOBA_PLUGIN_DIR')
+local config = require('soba.config')
+local status = require('soba.status')
+local client = require('soba.client')
+local commands = require('soba.commands')
+local chat = require('soba.chat')
+local soba = require('soba')
+
+local function read(path)
+  local f = assert(io.open(path, 'r'))
+  local s = f:read('*a')
+  f:close()
+  return s
+end
+
+local function budget(effective, hard, soft, state)
+  return { effectiveTokens = effective, hardLimit = hard, softLimit = soft, state = state or 'idle' }
+end
+
+local function feed(method, params, client_id)
+  return client.handlers[method](nil, params, { method = method, client_id = client_id or 1 })
+end
+
+local function autocmd_counter(pattern)
+  local seen = {}
+  vim.api.nvim_create_autocmd('User', {
+    pattern = pattern,
+    callback = function(ev)
+      seen[#seen + 1] = { data = ev.data, line = soba.statusline() }
+    end,
+  })
+  return seen
+end
+
+test('TokenFormat_RO1', function()
+  for _, c in ipairs({
+    { 0, '0' }, { 950, '950' }, { 999, '999' }, { 1000, '1.0k' }, { 31234, '31.2k' },
+    { 48808, '48.8k' }, { 999949, '999.9k' }, { 999950, '1.0M' }, { 1250000, '1.3M' },
+  }) do
+    eq(c[2], status.tokens(c[1]), 'tokens(' .. c[1] .. ')')
+  end
+end)
+
+test('StatuslineFormat_RO1_RS2_RB3', function()
+  local opts = config.defaults.statusline
+  for _, c in ipairs({
+    { 'no state yet', nil, '' },
+    { 'below soft limit', { budget = budget(31234, 48808, 39046) }, 'SOBA 31.2k/48.8k' },
+    { 'one below soft limit', { budget = budget(39045, 48808, 39046) }, 'SOBA 39.0k/48.8k' },
+    { 'at soft limit', { budget = budget(39046, 48808, 39046) }, 'SOBA 39.0k/48.8k!' },
+    { 'past soft limit', { budget = budget(45210, 48808, 39046) }, 'SOBA 45.2k/48.8k!' },
+    { 'barrier with percentage', { budget = budget(45210, 48808, 39046, 'compacting'),
+      compaction = { phase = 'progress', percentage = 82 } }, 'SOBA 45.2k/48.8k! compacting 82%' },
+    { 'barrier state without notification', { budget = budget(31234, 48808, 39046, 'compacting') },
+      'SOBA 31.2k/48.8k compacting' },
+    { 'barrier before any budget', { compaction = { phase = 'start', percentage = 0 } }, 'SOBA compacting 0%' },
+    { 'small counts', { budget = budget(950, 48808, 39046) }, 'SOBA 950/48.8k' },
+  }) do
+    eq(c[3], status.format(c[2], opts), c[1])
+  end
+  local custom = { prefix = 'S', soft_marker = ' ▲', compacting = '⟳' }
+  eq('S 45.2k/48.8k ▲ ⟳ 5%', status.format({ budget = budget(45210, 48808, 39046),
+    compaction = { percentage = 5 } }, custom), 'custom statusline options')
+end)
+
+test('RecordedBarrierNotifications_RB3', function()
+  status.reset()
+  client._reset()
+  local budgets = autocmd_counter('SobaBudget')
+  local compactions = autocmd_counter('SobaCompaction')
+  local seen, restore = H.capture_notify()
+  local recorded = vim.json.decode(read(plugin .. '/tests/fixtures/barrier.json'))
+  local lines = {}
+  for _, n in ipairs(recorded) do
+    feed(n.method, n.params, 7)
+    lines[#lines + 1] = soba.statusline()
+  end
+  restore()
+  eq({
+    'SOBA 31.2k/48.8k',
+    'SOBA 45.2k/48.8k!',
+    'SOBA 45.2k/48.8k! compacting 0%',
+    'SOBA 45.2k/48.8k! compacting 0%',
+    'SOBA 45.2k/48.8k! compacting 40%',
+    'SOBA 45.2k/48.8k! compacting 82%',
+    'SOBA 45.2k/48.8k!',
+    'SOBA 14.9k/48.8k',
+  }, lines, 'status line after each notification')
+  eq(4, #budgets, 'User SobaBudget count')
+  eq(4, #compactions, 'User SobaCompaction count')
+  eq('SOBA 45.2k/48.8k! compacting 82%', compactions[3].line, 'status line seen by a SobaCompaction listener')
+  if vim.fn.has('nvim-0.8') == 1 then
+    eq('progress', compactions[3].data.event.phase, 'autocmd data carries the notification')
+    eq(14870, budgets[4].data.budget.effectiveTokens, 'autocmd data carries the budget')
+  end
+  eq(1, #seen, 'one result line shown')
+  match('^Compacted context · auto_threshold · 45,210 → 14,870', seen[1].msg, 'result line')
+  eq(vim.log.levels.INFO, seen[1].level, 'a full capsule is info')
+  -- The same result answered to soba.compact must not be shown twice.
+  local again, restore2 = H.capture_notify()
+  client.show_result(recorded[7].params)
+  restore2()
+  eq(0, #again, 'result line shown once per operation')
+  eq('ck_8f2a1c', status.get(7).last.checkpointId, 'latest compaction kept')
+end)
+
+test('DegradedFallbackIsWarning_RF1', function()
+  client._reset()
+  local seen, restore = H.capture_notify()
+  feed('soba/compaction', { phase = 'end', operationId = 'op_d', trigger = 'user', outcome = 'completed',
+    quality = 'degraded', line = 'Compacted context · user · 9,000 → 3,000 tokens (67% reclaimed) · ck_2' })
+  feed('window/showMessage', { type = 2, message = 'summary timed out; used the local fallback capsule' })
+  restore()
+  eq(2, #seen, 'two messages')
+  eq(vim.log.levels.WARN, seen[1].level, 'degraded result line level')
+  eq(vim.log.levels.WARN, seen[2].level, 'showMessage Warning level')
+  match('fallback', seen[2].msg, 'fallback warning text')
+end)
+
+test('StatuslineNeverRequests_RO1', function()
+  local orig_request, orig_sync = client.request, client.execute_sync
+  local calls = 0
+  client.request = function(...)
+    calls = calls + 1
+    return orig_request(...)
+  end
+  client.execute_sync = function(...)
+    calls = calls + 1
+    return orig_sync(...)
+  end
+  for _ = 1, 1000 do
+    soba.statusline()
+  end
+  client.request, client.execute_sync = orig_request, orig_sync
+  eq(0, calls, 'requests sent by statusline()')
+end)
+
+test('ParseSubcommands_RO3', function()
+  for _, c in ipairs({
+    { 'ask fix the failing test', 'ask', { text = 'fix the failing test' } },
+    { 'cancel', 'cancel', {} },
+    { '  budget  ', 'budget', {} },
+    { 'compact', 'compact', {} },
+    { 'compact keep the API notes', 'compact', { instructions = 'keep the API notes' } },
+    { 'auto-compact off', 'auto-compact', { ['on|off'] = 'off' } },
+    { 'milestone tests pass', 'milestone', { note = 'tests pass' } },
+    { 'pivot use sqlite instead', 'pivot', { note = 'use sqlite instead' } },
+    { 'capsule create "Auth refactor"', 'capsule create', { title = 'Auth refactor' } },
+    { 'capsule export ck_8f2a1c ./handoff.capsule.md', 'capsule export',
+      { checkpointId = 'ck_8f2a1c', path = './handoff.capsule.md' } },
+    { 'capsule export ck_1 my notes/x.capsule.md', 'capsule export',
+      { checkpointId = 'ck_1', path = 'my notes/x.capsule.md' } },
+    { 'capsule load ./handoff.capsule.md', 'capsule load', { path = './handoff.capsule.md' } },
+    { 'capsule show', 'capsule show', {} },
+    { 'capsule show ck_1', 'capsule show', { checkpointId = 'ck_1' } },
+    { 'session new', 'session new', {} },
+    { 'session resume', 'session resume', {} },
+    { 'session resume s_1', 'session resume', { sessionId = 's_1' } },
+    { 'session info', 'session info', {} },
+    { 'chat', 'chat', {} },
+  }) do
+    local node, args, path = commands.parse(c[1])
+    ok(node, c[1] .. ' parses (' .. tostring(args) .. ')')
+    eq(c[2], path, c[1] .. ' path')
+    eq(c[3], args, c[1] .. ' args')
+  end
+end)
+
+test('ParseErrorsNameTheProblem_RO3', function()
+  for _, c in ipairs({
+    { '', 'needs a subcommand' },
+    { 'compat', 'unknown subcommand "compat"' },
+    { 'capsule', ':Soba capsule needs a subcommand: create, export, list, load, show' },
+    { 'capsule burn', 'unknown subcommand "burn" of :Soba capsule' },
+    { 'capsule export', 'missing {checkpointId}; usage: :Soba capsule export {checkpointId} {path}' },
+    { 'capsule export ck_1', 'missing {path}' },
+    { 'auto-compact maybe', '{on|off} must be one of on, off, got "maybe"' },
+    { 'auto-compact', 'missing {on|off}' },
+    { 'ask', 'missing {text}' },
+    { 'budget now', 'unexpected "now"' },
+    { 'session resume a b', 'unexpected "b"' },
+  }) do
+    local node, err = commands.parse(c[1])
+    eq(nil, node, c[1] .. ' must not parse')
+    ok(err:find(c[2], 1, true), string.format('error for %q is %q, want it to contain %q', c[1], err, c[2]))
+  end
+end)
+
+test('SubcommandsSendProtocolCommands_RO3', function()
+  local sent
+  local orig = client.execute
+  client.execute = function(cmd, args, cb)
+    sent = { cmd, args }
+    cb(nil, { checkpointId = 'ck_1', path = '/tmp/x', markdown = '## Goal\nship', cancelled = false,
+      effectiveTokens = 1, hardLimit = 2, softLimit = 1, sessionId = 's_1' }, { id = 99 })
+  end
+  local _, restore = H.capture_notify()
+  for _, c in ipairs({
+    { 'ask hello', 'soba.prompt', { text = 'hello' } },
+    { 'cancel', 'soba.cancel', {} },
+    { 'budget', 'soba.budget', {} },
+    { 'compact', 'soba.compact', {} },
+    { 'compact keep notes', 'soba.compact', { instructions = 'keep notes' } },
+    { 'auto-compact on', 'soba.autoCompact', { enabled = true } },
+    { 'auto-compact off', 'soba.autoCompact', { enabled = false } },
+    { 'milestone done', 'soba.checkpoint', { kind = 'milestone', note = 'done' } },
+    { 'pivot new plan', 'soba.checkpoint', { kind = 'plan_pivot', note = 'new plan' } },
+    { 'capsule create Title', 'soba.capsule.create', { title = 'Title' } },
+    { 'capsule export ck_1 out.md', 'soba.capsule.export', { checkpointId = 'ck_1', path = 'out.md' } },
+    { '!capsule export ck_1 out.md', 'soba.capsule.export', { checkpointId = 'ck_1', path = 'out.md', overwrite = true } },
+    { 'capsule load in.md', 'soba.capsule.load', { path = 'in.md' } },
+    { 'capsule list', 'soba.capsule.list', {} },
+    { 'capsule show', 'soba.capsule.show', {} },
+    { 'capsule show ck_1', 'soba.capsule.show', { checkpointId = 'ck_1' } },
+    { 'session new', 'soba.session.new', {} },
+    { 'session resume s_1', 'soba.session.resume', { sessionId = 's_1' } },
+    { 'session info', 'soba.session.info', {} },
+    { 'session list', 'soba.session.list', {} },
+  }) do
+    sent = nil
+    local line, bang = c[1], false
+    if line:sub(1, 1) == '!' then
+      line, bang = line:sub(2), true
+    end
+    local done_err = 'not called'
+    commands.run(line, bang, function(err)
+      done_err = err
+    end)
+    eq(nil, done_err, c[1] .. ' outcome')
+    eq({ c[2], c[3] }, sent, c[1] .. ' sends')
+  end
+  restore()
+  client.execute = orig
+  -- capsule show opened the Markdown in a split.
+  eq({ '## Goal', 'ship' }, vim.api.nvim_buf_get_lines(0, 0, -1, false), 'capsule show buffer')
+  eq('markdown', vim.bo.filetype, 'capsule show filetype')
+  match('soba://capsule/ck_1$', vim.api.nvim_buf_get_name(0), 'capsule show buffer name')
+  vim.cmd('only')
+end)
+
+test('CompleteSubcommandsAndCheckpointIds_RP1', function()
+  local orig = client.execute_sync
+  local asked = {}
+  client.execute_sync = function(cmd)
+    asked[#asked + 1] = cmd
+    if cmd == 'soba.capsule.list' then
+      return {
+        { checkpointId = 'ck_8f2a1c', trigger = 'user', title = 'a', quality = 'full' },
+        { checkpointId = 'ck_8f9b00', trigger = 'milestone', title = 'b', quality = 'full' },
+        { checkpointId = 'ck_1234ab', trigger = 'user', title = 'c', quality = 'degraded' },
+      }
+    elseif cmd == 'soba.session.list' then
+      return { { sessionId = 's_one' }, { sessionId = 's_two' } }
+    end
+  end
+  local function cl(line)
+    return vim.fn.getcompletion(line, 'cmdline')
+  end
+  eq({ 'ask', 'auto-compact', 'budget', 'cancel', 'capsule', 'chat', 'compact', 'milestone', 'pivot', 'session' },
+    cl('Soba '), 'top level')
+  eq({ 'capsule', 'chat', 'compact', 'cancel' }, (function()
+    local r = cl('Soba c')
+    table.sort(r, function(a, b)
+      return ({ capsule = 1, chat = 2, compact = 3, cancel = 4 })[a] < ({ capsule = 1, chat = 2, compact = 3, cancel = 4 })[b]
+    end)
+    return r
+  end)(), 'prefix c')
+  eq({ 'create', 'export', 'list', 'load', 'show' }, cl('Soba capsule '), 'capsule subcommands')
+  eq({ 'info', 'list', 'new', 'resume' }, cl('Soba session '), 'session subcommands')
+  eq({ 'on', 'off' }, cl('Soba auto-compact '), 'auto-compact choices')
+  eq({ 'off' }, cl('Soba auto-compact of'), 'auto-compact prefix')
+  eq({ 'ck_8f2a1c', 'ck_8f9b00', 'ck_1234ab' }, cl('Soba capsule export '), 'checkpoint ids')
+  eq({ 'ck_8f2a1c', 'ck_8f9b00' }, cl('Soba capsule export ck_8f'), 'checkpoint id prefix')
+  eq({ 'ck_1234ab' }, cl('Soba capsule show ck_1'), 'capsule show ids')
+  eq({ 's_one', 's_two' }, cl('Soba session resume '), 'session ids')
+  eq({}, cl('Soba budget '), 'budget takes nothing')
+  eq({}, cl('Soba nope '), 'unknown subcommand')
+  eq('soba.capsule.list', asked[1], 'ids come from soba.capsule.list')
+  -- The path of export completes files.
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir, 'p')
+  vim.fn.writefile({}, dir .. '/handoff.capsule.md')
+  eq({ dir .. '/handoff.capsule.md' }, cl('Soba capsule export ck_8f2a1c ' .. dir .. '/hand'), 'export path')
+  eq({ dir .. '/handoff.capsule.md' }, cl('Soba capsule load ' .. dir .. '/h'), 'load path')
+  client.execute_sync = orig
+end)
+
+test('ConfigDefaultsAndErrors_RS1', function()
+  local c = config.resolve({ cmd = '/opt/soba-lsp', statusline = { soft_marker = '*' } })
+  eq({ '/opt/soba-lsp' }, c.cmd, 'cmd string becomes a list')
+  eq('*', c.statusline.soft_marker, 'nested option')
+  eq('SOBA', c.statusline.prefix, 'nested default kept')
+  eq({ '.soba', '.git' }, c.root_markers, 'root markers default')
+  local okk, err = pcall(config.resolve, { cmdd = { 'x' } })
+  eq(false, okk, 'unknown option fails')
+  match('unknown option "cmdd"', err, 'error names the option')
+  okk, err = pcall(config.resolve, { autostart = 'yes' })
+  eq(false, okk, 'bad type fails')
+  match('autostart', err, 'error names the option')
+  okk, err = pcall(config.resolve, { cmd = {} })
+  eq(false, okk, 'empty cmd fails')
+  match('"cmd"', err, 'error names cmd')
+  -- Settings go to the server as JSON objects, never as [].
+  local encode = vim.json and vim.json.encode or vim.fn.json_encode
+  eq('{"compaction":{}}', encode(config.json_ready({ compaction = {} })), 'json_ready keeps objects')
+  eq('{"model":{"name":"m"}}', encode(config.json_ready({ model = { name = 'm' } })), 'json_ready keeps values')
+  eq('{}', encode(config.json_ready({})), 'empty settings')
+end)
+
+test('ChatRendersAgentStream', function()
+  chat.clear()
+  for _, ev in ipairs({
+    { turnId = 't1', type = 'turn_start' },
+    { turnId = 't1', type = 'text', delta = 'Reading ' },
+    { turnId = 't1', type = 'text', delta = 'the file.\nDone' },
+    { turnId = 't1', type = 'tool_call', id = 'c1', name = 'read_file', arguments = { path = 'a.go' } },
+    { turnId = 't1', type = 'tool_result', id = 'c1', ok = true, summary = '12 lines' },
+    { turnId = 't1', type = 'turn_end', outcome = 'completed' },
+    { turnId = 't2', type = 'queued' },
+  }) do
+    feed('soba/event', ev)
+  end
+  local _, restore = H.capture_notify()
+  feed('soba/event', { turnId = 't3', type = 'turn_end', outcome = 'failed', error = 'model at http://127.0.0.1:1 unreachable' })
+  restore()
+  eq({ '# SOBA chat', '', '', '## Turn t1', 'Reading the file.', 'Done', '', '→ read_file {"path":"a.go"}',
+    '← ok 12 lines', '', '', '— completed', '', '(queued: turn t2)', '',
+    '— failed: model at http://127.0.0.1:1 unreachable' }, chat.lines(), 'chat buffer')
+  local b = chat.open()
+  eq(b, vim.api.nvim_get_current_buf(), ':Soba chat shows the buffer')
+  eq('soba://chat', vim.api.nvim_buf_get_name(b):match('soba://chat$'), 'chat buffer name')
+  eq(false, vim.bo[b].modifiable, 'chat is read-only')
+  vim.cmd('only')
+end)
+
+test('ApprovalThroughUiSelect', function()
+  local params = { type = 3, message = 'Run bash: go test ./...?', actions = {
+    { title = 'Allow once' }, { title = 'Allow for session' }, { title = 'Deny' } } }
+  local orig = vim.ui.select
+  local offered
+  vim.ui.select = function(items, opts, cb)
+    offered = vim.tbl_map(opts.format_item, items)
+    cb(items[2])
+  end
+  eq({ title = 'Allow for session' }, feed('window/showMessageRequest', params), 'chosen action')
+  eq({ 'Allow once', 'Allow for session', 'Deny' }, offered, 'actions offered')
+  vim.ui.select = function(_, _, cb)
+    cb(nil)
+  end
+  eq(vim.NIL, feed('window/showMessageRequest', params), 'dismissed')
+  -- A picker that answers later from the event loop.
+  vim.ui.select = function(items, _, cb)
+    vim.defer_fn(function()
+      cb(items[3])
+    end, 50)
+  end
+  eq({ title = 'Deny' }, feed('window/showMessageRequest', params), 'asynchronous picker')
+  vim.ui.select = orig
+end)
+
+test('BudgetText_RO1', function()
+  eq('45,210', commands.thousands(45210), 'thousands')
+  eq('999', commands.thousands(999), 'small')
+  eq('1,000,000', commands.thousands(1000000), 'million')
+  local text = commands.format_budget({ effectiveTokens = 31234, hardLimit = 48808, softLimit = 39046,
+    contextWindow = 65000, maxOutputTokens = 8000, safetyReserveTokens = 8192, source = 'estimated',
+    autoCompact = true, pending = { 'milestone' }, state = 'idle', lastCompaction = vim.NIL })
+  eq('SOBA budget: 31,234 / 48,808 tokens (hard limit) · soft limit 39,046\n'
+    .. 'window 65,000 − output 8,000 − reserve 8,192 · source estimated · auto-compact on · state idle\n'
+    .. 'pending: milestone', text, 'budget text')
+end)
+
+test('HelpTags', function()
+  local rtp = vim.fn.tempname()
+  vim.fn.mkdir(rtp .. '/doc', 'p')
+  vim.fn.writefile(vim.fn.readfile(plugin .. '/doc/soba.txt'), rtp .. '/doc/soba.txt')
+  vim.cmd('helptags ' .. vim.fn.fnameescape(rtp .. '/doc'))
+  vim.opt.rtp:prepend(rtp)
+  for _, tag in ipairs({ 'soba', 'soba.txt', ':Soba', 'soba-config', 'soba-statusline', 'soba-lualine',
+    'soba-commands', 'soba-autocmds', 'SobaBudget', 'SobaCompaction', 'soba-health', 'soba-progress',
+    'soba-chat', 'soba-approvals', 'soba.setup()', 'soba.statusline()' }) do
+    vim.cmd('help ' .. tag)
+    eq('help', vim.bo.buftype, 'help ' .. tag .. ' opens help')
+    match('soba%.txt$', vim.api.nvim_buf_get_name(0), 'help ' .. tag .. ' file')
+    vim.cmd('helpclose')
+  end
+  vim.cmd('help soba')
+  local line = vim.api.nvim_get_current_line()
+  ok(line:find('*soba*', 1, true), ':help soba lands on the *soba* tag, got ' .. line)
+  vim.cmd('helpclose')
+end)
+
+test('HealthReportsMissingBinary', function()
+  local seen, restore = H.capture_notify()
+  soba.setup({ cmd = { '/nonexistent/soba-lsp' }, autostart = false })
+  restore()
+  match('cannot run "/nonexistent/soba%-lsp"', seen[1] and seen[1].msg, 'setup warns about the binary')
+  vim.cmd('silent checkhealth soba')
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  match('"/nonexistent/soba%-lsp" is not executable', text, 'health names the binary')
+  match('no soba%-lsp client', text, 'health reports no connection')
+  vim.cmd('tabclose')
+end)
