@@ -158,16 +158,41 @@ JSON
   printf '# Notes\n\nThe test edits this file.\n' >"$ws/notes.md"
 }
 
-run_e2e() {
-  local label=$1 bin=$2
-  if [ -z "$e2e_ready" ]; then
-    echo "SKIP $label: e2e: $e2e_why"
-    return
+# prepare_scripted builds the lsp package's real server in front of a
+# scripted backend (tests/scriptedlsp), so the plugin's end-to-end tests run
+# on the wire even before the full soba-lsp serves the commands.
+scripted_ready=
+scripted_why=
+prepare_scripted() {
+  if ! ls "$repo"/lsp/*.go >/dev/null 2>&1; then
+    scripted_why="the lsp package does not exist yet"; return
   fi
-  make_workspace "$work/ws-$label"
-  mkdir -p "$work/out-$label"
-  SOBA_LSP=$work/soba-lsp SOBA_WORKSPACE=$work/ws-$label SOBA_OUT=$work/out-$label \
-    run_nvim "$label" "$bin" e2e_spec.lua 180
+  note "go build -tags sobascripted -o $work/scriptedlsp ./editors/neovim/tests/scriptedlsp"
+  if ! (cd "$repo" && go build -tags sobascripted -o "$work/scriptedlsp" ./editors/neovim/tests/scriptedlsp) \
+    >"$work/build-scripted.log" 2>&1; then
+    cat "$work/build-scripted.log"; fail "tests/scriptedlsp does not build"; scripted_why="does not build"; return
+  fi
+  scripted_ready=1
+}
+
+# run_e2e LABEL NVIM SERVER_KIND: the end-to-end spec against the scripted
+# server ("scripted") or the full soba-lsp with the fake model ("real").
+run_e2e() {
+  local label=$1 bin=$2 kind=$3 server ws=$work/ws-$1-$3
+  if [ "$kind" = real ]; then
+    if [ -z "$e2e_ready" ]; then echo "SKIP $label: e2e against soba-lsp: $e2e_why"; return; fi
+    server=$work/soba-lsp
+    make_workspace "$ws"
+  else
+    if [ -z "$scripted_ready" ]; then echo "SKIP $label: e2e against tests/scriptedlsp: $scripted_why"; return; fi
+    server=$work/scriptedlsp
+    mkdir -p "$ws/.soba"
+    echo '{}' >"$ws/.soba/config.json"
+    printf '# Notes\n' >"$ws/notes.md"
+  fi
+  mkdir -p "$work/out-$label-$kind"
+  SOBA_LSP=$server SOBA_WORKSPACE=$ws SOBA_OUT=$work/out-$label-$kind \
+    run_nvim "$label-$kind" "$bin" e2e_spec.lua 180
 }
 
 # ---- main ------------------------------------------------------------------
@@ -183,9 +208,12 @@ else
   fail "could not unpack Neovim 0.10 from Debian trixie"
 fi
 
+prepare_scripted
 prepare_e2e
-command -v nvim >/dev/null 2>&1 && run_e2e nvim0.7 nvim
-[ -x "$nvim10" ] && run_e2e nvim0.10 "$nvim10"
+for kind in scripted real; do
+  command -v nvim >/dev/null 2>&1 && run_e2e nvim0.7 nvim "$kind"
+  [ -x "$nvim10" ] && run_e2e nvim0.10 "$nvim10" "$kind"
+done
 
 passed=$(grep -c '^PASS ' "$results")
 failed=$(grep -c '^FAIL ' "$results")

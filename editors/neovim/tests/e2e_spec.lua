@@ -1,0 +1,265 @@
+-- End-to-end tests: the plugin drives a real soba-lsp (SOBA_LSP) in a
+-- workspace (SOBA_WORKSPACE) whose model is a fake OpenAI-compatible server.
+-- They run the user's commands, watch the status line before, during and
+-- after a compaction barrier, and check the exported capsule file.
+local H = require('harness')
+local test, eq, ok, match, wait = H.test, H.eq, H.ok, H.match, H.wait
+
+local ws = assert(os.getenv('SOBA_WORKSPACE'), 'SOBA_WORKSPACE')
+local out = assert(os.getenv('SOBA_OUT'), 'SOBA_OUT')
+local lsp = assert(os.getenv('SOBA_LSP'), 'SOBA_LSP')
+local soba = require('soba')
+local client = require('soba.client')
+local chat = require('soba.chat')
+local has010 = vim.fn.has('nvim-0.10') == 1
+
+local notes = H.capture_notify()
+
+-- run runs a :Soba subcommand and waits for the server's answer.
+local function run(line, bang, ms)
+  local done, err, result = false, nil, nil
+  soba.command(line, bang, function(e, r)
+    done, err, result = true, e, r
+  end)
+  wait(ms or 20000, function()
+    return done
+  end, ':Soba ' .. line)
+  return err, result
+end
+
+local function must(line, bang, ms)
+  local err, result = run(line, bang, ms)
+  if err then
+    error(':Soba ' .. line .. ' failed: ' .. tostring(err.message), 2)
+  end
+  return result
+end
+
+local function noted(pattern)
+  for _, n in ipairs(notes) do
+    if tostring(n.msg):find(pattern, 1, true) then
+      return n
+    end
+  end
+end
+
+local function effective(line)
+  local num, unit = line:match('^SOBA ([%d.]+)(k?)/')
+  ok(num, 'status line has effective tokens: ' .. line)
+  return tonumber(num) * (unit == 'k' and 1000 or 1)
+end
+
+local STATUS = '^SOBA [%d.]+k?/48%.8k!?$'
+
+-- Listeners record what other plugins would see during a barrier.
+local during, progress = {}, { events = 0, seen = {} }
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'SobaCompaction',
+  callback = function()
+    during[#during + 1] = soba.statusline()
+  end,
+})
+if has010 then
+  vim.api.nvim_create_autocmd('LspProgress', {
+    callback = function()
+      progress.events = progress.events + 1
+      progress.seen[#progress.seen + 1] = vim.lsp.status()
+    end,
+  })
+else
+  vim.api.nvim_create_autocmd('User', {
+    pattern = 'LspProgressUpdate',
+    callback = function()
+      progress.events = progress.events + 1
+      for _, m in ipairs(vim.lsp.util.get_progress_messages()) do
+        progress.seen[#progress.seen + 1] = tostring(m.title) .. ' ' .. tostring(m.message or '')
+          .. ' ' .. tostring(m.percentage or '')
+      end
+    end,
+  })
+end
+
+vim.cmd('cd ' .. vim.fn.fnameescape(ws))
+vim.cmd('edit ' .. vim.fn.fnameescape(ws .. '/notes.md'))
+local notes_buf = vim.api.nvim_get_current_buf()
+local id
+
+test('SetupStartsAndAttaches', function()
+  id = soba.setup({ cmd = { lsp }, settings = { tools = { approval = 'auto' } } })
+  ok(id, 'setup returns a client id')
+  local c = vim.lsp.get_client_by_id(id)
+  wait(15000, function()
+    return client.is_ready(c)
+  end, 'initialize')
+  eq('soba', c.name, 'client name')
+  eq(vim.fn.resolve(ws), vim.fn.resolve(c.config.root_dir), 'root dir')
+  ok(vim.lsp.buf_is_attached(notes_buf, id), 'notes.md attached')
+  eq('soba-lsp', (client.server_info(c) or {}).name, 'serverInfo.name')
+  -- A second file buffer under the same root joins the same client.
+  vim.fn.writefile({ 'x' }, ws .. '/second.txt')
+  vim.cmd('split ' .. vim.fn.fnameescape(ws .. '/second.txt'))
+  ok(vim.lsp.buf_is_attached(0, id), 'second buffer attached to the same client')
+  eq(1, #client.clients(), 'one client per root')
+  vim.cmd('close')
+end)
+
+test('BudgetCommand_RO1', function()
+  vim.cmd('Soba budget')
+  wait(10000, function()
+    return noted('SOBA budget:') ~= nil
+  end, ':Soba budget output')
+  local b = soba.budget()
+  eq(48808, b.hardLimit, 'hard limit (R-G4: 65000 - 8000 - 8192)')
+  eq(39046, b.softLimit, 'soft limit (R-S2)')
+  match(STATUS, soba.statusline(), 'status line')
+  ok(noted('48,808'), 'budget text shows the hard limit')
+end)
+
+test('PromptsStreamIntoChat', function()
+  local filler = string.rep('The parser keeps a table of tokens and a cursor. ', 60)
+  for i = 1, 3 do
+    local r = must('ask Turn ' .. i .. ': summarise this. ' .. filler, false, 30000)
+    ok(r.turnId, 'prompt answered with a turnId')
+    wait(30000, function()
+      local n = 0
+      for _, l in ipairs(chat.lines()) do
+        if l:match('^— completed') then
+          n = n + 1
+        end
+      end
+      return n >= i
+    end, 'turn ' .. i .. ' to complete in the chat buffer')
+  end
+  local text = table.concat(chat.lines(), '\n')
+  match('## Turn ', text, 'chat shows turns')
+  ok(vim.fn.bufwinnr('soba://chat') ~= -1, 'chat window opened on ask')
+end)
+
+local compacted
+
+test('CompactBarrierStatusline_RB3', function()
+  wait(5000, function()
+    return soba.budget() and soba.budget().state == 'idle'
+  end, 'idle budget after the turns')
+  local before = soba.statusline()
+  match(STATUS, before, 'status line before the barrier')
+  during = {}
+  compacted = must('compact keep the parser notes', false, 90000)
+  eq('completed', compacted.outcome, 'compaction outcome (reason: ' .. tostring(compacted.reason) .. ')')
+  match('^ck_', compacted.checkpointId, 'checkpoint id')
+  ok(#during > 0, 'SobaCompaction fired during the barrier')
+  local saw_pct = false
+  for _, l in ipairs(during) do
+    if l:match(' compacting %d+%%$') then
+      saw_pct = true
+    end
+  end
+  ok(saw_pct, 'status line showed "compacting N%" during the barrier: ' .. vim.inspect(during))
+  wait(5000, function()
+    return not soba.statusline():find('compacting', 1, true)
+  end, 'status line to leave the barrier')
+  local after = soba.statusline()
+  match(STATUS, after, 'status line after the barrier')
+  ok(effective(after) < effective(before), string.format('tokens went down: %s → %s', before, after))
+  ok(noted(compacted.line), 'result line shown with vim.notify: ' .. tostring(compacted.line))
+  ok(progress.events > 0, 'Neovim saw $/progress (LspProgress / LspProgressUpdate)')
+  local joined = table.concat(progress.seen, '\n')
+  match('Compacting context', joined, 'progress title seen through ' .. (has010 and 'vim.lsp.status()'
+    or 'get_progress_messages()'))
+end)
+
+local exported = out .. '/handoff.capsule.md'
+
+test('CompleteCheckpointIds_RP1', function()
+  local ids = vim.fn.getcompletion('Soba capsule export ', 'cmdline')
+  ok(vim.tbl_contains(ids, compacted.checkpointId), 'completion offers ' .. compacted.checkpointId .. ': '
+    .. vim.inspect(ids))
+  local pre = compacted.checkpointId:sub(1, 5)
+  for _, c in ipairs(vim.fn.getcompletion('Soba capsule export ' .. pre, 'cmdline')) do
+    ok(vim.startswith(c, pre), 'completion filtered by prefix')
+  end
+end)
+
+test('CapsuleExportFile_RP1', function()
+  local r = must('capsule export ' .. compacted.checkpointId .. ' ' .. exported)
+  eq(vim.fn.resolve(exported), vim.fn.resolve(r.path), 'exported path')
+  local lines = vim.fn.readfile(exported)
+  eq('---', lines[1], 'front matter opens the file')
+  local text = table.concat(lines, '\n')
+  match('\n## Goal', text, 'Goal section')
+  match('\n## Next steps', text, 'Next steps section')
+  ok(text:find(compacted.checkpointId, 1, true), 'file names its checkpoint')
+  local err = run('capsule export ' .. compacted.checkpointId .. ' ' .. exported)
+  ok(err, 'export refuses to overwrite')
+  must('capsule export ' .. compacted.checkpointId .. ' ' .. exported, true)
+end)
+
+test('CapsuleShowOpensMarkdown', function()
+  local r = must('capsule show')
+  eq('markdown', vim.bo.filetype, 'filetype')
+  match('soba://capsule/', vim.api.nvim_buf_get_name(0), 'buffer name')
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  match('## Goal', text, 'capsule shown')
+  eq(r.checkpointId, compacted.checkpointId, 'newest capsule is the compaction')
+  vim.cmd('close')
+end)
+
+test('CapsuleLoadAndCreate_RP2', function()
+  local r = must('capsule load ' .. exported)
+  match('^ck_', r.checkpointId, 'loaded checkpoint')
+  local c = must('capsule create E2E handoff')
+  match('^ck_', c.checkpointId, 'created checkpoint')
+  eq(1, vim.fn.filereadable(c.path), 'created capsule file ' .. tostring(c.path))
+end)
+
+test('AutoCompactToggle_RG10', function()
+  must('auto-compact off')
+  eq(false, soba.budget().autoCompact, 'budget after off')
+  must('auto-compact on')
+  eq(true, soba.budget().autoCompact, 'budget after on')
+end)
+
+test('MilestonePivotCancel', function()
+  match('^ck_', must('milestone parser done').checkpointId, 'milestone checkpoint')
+  match('^ck_', must('pivot switch to a table-driven lexer').checkpointId, 'pivot checkpoint')
+  local r = must('cancel')
+  eq(false, r.cancelled, 'nothing running')
+  eq('none', r.what, 'cancel what')
+end)
+
+test('SessionInfo_RT1', function()
+  local r = must('session info')
+  ok(tonumber(r.entries) and r.entries > 0, 'session has entries')
+  eq(1, vim.fn.filereadable(r.path), 'transcript file exists')
+end)
+
+test('BadArgumentsAnswer32602', function()
+  local done, err = false, nil
+  client.execute('soba.capsule.export', { path = 'x.capsule.md' }, function(e)
+    done, err = true, e
+  end)
+  wait(10000, function()
+    return done
+  end, 'error answer')
+  eq(-32602, err and err.code, 'error code')
+  match('checkpointId', err.message, 'message names the field')
+end)
+
+test('Checkhealth', function()
+  vim.cmd('silent checkhealth soba')
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  match('version: ', text, 'version reported')
+  match('connected to soba%-lsp', text, 'connection reported')
+  match('budget: SOBA', text, 'budget through the connection')
+  vim.cmd('tabclose')
+end)
+
+test('StopsCleanly', function()
+  client.stop()
+  wait(10000, function()
+    return #client.clients() == 0
+  end, 'the server to exit')
+  wait(5000, function()
+    return soba.statusline() == ''
+  end, 'the status line to clear after the exit')
+end)

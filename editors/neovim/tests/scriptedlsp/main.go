@@ -1,0 +1,322 @@
+//go:build sobascripted
+
+// Command scriptedlsp is the project's real language server layer (package
+// lsp: transport, initialize, commands, progress, notifications) in front of
+// a scripted in-memory backend. The Neovim plugin's end-to-end tests run
+// against it on every machine, so the editor side of PROTOCOL.md is checked
+// on the wire even where no model server runs; the same tests then run
+// against the full soba-lsp when it serves the commands.
+//
+// It is built only with `-tags sobascripted` (editors/neovim/test.sh), so
+// a change of the lsp package's API never breaks `go build ./...`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/soba-agent/soba-lsp/agent"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/lsp"
+)
+
+type stdio struct {
+	io.Reader
+	io.Writer
+}
+
+func (stdio) Close() error { return os.Stdin.Close() }
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "--version" {
+		fmt.Println("soba-lsp scripted (Neovim plugin tests)")
+		return
+	}
+	srv := lsp.NewServer(newBackend, lsp.WithVersion("scripted"), lsp.WithBudgetInterval(20*time.Millisecond))
+	os.Exit(srv.Serve(context.Background(), stdio{os.Stdin, os.Stdout}))
+}
+
+type capsuleRec struct {
+	info     lsp.CapsuleInfo
+	markdown string
+}
+
+// backend keeps a fake session: effective tokens grow with each turn and a
+// compaction cuts them to a third, writing a capsule.
+type backend struct {
+	root   string
+	notify agent.Notifier
+	wg     conc.WaitGroup
+
+	mu        sync.Mutex // guards the fields below
+	effective int
+	auto      bool
+	state     string
+	entries   int
+	turns     int
+	capsules  []capsuleRec
+	last      *compaction.CompactionResult
+	seq       int
+}
+
+func newBackend(_ context.Context, opts lsp.BackendOptions) (lsp.Backend, error) {
+	b := &backend{root: opts.Root, notify: opts.Notifier, effective: 1200, auto: true, state: compaction.StateIdle, entries: 1}
+	if err := os.MkdirAll(filepath.Join(b.root, ".soba", "sessions"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(b.sessionPath(), []byte(`{"type":"session","id":"e1","parentId":null}`+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *backend) sessionPath() string {
+	return filepath.Join(b.root, ".soba", "sessions", "s_scripted.jsonl")
+}
+
+func (b *backend) budgetLocked() compaction.Budget {
+	return compaction.Budget{
+		EffectiveTokens: b.effective, HardLimit: 48808, SoftLimit: 39046, ContextWindow: 65000,
+		MaxOutputTokens: 8000, SafetyReserveTokens: 8192, Source: "estimated", AutoCompact: b.auto,
+		Pending: []string{}, State: b.state, LastCompaction: b.last,
+	}
+}
+
+func (b *backend) publish() {
+	b.mu.Lock()
+	bud := b.budgetLocked()
+	b.mu.Unlock()
+	b.notify.Budget(bud)
+}
+
+func (b *backend) Prompt(_ context.Context, a lsp.PromptArgs) (lsp.PromptResult, error) {
+	b.mu.Lock()
+	b.turns++
+	id := fmt.Sprintf("t%d", b.turns)
+	b.mu.Unlock()
+	b.wg.Go(func() {
+		b.notify.Event(agent.Event{TurnID: id, Type: "turn_start"})
+		b.setState(compaction.StateGenerating)
+		for _, w := range []string{"Summary: ", "the parser ", "keeps tokens."} {
+			b.notify.Event(agent.Event{TurnID: id, Type: "text", Delta: w})
+			time.Sleep(10 * time.Millisecond)
+		}
+		b.mu.Lock()
+		b.effective += len(a.Text)/4 + 40
+		b.entries += 2
+		b.state = compaction.StateIdle
+		b.mu.Unlock()
+		b.publish()
+		b.notify.Event(agent.Event{TurnID: id, Type: "turn_end", Outcome: "completed"})
+	})
+	return lsp.PromptResult{TurnID: id}, nil
+}
+
+func (b *backend) setState(s string) {
+	b.mu.Lock()
+	b.state = s
+	b.mu.Unlock()
+	b.publish()
+}
+
+func (b *backend) Cancel(context.Context) (lsp.CancelResult, error) {
+	return lsp.CancelResult{What: lsp.CancelledNone}, nil
+}
+
+func (b *backend) Budget(context.Context) (compaction.Budget, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.budgetLocked(), nil
+}
+
+func (b *backend) newCapsule(trigger, title string) capsuleRec {
+	b.seq++
+	ck := fmt.Sprintf("ck_%06x", 0x8f2a00+b.seq)
+	md := fmt.Sprintf("---\nformat: soba-capsule/1\ncheckpointId: %s\ntrigger: %s\ntitle: %s\n---\n\n"+
+		"## Goal\nKeep the parser notes.\n\n## Constraints\n\n## Done\n\n## In progress\n\n## Pending\n\n"+
+		"## Decisions\n\n## Blockers\n\n## Next steps\nWrite the lexer.\n\n## Notes\n", ck, trigger, title)
+	c := capsuleRec{info: lsp.CapsuleInfo{CheckpointID: ck, Trigger: trigger, Title: title, Quality: "full",
+		CreatedAt: time.Now().UTC()}, markdown: md}
+	b.capsules = append(b.capsules, c)
+	b.entries++
+	return c
+}
+
+func (b *backend) Compact(ctx context.Context, a lsp.CompactArgs) (compaction.CompactionResult, error) {
+	b.mu.Lock()
+	b.seq++
+	op := fmt.Sprintf("op_%d", b.seq)
+	before := b.effective
+	b.state = compaction.StateCompacting
+	b.mu.Unlock()
+	b.publish()
+	b.notify.Compaction(agent.CompactionEvent{Phase: "start", OperationID: op, Trigger: compaction.TriggerUser})
+	for _, p := range []int{30, 82} {
+		select {
+		case <-ctx.Done():
+			return compaction.CompactionResult{}, ctx.Err()
+		case <-time.After(150 * time.Millisecond):
+		}
+		pct := p
+		b.notify.Compaction(agent.CompactionEvent{Phase: "progress", OperationID: op, Trigger: compaction.TriggerUser, Percentage: &pct})
+	}
+	b.mu.Lock()
+	c := b.newCapsule(compaction.TriggerUser, "user compaction: "+a.Instructions)
+	after := before / 3
+	b.effective = after
+	b.state = compaction.StateIdle
+	r := compaction.CompactionResult{
+		OperationID: op, Trigger: compaction.TriggerUser, Outcome: compaction.OutcomeCompleted,
+		TokensBefore: before, TokensAfter: after, ReclaimedTokens: before - after,
+		ReclaimedRatio: float64(before-after) / float64(before), CheckpointID: c.info.CheckpointID,
+		Quality: "full", DurationMs: 300,
+		Line: fmt.Sprintf("Compacted context · user · %d → %d tokens (%d%% reclaimed) · %s", before, after,
+			(before-after)*100/before, c.info.CheckpointID),
+	}
+	b.last = &r
+	b.mu.Unlock()
+	b.notify.Compaction(agent.CompactionEvent{Phase: "end", OperationID: op, Trigger: compaction.TriggerUser, CompactionResult: &r})
+	b.notify.Log(r.Line)
+	b.publish()
+	return r, nil
+}
+
+func (b *backend) SetAutoCompact(_ context.Context, a lsp.AutoCompactArgs) (compaction.Budget, error) {
+	b.mu.Lock()
+	b.auto = a.Enabled
+	bud := b.budgetLocked()
+	b.mu.Unlock()
+	b.notify.Budget(bud)
+	return bud, nil
+}
+
+func (b *backend) Checkpoint(_ context.Context, a lsp.CheckpointArgs) (lsp.CheckpointResult, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	b.entries++
+	return lsp.CheckpointResult{CheckpointID: fmt.Sprintf("ck_%06x", 0xc00000+b.seq)}, nil
+}
+
+func (b *backend) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(b.root, p)
+}
+
+func (b *backend) CapsuleCreate(_ context.Context, a lsp.CapsuleCreateArgs) (lsp.CapsuleCreateResult, error) {
+	b.mu.Lock()
+	c := b.newCapsule("user", a.Title)
+	b.mu.Unlock()
+	dir := filepath.Join(b.root, ".soba", "capsules")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return lsp.CapsuleCreateResult{}, err
+	}
+	slug := strings.ToLower(strings.Join(strings.Fields(a.Title), "-"))
+	p := filepath.Join(dir, c.info.CheckpointID+"-"+slug+".capsule.md")
+	if err := os.WriteFile(p, []byte(c.markdown), 0o644); err != nil {
+		return lsp.CapsuleCreateResult{}, err
+	}
+	return lsp.CapsuleCreateResult{CheckpointID: c.info.CheckpointID, Path: p}, nil
+}
+
+func (b *backend) find(ck string) (capsuleRec, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := len(b.capsules) - 1; i >= 0; i-- {
+		if ck == "" || b.capsules[i].info.CheckpointID == ck {
+			return b.capsules[i], nil
+		}
+	}
+	return capsuleRec{}, fmt.Errorf("capsule %q not found on the leaf path", ck)
+}
+
+func (b *backend) CapsuleExport(_ context.Context, a lsp.CapsuleExportArgs) (lsp.CapsuleExportResult, error) {
+	c, err := b.find(a.CheckpointID)
+	if err != nil {
+		return lsp.CapsuleExportResult{}, err
+	}
+	p := b.abs(a.Path)
+	if _, err := os.Stat(p); err == nil && !a.Overwrite {
+		return lsp.CapsuleExportResult{}, fmt.Errorf("export %s: %s already exists (set overwrite)", a.CheckpointID, p)
+	}
+	return lsp.CapsuleExportResult{Path: p}, os.WriteFile(p, []byte(c.markdown), 0o644)
+}
+
+func (b *backend) CapsuleLoad(_ context.Context, a lsp.CapsuleLoadArgs) (lsp.CapsuleLoadResult, error) {
+	data, err := os.ReadFile(b.abs(a.Path))
+	if err != nil {
+		return lsp.CapsuleLoadResult{}, fmt.Errorf("load capsule: %w", err)
+	}
+	if !strings.HasPrefix(string(data), "---\n") {
+		return lsp.CapsuleLoadResult{}, errors.New("load capsule " + a.Path + ": no front matter")
+	}
+	b.mu.Lock()
+	c := b.newCapsule("capsule_load", "loaded")
+	b.mu.Unlock()
+	return lsp.CapsuleLoadResult{CheckpointID: c.info.CheckpointID, Title: "loaded", Warnings: []string{}}, nil
+}
+
+func (b *backend) CapsuleList(context.Context) ([]lsp.CapsuleInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]lsp.CapsuleInfo, 0, len(b.capsules))
+	for _, c := range b.capsules {
+		out = append(out, c.info)
+	}
+	return out, nil
+}
+
+func (b *backend) CapsuleShow(_ context.Context, a lsp.CapsuleShowArgs) (lsp.CapsuleShowResult, error) {
+	c, err := b.find(a.CheckpointID)
+	if err != nil {
+		return lsp.CapsuleShowResult{}, err
+	}
+	return lsp.CapsuleShowResult{CheckpointID: c.info.CheckpointID, Markdown: c.markdown}, nil
+}
+
+func (b *backend) SessionInfo(context.Context) (lsp.SessionInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return lsp.SessionInfo{SessionID: "s_scripted", Path: b.sessionPath(), LeafID: "e1", Entries: b.entries,
+		FlightPath: filepath.Join(b.root, ".soba", "flight", "s_scripted.jsonl")}, nil
+}
+
+func (b *backend) SessionList(context.Context) ([]lsp.SessionSummary, error) {
+	return []lsp.SessionSummary{{SessionID: "s_scripted", Path: b.sessionPath(), UpdatedAt: time.Now().UTC(), Entries: 1}}, nil
+}
+
+func (b *backend) SessionNew(context.Context) (lsp.SessionNewResult, error) {
+	return lsp.SessionNewResult{SessionID: "s_new", Path: b.sessionPath()}, nil
+}
+
+func (b *backend) SessionResume(_ context.Context, a lsp.SessionResumeArgs) (lsp.SessionResumeResult, error) {
+	return lsp.SessionResumeResult{SessionID: a.SessionID, Path: b.sessionPath(), LeafID: "e1"}, nil
+}
+
+func (b *backend) SessionRewind(_ context.Context, a lsp.SessionRewindArgs) (lsp.SessionRewindResult, error) {
+	return lsp.SessionRewindResult{LeafID: a.EntryID}, nil
+}
+
+func (b *backend) CancelCompaction(string) bool    { return false }
+func (b *backend) Configure(json.RawMessage) error { return nil }
+func (b *backend) DidOpen(string)                  {}
+func (b *backend) DidChange(string, int32)         {}
+func (b *backend) DidSave(string)                  {}
+func (b *backend) DidClose(string)                 {}
+
+func (b *backend) Close() error {
+	b.wg.Wait()
+	return nil
+}
