@@ -191,8 +191,10 @@ run_e2e() {
     printf '# Notes\n' >"$ws/notes.md"
   fi
   mkdir -p "$work/out-$label-$kind"
+  local scripted_flag=
+  [ "$kind" = scripted ] && scripted_flag=1
   SOBA_LSP=$server SOBA_WORKSPACE=$ws SOBA_OUT=$work/out-$label-$kind \
-    run_nvim "$label-$kind" "$bin" e2e_spec.lua 180
+    SOBA_SCRIPTED=${scripted_flag:-} run_nvim "$label-$kind" "$bin" e2e_spec.lua 180
 }
 
 # ---- main ------------------------------------------------------------------

@@ -135,6 +135,28 @@ test('PromptsStreamIntoChat', function()
   ok(vim.fn.bufwinnr('soba://chat') ~= -1, 'chat window opened on ask')
 end)
 
+test('ApprovalOverTheWire', function()
+  if not os.getenv('SOBA_SCRIPTED') then
+    return -- the full server asks only when a model calls a tool
+  end
+  local orig = vim.ui.select
+  local offered
+  vim.ui.select = function(items, opts, cb)
+    offered = vim.tbl_map(opts.format_item, items)
+    vim.defer_fn(function()
+      cb(items[2])
+    end, 30)
+  end
+  must('ask run: go test ./...')
+  wait(15000, function()
+    return table.concat(chat.lines(), '\n'):find('← ok allowed for session', 1, true) ~= nil
+  end, 'the approved tool result in the chat')
+  vim.ui.select = orig
+  eq({ 'Allow once', 'Allow for session', 'Deny' }, offered, 'actions offered through vim.ui.select')
+  local text = table.concat(chat.lines(), ' | ')
+  ok(text:find('→ bash {"command":"go test ./..."}', 1, true), 'tool call shown in the chat: ' .. text)
+end)
+
 local compacted
 
 test('CompactBarrierStatusline_RB3', function()

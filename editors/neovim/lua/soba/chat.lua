@@ -62,7 +62,9 @@ local function str(v)
     return ''
   end
   if type(v) == 'table' then
-    return vim.json and vim.json.encode(v) or vim.fn.json_encode(v)
+    local json = vim.json and vim.json.encode(v) or vim.fn.json_encode(v)
+    -- vim.json escapes every "/", which makes paths hard to read.
+    return (json:gsub('\\/', '/'))
   end
   return tostring(v)
 end

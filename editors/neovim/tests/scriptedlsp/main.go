@@ -54,9 +54,10 @@ type capsuleRec struct {
 // backend keeps a fake session: effective tokens grow with each turn and a
 // compaction cuts them to a third, writing a capsule.
 type backend struct {
-	root   string
-	notify agent.Notifier
-	wg     conc.WaitGroup
+	root    string
+	notify  agent.Notifier
+	approve agent.Approver
+	wg      conc.WaitGroup
 
 	mu        sync.Mutex // guards the fields below
 	effective int
@@ -70,7 +71,7 @@ type backend struct {
 }
 
 func newBackend(_ context.Context, opts lsp.BackendOptions) (lsp.Backend, error) {
-	b := &backend{root: opts.Root, notify: opts.Notifier, effective: 1200, auto: true, state: compaction.StateIdle, entries: 1}
+	b := &backend{root: opts.Root, notify: opts.Notifier, approve: opts.Approver, effective: 1200, auto: true, state: compaction.StateIdle, entries: 1}
 	if err := os.MkdirAll(filepath.Join(b.root, ".soba", "sessions"), 0o755); err != nil {
 		return nil, err
 	}
@@ -107,6 +108,20 @@ func (b *backend) Prompt(_ context.Context, a lsp.PromptArgs) (lsp.PromptResult,
 	b.wg.Go(func() {
 		b.notify.Event(agent.Event{TurnID: id, Type: "turn_start"})
 		b.setState(compaction.StateGenerating)
+		// "run: CMD" asks for approval of a bash call, as tools.approval
+		// "ask" does, through window/showMessageRequest.
+		if cmd, ok := strings.CutPrefix(a.Text, "run: "); ok {
+			args, _ := json.Marshal(map[string]string{"command": cmd})
+			b.notify.Event(agent.Event{TurnID: id, Type: "tool_call", ID: "c1", Name: "bash", Arguments: args})
+			decision, err := b.approve.Approve(context.Background(), "bash", cmd)
+			names := map[agent.Approval]string{agent.Deny: "denied", agent.AllowOnce: "allowed once", agent.AllowSession: "allowed for session"}
+			okv := err == nil && decision != agent.Deny
+			summary := names[decision]
+			if err != nil {
+				summary = err.Error()
+			}
+			b.notify.Event(agent.Event{TurnID: id, Type: "tool_result", ID: "c1", OK: &okv, Summary: summary})
+		}
 		for _, w := range []string{"Summary: ", "the parser ", "keeps tokens."} {
 			b.notify.Event(agent.Event{TurnID: id, Type: "text", Delta: w})
 			time.Sleep(10 * time.Millisecond)
