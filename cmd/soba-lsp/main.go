@@ -1,0 +1,149 @@
+// Command soba-lsp runs SOBA inside an editor: with no subcommand it serves
+// the Language Server Protocol on stdin/stdout (PROTOCOL.md "Process").
+// Other subcommands work offline on a workspace's files.
+//
+// Usage:
+//
+//	soba-lsp [--log-file FILE] [--version] [SUBCOMMAND [ARGS...]]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3";
+// otherwise the module version from the build info is used.
+var version = ""
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// subcommand is one entry of the dispatcher: adding a subcommand (replay,
+// budget, compact, capsule, verify, import, …) is one entry in subcommands.
+type subcommand struct {
+	name    string
+	summary string
+	// run gets the arguments after the subcommand's name. It returns the
+	// process exit code (2 for bad usage).
+	run func(ctx context.Context, env *cmdEnv, args []string) int
+}
+
+// cmdEnv is what every subcommand gets: the standard streams and the logger.
+type cmdEnv struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+}
+
+// subcommands is the dispatcher's table. The first entry is the default.
+var subcommands = []subcommand{
+	{name: "serve", summary: "serve LSP on stdin/stdout (the default)", run: runServe},
+}
+
+func findSubcommand(name string) (subcommand, bool) {
+	for _, c := range subcommands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return subcommand{}, false
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("soba-lsp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	logFile := fs.String("log-file", "", "write logs to `FILE` (appending) instead of stderr")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() { usage(fs) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "soba-lsp", versionString())
+		return 0
+	}
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "soba-lsp: --log-level %q: must be debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	logOut := stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "soba-lsp: --log-file: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		logOut = f
+	}
+	env := &cmdEnv{
+		stdin: stdin, stdout: stdout, stderr: stderr,
+		log: slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level})),
+	}
+
+	rest := fs.Args()
+	cmd := subcommands[0]
+	if len(rest) > 0 {
+		if rest[0] == "help" {
+			usage(fs)
+			return 0
+		}
+		c, ok := findSubcommand(rest[0])
+		if !ok {
+			fmt.Fprintf(stderr, "soba-lsp: unknown subcommand %q (known: %s)\n", rest[0], subcommandNames())
+			return 2
+		}
+		cmd, rest = c, rest[1:]
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return cmd.run(ctx, env, rest)
+}
+
+func subcommandNames() string {
+	names := make([]string, len(subcommands))
+	for i, c := range subcommands {
+		names[i] = c.name
+	}
+	return strings.Join(names, ", ")
+}
+
+func usage(fs *flag.FlagSet) {
+	out := fs.Output()
+	fmt.Fprintln(out, "usage: soba-lsp [flags] [subcommand [args...]]")
+	fmt.Fprintln(out, "\nsubcommands:")
+	for _, c := range subcommands {
+		fmt.Fprintf(out, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(out, "\nflags:")
+	fs.PrintDefaults()
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/soba-agent/soba-lsp/lsp"
+)
+
+// newBackend creates the backend the server drives.
+//
+// TEMPORARY: until the agent package provides the real backend, the server
+// runs on unavailableBackend (soba.budget answers the default budget, every
+// other command fails with -32803 "not available yet"). The agent engineer
+// replaces this line with the agent's factory.
+var newBackend lsp.BackendFactory = newUnavailableBackend
+
+func runServe(ctx context.Context, env *cmdEnv, args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(env.stderr, "soba-lsp serve: takes no arguments, got %q\n", args)
+		return 2
+	}
+	server := lsp.NewServer(newBackend, lsp.WithVersion(versionString()), lsp.WithLogger(env.log))
+	env.log.Info("serving LSP on stdin/stdout", "version", versionString())
+	code := server.Serve(ctx, stdio{in: env.stdin, out: env.stdout})
+	env.log.Info("server exited", "code", code)
+	return code
+}
+
+// stdio is the server's byte stream: stdin for reading, stdout for writing.
+// Close closes stdout so the client sees the end; stdin is left to the
+// process exit (a read blocked on it cannot be interrupted portably).
+type stdio struct {
+	in  io.Reader
+	out io.Writer
+}
+
+func (s stdio) Read(p []byte) (int, error)  { return s.in.Read(p) }
+func (s stdio) Write(p []byte) (int, error) { return s.out.Write(p) }
+
+func (s stdio) Close() error {
+	if f, ok := s.out.(*os.File); ok {
+		return f.Close()
+	}
+	if c, ok := s.out.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}

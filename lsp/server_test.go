@@ -1,0 +1,693 @@
+package lsp
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soba-agent/soba-lsp/agent"
+	"github.com/soba-agent/soba-lsp/compaction"
+)
+
+const wait = 5 * time.Second
+
+// protocolCommands reads the command table of PROTOCOL.md when the shared
+// folder sits beside the repository (as on developer machines and in CI).
+func protocolCommands(t *testing.T) []string {
+	b, err := os.ReadFile("../../shared/PROTOCOL.md")
+	if err != nil {
+		t.Logf("PROTOCOL.md not found beside the repository (%v); checking the Go list only", err)
+		return nil
+	}
+	var out []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `(soba\\.[a-zA-Z.]+)` \\|").FindAllStringSubmatch(string(b), -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func TestInitializeResult_Protocol(t *testing.T) {
+	e := runServer(t)
+	res := e.initialize(true)
+
+	caps := res["capabilities"].(map[string]any)
+	var got []string
+	for _, c := range caps["executeCommandProvider"].(map[string]any)["commands"].([]any) {
+		got = append(got, c.(string))
+	}
+	if !slices.Equal(got, Commands) {
+		t.Errorf("advertised commands %v, want lsp.Commands %v", got, Commands)
+	}
+	if want := protocolCommands(t); want != nil && !slices.Equal(Commands, want) {
+		t.Errorf("lsp.Commands %v differs from PROTOCOL.md's table %v", Commands, want)
+	}
+	if len(commandTable) != len(Commands) {
+		t.Errorf("command table has %d entries, Commands %d", len(commandTable), len(Commands))
+	}
+	for _, c := range Commands {
+		if commandTable[c] == nil {
+			t.Errorf("command %s has no handler", c)
+		}
+	}
+	sync := caps["textDocumentSync"].(map[string]any)
+	if sync["openClose"] != true || sync["save"] != true || (sync["change"] != 1.0 && sync["change"] != 2.0) {
+		t.Errorf("textDocumentSync = %v, want openClose, save and change full/incremental", sync)
+	}
+	info := res["serverInfo"].(map[string]any)
+	if info["name"] != "soba-lsp" || info["version"] != "test" {
+		t.Errorf("serverInfo = %v", info)
+	}
+
+	b := e.backend
+	b.mu.Lock()
+	opts := b.opts
+	b.mu.Unlock()
+	if opts.Root != "/tmp/soba-ws" || opts.ClientName != "fake-editor" || !strings.Contains(string(opts.InitializationOptions), `"test"`) {
+		t.Errorf("backend options = root %q client %q init %s", opts.Root, opts.ClientName, opts.InitializationOptions)
+	}
+	if opts.Notifier == nil || opts.Approver == nil {
+		t.Error("backend got no Notifier or Approver")
+	}
+}
+
+func TestRequestBeforeInitialize_ServerNotInitialized(t *testing.T) {
+	e := runServer(t)
+	err := e.Command(CommandBudget, nil, nil)
+	if err == nil || err.Code != -32002 {
+		t.Fatalf("budget before initialize: %v, want code -32002", err)
+	}
+	e.initialize(false)
+	if err := e.Command(CommandBudget, nil, nil); err != nil {
+		t.Fatalf("budget after initialize: %v", err)
+	}
+	if err := e.Call(methodInitialize, map[string]any{"capabilities": map[string]any{}}, nil); err == nil || err.Code != -32600 {
+		t.Errorf("second initialize: %v, want -32600", err)
+	}
+}
+
+func TestInitializeFactoryError(t *testing.T) {
+	e := runServer(t)
+	e.backend.factoryErr = errScripted
+	err := e.Call(methodInitialize, map[string]any{"capabilities": map[string]any{}}, nil)
+	if err == nil || err.Code != -32803 || !strings.Contains(err.Message, "ck_9") {
+		t.Fatalf("initialize with a failing factory: %v, want -32803 with the factory's message", err)
+	}
+}
+
+// TestCommandArguments checks each command's strict decoding: -32602 with a
+// message naming the field (PROTOCOL.md "Commands").
+func TestCommandArguments(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	cases := []struct {
+		command string
+		args    any
+		want    string // substring of the error message; "" = must succeed
+	}{
+		{CommandPrompt, map[string]any{"text": "hi"}, ""},
+		{CommandPrompt, nil, "soba.prompt: text is required"},
+		{CommandPrompt, map[string]any{"text": 3}, "soba.prompt: text must be a string, got a number"},
+		{CommandPrompt, map[string]any{"text": ""}, "soba.prompt: text must not be empty"},
+		{CommandPrompt, map[string]any{"text": "hi", "txt": "x"}, "soba.prompt: txt is not a known field"},
+		{CommandPrompt, "hi", "soba.prompt: arguments[0] must be an object, got a string"},
+		{CommandCancel, nil, ""},
+		{CommandCancel, map[string]any{"what": "turn"}, "soba.cancel: what is not a known field"},
+		{CommandBudget, nil, ""},
+		{CommandBudget, map[string]any{}, ""},
+		{CommandBudget, map[string]any{"x": 1}, "soba.budget: x is not a known field"},
+		{CommandCompact, nil, ""},
+		{CommandCompact, map[string]any{"instructions": "keep the API notes"}, ""},
+		{CommandCompact, map[string]any{"instructions": true}, "soba.compact: instructions must be a string, got a boolean"},
+		{CommandAutoCompact, map[string]any{"enabled": false}, ""},
+		{CommandAutoCompact, nil, "soba.autoCompact: enabled is required"},
+		{CommandAutoCompact, map[string]any{"enabled": "off"}, "soba.autoCompact: enabled must be a boolean, got a string"},
+		{CommandCheckpoint, map[string]any{"kind": "milestone", "note": "tests pass"}, ""},
+		{CommandCheckpoint, map[string]any{"kind": "plan_pivot", "note": ""}, ""},
+		{CommandCheckpoint, map[string]any{"kind": "done", "note": "x"}, `soba.checkpoint: kind must be "milestone" or "plan_pivot"`},
+		{CommandCheckpoint, map[string]any{"kind": "milestone"}, "soba.checkpoint: note is required"},
+		{CommandCheckpoint, map[string]any{"note": "x"}, "soba.checkpoint: kind is required"},
+		{CommandCapsuleCreate, map[string]any{"title": "handoff"}, ""},
+		{CommandCapsuleCreate, map[string]any{"title": nil}, "soba.capsule.create: title must be a string, got null"},
+		{CommandCapsuleCreate, nil, "soba.capsule.create: title is required"},
+		{CommandCapsuleExport, map[string]any{"checkpointId": "ck_1", "path": "./h.capsule.md"}, ""},
+		{CommandCapsuleExport, map[string]any{"checkpointId": "ck_1", "path": "./h.capsule.md", "overwrite": true}, ""},
+		{CommandCapsuleExport, map[string]any{"checkpointId": "ck_1"}, "soba.capsule.export: path is required"},
+		{CommandCapsuleExport, map[string]any{"checkpointId": "ck_1", "path": "p", "overwrite": "yes"}, "soba.capsule.export: overwrite must be a boolean"},
+		{CommandCapsuleLoad, map[string]any{"path": "./h.capsule.md"}, ""},
+		{CommandCapsuleLoad, map[string]any{"path": []string{"a"}}, "soba.capsule.load: path must be a string, got an array"},
+		{CommandCapsuleList, nil, ""},
+		{CommandCapsuleShow, nil, ""},
+		{CommandCapsuleShow, map[string]any{"checkpointId": "ck_1"}, ""},
+		{CommandCapsuleShow, map[string]any{"checkpointId": 1}, "soba.capsule.show: checkpointId must be a string"},
+		{CommandSessionInfo, nil, ""},
+		{CommandSessionList, nil, ""},
+		{CommandSessionNew, nil, ""},
+		{CommandSessionNew, map[string]any{"id": "x"}, "soba.session.new: id is not a known field"},
+		{CommandSessionResume, map[string]any{"sessionId": "s1"}, ""},
+		{CommandSessionResume, map[string]any{}, "soba.session.resume: sessionId is required"},
+		{CommandSessionRewind, map[string]any{"entryId": "e1"}, ""},
+		{CommandSessionRewind, map[string]any{"entryId": 7}, "soba.session.rewind: entryId must be a string, got a number"},
+	}
+	covered := map[string]bool{}
+	for _, c := range cases {
+		covered[c.command] = true
+		var result json.RawMessage
+		err := e.Command(c.command, c.args, &result)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s %v: unexpected error %v", c.command, c.args, err)
+		case c.want != "" && err == nil:
+			t.Errorf("%s %v: succeeded with %s, want error %q", c.command, c.args, result, c.want)
+		case c.want != "" && (err.Code != -32602 || !strings.Contains(err.Message, c.want)):
+			t.Errorf("%s %v: error %v, want -32602 containing %q", c.command, c.args, err, c.want)
+		}
+	}
+	for _, c := range Commands {
+		if !covered[c] {
+			t.Errorf("command %s has no argument case", c)
+		}
+	}
+}
+
+// TestCommandResults checks result shapes: arrays are never null.
+func TestCommandResults(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	var raw json.RawMessage
+	if err := e.Command(CommandCapsuleList, nil, &raw); err != nil || string(raw) != "[]" {
+		t.Errorf("capsule.list = %s, %v; want []", raw, err)
+	}
+	var load map[string]any
+	if err := e.Command(CommandCapsuleLoad, map[string]any{"path": "x.capsule.md"}, &load); err != nil {
+		t.Fatal(err)
+	}
+	if w, ok := load["warnings"].([]any); !ok || len(w) != 0 {
+		t.Errorf("capsule.load warnings = %#v, want []", load["warnings"])
+	}
+	var budget map[string]any
+	if err := e.Command(CommandBudget, nil, &budget); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"effectiveTokens", "hardLimit", "softLimit", "contextWindow", "maxOutputTokens",
+		"safetyReserveTokens", "source", "autoCompact", "pending", "state", "lastCompaction"} {
+		if _, ok := budget[k]; !ok {
+			t.Errorf("budget lacks %q: %v", k, budget)
+		}
+	}
+	if p, ok := budget["pending"].([]any); !ok || len(p) != 0 {
+		t.Errorf("budget.pending = %#v, want []", budget["pending"])
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	err := e.Command("soba.frobnicate", nil, nil)
+	if err == nil || err.Code != -32602 || !strings.Contains(err.Message, `"soba.frobnicate"`) {
+		t.Fatalf("unknown command: %v, want -32602 naming it", err)
+	}
+	if err := e.Call("textDocument/hover", map[string]any{}, nil); err == nil || err.Code != -32601 {
+		t.Errorf("unsupported method: %v, want -32601", err)
+	}
+}
+
+func TestRequestFailed(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	e.backend.mu.Lock()
+	e.backend.failWith = errScripted
+	e.backend.mu.Unlock()
+	err := e.Command(CommandCapsuleShow, map[string]any{"checkpointId": "ck_9"}, nil)
+	if err == nil || err.Code != -32803 || !strings.Contains(err.Message, "capsule ck_9 not found on the leaf path") {
+		t.Fatalf("failing backend: %v, want -32803 with the backend's message", err)
+	}
+	e.backend.mu.Lock()
+	e.backend.failWith = nil
+	e.backend.mu.Unlock()
+	if err := e.Command(CommandBudget, nil, nil); err != nil {
+		t.Errorf("server stopped serving after a failed command: %v", err)
+	}
+}
+
+func TestMalformedJSON_KeepsServing(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	e.WriteRaw(frame([]byte(`{"jsonrpc":"2.0","id":99,"method":"workspace/executeCommand","params":{`)))
+	s := e.Await(func(s editorState) bool { return len(s.stray) > 0 }, wait)
+	if s.stray[0].Error == nil || s.stray[0].Error.Code != -32700 || string(s.stray[0].ID) != "null" {
+		t.Errorf("reply to malformed JSON = %+v, want -32700 with id null", s.stray[0])
+	}
+	e.WriteRaw(frame([]byte(`[]`)))
+	e.Await(func(s editorState) bool { return len(s.stray) > 1 }, wait)
+	if err := e.Command(CommandBudget, nil, nil); err != nil {
+		t.Fatalf("server stopped serving after malformed JSON: %v", err)
+	}
+}
+
+func TestHandlerPanic_ErrorReply(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	e.backend.mu.Lock()
+	e.backend.panicOn = "Checkpoint"
+	e.backend.mu.Unlock()
+	err := e.Command(CommandCheckpoint, map[string]any{"kind": "milestone", "note": "n"}, nil)
+	if err == nil || err.Code != -32603 || !strings.Contains(err.Message, "soba.checkpoint") {
+		t.Fatalf("panicking handler: %v, want -32603 naming the command", err)
+	}
+	if err := e.Command(CommandBudget, nil, nil); err != nil {
+		t.Fatalf("server stopped serving after a panic: %v", err)
+	}
+	// A panic in a notification handler must not end the connection either.
+	e.Notify(methodDidOpen, map[string]any{"textDocument": "not an object"})
+	if err := e.Command(CommandBudget, nil, nil); err != nil {
+		t.Fatalf("server stopped serving after a bad notification: %v", err)
+	}
+}
+
+// TestBudgetDuringSlowCompact_RB3: the editor stays responsive during a
+// barrier — soba.budget is answered while soba.compact runs.
+func TestBudgetDuringSlowCompact_RB3(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	e.backend.mu.Lock()
+	e.backend.slowCompact = true
+	e.backend.mu.Unlock()
+	compactCh, _ := e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) >= 1 }, wait)
+	for range 3 {
+		if err := e.Command(CommandBudget, nil, nil); err != nil {
+			t.Fatalf("budget during compaction: %v", err)
+		}
+	}
+	select {
+	case m := <-compactCh:
+		t.Fatalf("compact answered before release: %+v", m)
+	default:
+	}
+	close(e.backend.release)
+	var res compaction.CompactionResult
+	if err := e.wait("compact", compactCh, &res); err != nil || res.Outcome != compaction.OutcomeCompleted {
+		t.Fatalf("compact = %+v, %v", res, err)
+	}
+}
+
+// TestProgressLifecycle_RB3: a barrier shows create → begin (percentage 1,
+// cancellable) → report → end whose message is the result line.
+func TestProgressLifecycle_RB3(t *testing.T) {
+	e := runServer(t)
+	e.initialize(true)
+	var res compaction.CompactionResult
+	if err := e.Command(CommandCompact, nil, &res); err != nil {
+		t.Fatal(err)
+	}
+	s := e.Await(func(s editorState) bool {
+		ended := false
+		for _, p := range of(s.notes, methodProgress) {
+			ended = ended || strings.Contains(string(p.Params), `"end"`)
+		}
+		return ended && len(of(s.notes, methodLogMessage)) > 0
+	}, wait)
+	creates := of(s.requests, methodWorkDoneCreate)
+	if len(creates) != 1 {
+		t.Fatalf("workDoneProgress/create requests = %d, want 1", len(creates))
+	}
+	var create struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(creates[0].Params, &create); err != nil || create.Token == "" {
+		t.Fatalf("create params %s: token must be a string: %v", creates[0].Params, err)
+	}
+	progress := of(s.notes, methodProgress)
+	if len(progress) != 2 {
+		t.Fatalf("progress notifications = %d, want begin and end", len(progress))
+	}
+	var begin struct {
+		Token string `json:"token"`
+		Value struct {
+			Kind        string `json:"kind"`
+			Title       string `json:"title"`
+			Cancellable bool   `json:"cancellable"`
+			Percentage  *int   `json:"percentage"`
+		} `json:"value"`
+	}
+	_ = json.Unmarshal(progress[0].Params, &begin)
+	if begin.Token != create.Token || begin.Value.Kind != "begin" || begin.Value.Title != ProgressTitle ||
+		!begin.Value.Cancellable || begin.Value.Percentage == nil || *begin.Value.Percentage != 1 {
+		t.Errorf("begin = %s", progress[0].Params)
+	}
+	var end struct {
+		Token string `json:"token"`
+		Value struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+		} `json:"value"`
+	}
+	_ = json.Unmarshal(progress[1].Params, &end)
+	if end.Token != create.Token || end.Value.Kind != "end" || end.Value.Message != res.Line || res.Line == "" {
+		t.Errorf("end = %s, want message %q", progress[1].Params, res.Line)
+	}
+	logs := of(s.notes, methodLogMessage)
+	if len(logs) == 0 || !strings.Contains(string(logs[len(logs)-1].Params), "ck_8f2a1c") {
+		t.Errorf("result line not logged: %v", logs)
+	}
+	comp := of(s.notes, methodCompaction)
+	if len(comp) != 2 || !strings.Contains(string(comp[0].Params), `"phase":"start"`) ||
+		!strings.Contains(string(comp[1].Params), `"phase":"end"`) || !strings.Contains(string(comp[1].Params), `"tokensAfter":14870`) {
+		t.Errorf("soba/compaction = %v", comp)
+	}
+}
+
+// TestProgressReportPercentage: report carries the percentage, and 0 is
+// sent as 1 (never dropped).
+func TestProgressReportPercentage(t *testing.T) {
+	e := runServer(t)
+	e.initialize(true)
+	e.backend.mu.Lock()
+	e.backend.slowCompact = true
+	e.backend.mu.Unlock()
+	ch, _ := e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodProgress)) >= 3 }, wait)
+	p := of(s.notes, methodProgress)
+	if !strings.Contains(string(p[1].Params), `"kind":"report"`) || !strings.Contains(string(p[1].Params), `"percentage":1`) {
+		t.Errorf("report for 0%% = %s, want percentage 1", p[1].Params)
+	}
+	if !strings.Contains(string(p[2].Params), `"percentage":50`) {
+		t.Errorf("report for 50%% = %s", p[2].Params)
+	}
+	close(e.backend.release)
+	e.wait("compact", ch, nil)
+}
+
+// TestProgressCancel_RF2: cancelling the progress cancels the compaction;
+// soba.compact resolves with outcome "cancelled", not an error.
+func TestProgressCancel_RF2(t *testing.T) {
+	e := runServer(t)
+	e.initialize(true)
+	e.backend.mu.Lock()
+	e.backend.slowCompact = true
+	e.backend.mu.Unlock()
+	ch, _ := e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodProgress)) >= 1 }, wait)
+	var begin struct {
+		Token json.RawMessage `json:"token"`
+	}
+	_ = json.Unmarshal(of(s.notes, methodProgress)[0].Params, &begin)
+	e.Notify(methodWorkDoneCancel, map[string]any{"token": begin.Token})
+	var res compaction.CompactionResult
+	if err := e.wait("compact", ch, &res); err != nil {
+		t.Fatalf("cancelled compact answered an error: %v", err)
+	}
+	if res.Outcome != compaction.OutcomeCancelled {
+		t.Errorf("outcome = %q, want cancelled", res.Outcome)
+	}
+	calls, _, _, _ := e.backend.snapshot()
+	if !slices.Contains(calls, "CancelCompaction:"+res.OperationID) {
+		t.Errorf("backend calls %v lack CancelCompaction:%s", calls, res.OperationID)
+	}
+	e.Await(func(s editorState) bool {
+		p := of(s.notes, methodProgress)
+		return strings.Contains(string(p[len(p)-1].Params), `"end"`)
+	}, wait)
+}
+
+// TestProgressClientToken: a soba.compact request's workDoneToken is used
+// instead of creating one.
+func TestProgressClientToken(t *testing.T) {
+	e := runServer(t)
+	e.initialize(true)
+	if err := e.Call(methodExecuteCommand, map[string]any{"command": CommandCompact, "workDoneToken": 42}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodProgress)) >= 2 }, wait)
+	if n := len(of(s.requests, methodWorkDoneCreate)); n != 0 {
+		t.Errorf("created %d tokens despite the client's token", n)
+	}
+	for _, p := range of(s.notes, methodProgress) {
+		if !strings.HasPrefix(string(p.Params), `{"token":42,`) {
+			t.Errorf("progress %s not on the client's token 42", p.Params)
+		}
+	}
+}
+
+// TestNoWorkDoneProgressFallback: without window.workDoneProgress the
+// barrier is reported by logMessage (start) and showMessage (result line).
+func TestNoWorkDoneProgressFallback(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	var res compaction.CompactionResult
+	if err := e.Command(CommandCompact, nil, &res); err != nil {
+		t.Fatal(err)
+	}
+	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodShowMessage)) >= 1 }, wait)
+	if len(of(s.notes, methodProgress)) != 0 || len(of(s.requests, methodWorkDoneCreate)) != 0 {
+		t.Errorf("$/progress used without the capability")
+	}
+	if !strings.Contains(string(of(s.notes, methodShowMessage)[0].Params), res.Line) {
+		t.Errorf("showMessage %s lacks the result line %q", of(s.notes, methodShowMessage)[0].Params, res.Line)
+	}
+	found := false
+	for _, l := range of(s.notes, methodLogMessage) {
+		found = found || strings.Contains(string(l.Params), ProgressTitle)
+	}
+	if !found {
+		t.Errorf("no logMessage with %q", ProgressTitle)
+	}
+}
+
+// TestBudgetCoalescing_RO1: 100 rapid budgets are coalesced to a few
+// notifications, and the last one sent is the last state.
+func TestBudgetCoalescing_RO1(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	n := e.backend.notifier()
+	start := time.Now()
+	for i := 1; i <= 100; i++ {
+		n.Budget(compaction.Budget{EffectiveTokens: i, State: compaction.StateGenerating})
+	}
+	s := e.Await(func(s editorState) bool {
+		b := of(s.notes, methodBudget)
+		return len(b) > 0 && strings.Contains(string(b[len(b)-1].Params), `"effectiveTokens":100,`)
+	}, wait)
+	time.Sleep(300 * time.Millisecond) // nothing more may arrive
+	s = e.Snapshot()
+	budgets := of(s.notes, methodBudget)
+	if len(budgets) > 3 {
+		t.Errorf("%d budget notifications for 100 rapid changes, want ≤ 3", len(budgets))
+	}
+	last := budgets[len(budgets)-1]
+	if !strings.Contains(string(last.Params), `"effectiveTokens":100,`) || !strings.Contains(string(last.Params), `"pending":[]`) {
+		t.Errorf("last budget = %s, want the last state", last.Params)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Errorf("coalescing took %v", time.Since(start))
+	}
+}
+
+func TestEventsInOrder(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	n := e.backend.notifier()
+	n.Event(agent.Event{TurnID: "t1", Type: "turn_start"})
+	for i := range 50 {
+		n.Event(agent.Event{TurnID: "t1", Type: "text", Delta: strings.Repeat("x", i%3+1)})
+	}
+	n.Event(agent.Event{TurnID: "t1", Type: "turn_end", Outcome: "completed"})
+	n.Warn("Compaction used the local fallback capsule (degraded)")
+	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodShowMessage)) == 1 }, wait)
+	ev := of(s.notes, methodEvent)
+	if len(ev) != 52 || !strings.Contains(string(ev[0].Params), "turn_start") || !strings.Contains(string(ev[51].Params), `"outcome":"completed"`) {
+		t.Fatalf("events = %d, first %s", len(ev), ev[0].Params)
+	}
+	if !strings.Contains(string(of(s.notes, methodShowMessage)[0].Params), `"type":2`) {
+		t.Errorf("fallback warning not of type Warning: %s", of(s.notes, methodShowMessage)[0].Params)
+	}
+}
+
+// TestCancelRequestNumericID: $/cancelRequest with a numeric id cancels the
+// request's context (v0.12's float64 ids ignored it).
+func TestCancelRequestNumericID(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	e.backend.mu.Lock()
+	e.backend.slowCompact = true
+	e.backend.mu.Unlock()
+	ch, id := e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) >= 1 }, wait)
+	e.Notify(methodCancelRequest, map[string]any{"id": id})
+	select {
+	case m := <-ch:
+		var res compaction.CompactionResult
+		if m.Error == nil {
+			_ = json.Unmarshal(m.Result, &res)
+		}
+		if m.Error == nil && res.Outcome != compaction.OutcomeCancelled {
+			t.Errorf("cancelled request answered %s", m.Result)
+		}
+	case <-time.After(wait):
+		t.Fatal("$/cancelRequest with a numeric id was ignored")
+	}
+}
+
+func TestDidChangeConfiguration_RS1(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	e.Notify(methodDidChangeConfig, map[string]any{"settings": map[string]any{"soba": map[string]any{"tools": map[string]any{"approval": "auto"}}}})
+	// Notifications are handled in wire order, before this request.
+	if err := e.Command(CommandBudget, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.backend.mu.Lock()
+	e.backend.configErr = &ArgError{Command: "config", Field: "compaction.keepRecentTokens", Problem: "must not be negative"}
+	e.backend.mu.Unlock()
+	e.Notify(methodDidChangeConfig, map[string]any{"settings": map[string]any{"soba": map[string]any{"compaction": map[string]any{"keepRecentTokens": -1}}}})
+	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodShowMessage)) == 1 }, wait)
+	msg := string(of(s.notes, methodShowMessage)[0].Params)
+	if !strings.Contains(msg, `"type":1`) || !strings.Contains(msg, "compaction.keepRecentTokens") {
+		t.Errorf("config error message = %s, want type Error naming the key", msg)
+	}
+	e.Notify(methodDidChangeConfig, map[string]any{"settings": map[string]any{"other": 1}})
+	if err := e.Command(CommandBudget, nil, nil); err != nil {
+		t.Fatalf("server stopped after a config error: %v", err)
+	}
+	_, _, configured, _ := e.backend.snapshot()
+	if len(configured) != 2 || !strings.Contains(configured[0], `"approval":"auto"`) {
+		t.Errorf("backend configured with %v", configured)
+	}
+}
+
+func TestDocumentSync(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	uri := "file:///tmp/soba-ws/main.go"
+	e.Notify(methodDidOpen, map[string]any{"textDocument": map[string]any{"uri": uri, "languageId": "go", "version": 1, "text": "package main"}})
+	e.Notify(methodDidChange, map[string]any{"textDocument": map[string]any{"uri": uri, "version": 2}, "contentChanges": []any{map[string]any{"text": "x"}}})
+	e.Notify(methodDidSave, map[string]any{"textDocument": map[string]any{"uri": uri}})
+	e.Notify(methodDidClose, map[string]any{"textDocument": map[string]any{"uri": uri}})
+	if err := e.Command(CommandBudget, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, docs, _, _ := e.backend.snapshot()
+	want := []string{"open " + uri, "change@2 " + uri, "save " + uri, "close " + uri}
+	if !slices.Equal(docs, want) {
+		t.Errorf("document callbacks %v, want %v", docs, want)
+	}
+}
+
+// TestApprovals: window/showMessageRequest with the three actions; anything
+// but an allow is Deny.
+func TestApprovals(t *testing.T) {
+	cases := []struct {
+		name   string
+		answer any
+		rerr   *rpcError
+		want   agent.Approval
+	}{
+		{"allow once", map[string]any{"title": ActionAllowOnce}, nil, agent.AllowOnce},
+		{"allow session", map[string]any{"title": ActionAllowSession}, nil, agent.AllowSession},
+		{"deny", map[string]any{"title": ActionDeny}, nil, agent.Deny},
+		{"dismissed", nil, nil, agent.Deny},
+		{"error", nil, &rpcError{Code: -32603, Message: "no UI"}, agent.Deny},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := runServer(t)
+			e.initialize(false)
+			var asked json.RawMessage
+			e.Answer(func(method string, params json.RawMessage) (any, *rpcError) {
+				if method == methodShowMessageRequest {
+					asked = params
+				}
+				return c.answer, c.rerr
+			})
+			got, _ := e.backend.approver().Approve(t.Context(), "bash", "go test ./...")
+			if got != c.want {
+				t.Errorf("approval = %v, want %v", got, c.want)
+			}
+			for _, a := range []string{ActionAllowOnce, ActionAllowSession, ActionDeny, "go test ./..."} {
+				if !strings.Contains(string(asked), a) {
+					t.Errorf("request %s lacks %q", asked, a)
+				}
+			}
+		})
+	}
+}
+
+// TestPipelinedShutdownExit: shutdown and exit written back to back in one
+// write; the shutdown reply still arrives and the exit code is 0.
+func TestPipelinedShutdownExit(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	ch := make(chan wireMsg, 1)
+	e.mu.Lock()
+	e.pending["77"] = ch
+	e.mu.Unlock()
+	batch := append(frame([]byte(`{"jsonrpc":"2.0","id":77,"method":"shutdown"}`)), frame([]byte(`{"jsonrpc":"2.0","method":"exit"}`))...)
+	e.WriteRaw(batch)
+	select {
+	case m := <-ch:
+		if m.Error != nil || string(m.Result) != "null" {
+			t.Errorf("shutdown reply = %+v, want result null", m)
+		}
+	case <-time.After(wait):
+		t.Fatal("pipelined shutdown reply lost on exit")
+	}
+	if code := e.exitCode(wait); code != 0 {
+		t.Errorf("exit code after shutdown = %d, want 0", code)
+	}
+	if _, _, _, closed := e.backend.snapshot(); closed != 1 {
+		t.Errorf("backend closed %d times, want 1", closed)
+	}
+	// The server closes the connection on exit.
+	e.Await(func(s editorState) bool { return s.eof }, wait)
+}
+
+func TestRequestAfterShutdown(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	if err := e.Call(methodShutdown, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Command(CommandBudget, nil, nil); err == nil || err.Code != -32600 {
+		t.Errorf("request after shutdown: %v, want -32600", err)
+	}
+	e.Notify(methodExit, nil)
+	if code := e.exitCode(wait); code != 0 {
+		t.Errorf("exit code = %d, want 0", code)
+	}
+}
+
+func TestExitWithoutShutdown(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	e.Notify(methodExit, nil)
+	if code := e.exitCode(wait); code != 1 {
+		t.Errorf("exit code without shutdown = %d, want 1", code)
+	}
+	if _, _, _, closed := e.backend.snapshot(); closed != 1 {
+		t.Errorf("backend closed %d times, want 1", closed)
+	}
+	e.Await(func(s editorState) bool { return s.eof }, wait)
+}
+
+// TestInputEOF: losing stdin ends the server and closes the backend, even
+// with a compaction running.
+func TestInputEOF(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	e.backend.mu.Lock()
+	e.backend.slowCompact = true
+	e.backend.mu.Unlock()
+	e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) >= 1 }, wait)
+	_ = e.conn.Close()
+	if code := e.exitCode(wait); code != 1 {
+		t.Errorf("exit code on EOF without shutdown = %d, want 1", code)
+	}
+	if _, _, _, closed := e.backend.snapshot(); closed != 1 {
+		t.Errorf("backend closed %d times, want 1", closed)
+	}
+}

@@ -1,0 +1,124 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
+)
+
+// Error codes used in replies beyond the JSON-RPC ones of jsonrpc2.
+const (
+	// CodeRequestFailed is LSP's RequestFailed: the request was valid but
+	// the operation failed.
+	CodeRequestFailed jsonrpc2.Code = -32803
+	// CodeRequestCancelled is LSP's RequestCancelled ($/cancelRequest).
+	CodeRequestCancelled jsonrpc2.Code = -32800
+)
+
+// wireCodec marshals payloads: pre-encoded JSON passes through verbatim (our
+// own result and notification types are encoded with encoding/json, so their
+// field rules are the standard library's), everything else goes through the
+// LSP package's union-aware codec so protocol unions such as ProgressToken
+// encode as their concrete arm.
+type wireCodec struct{}
+
+func (wireCodec) Marshal(v any) ([]byte, error) {
+	switch m := v.(type) {
+	case jsonrpc2.RawMessage:
+		if m == nil {
+			return []byte("null"), nil
+		}
+		return m, nil
+	case json.RawMessage:
+		if m == nil {
+			return []byte("null"), nil
+		}
+		return m, nil
+	}
+	return protocol.Marshal(v)
+}
+
+func (wireCodec) Unmarshal(data []byte, v any) error {
+	if p, ok := v.(*jsonrpc2.RawMessage); ok {
+		*p = append(jsonrpc2.RawMessage(nil), data...)
+		return nil
+	}
+	return protocol.Unmarshal(data, v)
+}
+
+// encodeJSON encodes one of our own values with encoding/json. A nil slice
+// becomes [] rather than null, since every list in PROTOCOL.md is an array.
+func encodeJSON(v any) (jsonrpc2.RawMessage, error) {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.IsNil() {
+		return jsonrpc2.RawMessage("[]"), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return jsonrpc2.RawMessage(b), nil
+}
+
+// replyError turns a handler error into the JSON-RPC error the client sees:
+// an ArgError is -32602, an error that already carries a JSON-RPC code keeps
+// it, a cancelled request is -32800, anything else is -32803 with the message.
+func replyError(ctx context.Context, command string, err error) error {
+	var argErr *ArgError
+	var rpcErr *jsonrpc2.Error
+	switch {
+	case errors.As(err, &argErr):
+		return jsonrpc2.NewError(jsonrpc2.InvalidParams, argErr.Error())
+	case errors.As(err, &rpcErr):
+		return rpcErr
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return jsonrpc2.NewError(CodeRequestCancelled, command+": cancelled")
+	}
+	return jsonrpc2.NewError(CodeRequestFailed, fmt.Sprintf("%s: %v", command, err))
+}
+
+// tolerantStream keeps serving after a frame whose body is not a valid
+// JSON-RPC message. jsonrpc2 v1 ends the connection on such a frame; the
+// framing is still intact (the header stream consumed the whole body), so
+// this answers the frame with a null-id error response, as JSON-RPC 2.0
+// prescribes, and reads on. A broken header (no resync possible) or the end
+// of the input still ends the connection; readDone is closed then.
+type tolerantStream struct {
+	jsonrpc2.Stream
+
+	onReadEnd func(err error)
+	endOnce   sync.Once
+}
+
+func (s *tolerantStream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
+	for {
+		msg, n, err := s.Stream.Read(ctx)
+		var rpcErr *jsonrpc2.Error
+		if err != nil && errors.As(err, &rpcErr) &&
+			(rpcErr.Code == jsonrpc2.ParseError || rpcErr.Code == jsonrpc2.InvalidRequest) {
+			reply := jsonrpc2.NewError(rpcErr.Code, rpcErr.Message)
+			if _, werr := s.Stream.Write(ctx, jsonrpc2.NewResponse(jsonrpc2.ID{}, nil, reply)); werr != nil {
+				s.end(werr)
+				return nil, 0, werr
+			}
+			continue
+		}
+		if err != nil {
+			s.end(err)
+		}
+		return msg, n, err
+	}
+}
+
+func (s *tolerantStream) end(err error) {
+	s.endOnce.Do(func() {
+		if s.onReadEnd != nil {
+			s.onReadEnd(err)
+		}
+	})
+}
