@@ -40,7 +40,7 @@ func (s serverState) String() string {
 
 // Exit codes of Serve (PROTOCOL.md "Process").
 const (
-	ExitClean    = 0 // exit (or end of input) after shutdown
+	ExitClean      = 0 // exit (or end of input) after shutdown
 	ExitNoShutdown = 1 // exit or end of input without a prior shutdown
 )
 
@@ -58,8 +58,8 @@ type Server struct {
 	conn     jsonrpc2.Conn
 	baseCtx  context.Context // the connection's lifetime; parent of every request context
 	out      *outbox
-	progress  *progressTracker
-	budgets   *budgetCoalescer
+	progress *progressTracker
+	budgets  *budgetCoalescer
 
 	exited    chan struct{} // closed by the exit notification
 	exitOnce  sync.Once
