@@ -124,8 +124,12 @@ func NewServer(factory BackendFactory, opts ...Option) *Server {
 // backend is closed (so no appended entry is lost) and queued notifications
 // are flushed. Serve may be called once per Server.
 func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) int {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Requests live in connCtx; the writer has its own context so that it can
+	// still flush after connCtx (or the caller's ctx) is cancelled.
+	connCtx, cancelConn := context.WithCancel(ctx)
+	defer cancelConn()
+	writerCtx, cancelWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWriter()
 
 	stream := &tolerantStream{
 		Stream: jsonrpc2.NewHeaderStream(rwc),
@@ -142,10 +146,10 @@ func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) int {
 	})
 
 	var wg conc.WaitGroup
-	wg.Go(func() { s.out.run(ctx) })
+	wg.Go(func() { s.out.run(writerCtx) })
 
-	s.baseCtx = ctx
-	s.conn.Go(ctx, s.handle)
+	s.baseCtx = connCtx
+	s.conn.Go(connCtx, s.handle)
 
 	select {
 	case <-s.exited:
@@ -154,17 +158,24 @@ func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) int {
 	case <-ctx.Done():
 	}
 
-	// Teardown order matters: stop the backend first (its Close may still
-	// report), then send the last budget and everything queued, then cancel
-	// every handler's context and close the connection.
+	// Teardown order matters: cancel every running request (a compaction
+	// ends as cancelled), close the backend (it flushes the transcript and
+	// may still report), send the last budget and everything queued, then
+	// close the connection.
+	cancelConn()
 	s.closeBackend()
 	s.budgets.stop()
 	s.out.flush(s.flushTimeout)
-	cancel()
 	s.out.close()
 	s.closeConn()
-	if r := wg.WaitAndRecover(); r != nil {
-		s.log.Error("notification writer panicked", "panic", r.String())
+	cancelWriter()
+	select {
+	case <-s.out.done:
+		if r := wg.WaitAndRecover(); r != nil {
+			s.log.Error("notification writer panicked", "panic", r.String())
+		}
+	case <-time.After(s.closeTimeout):
+		s.log.Warn("notification writer still blocked on output; leaving it to the exit")
 	}
 
 	s.mu.Lock()
