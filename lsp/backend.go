@@ -45,8 +45,9 @@ type Backend interface {
 	CancelCompaction(operationID string) bool
 
 	// Configure applies `settings.soba` of workspace/didChangeConfiguration
-	// (raw JSON; nil when the client sent none). An error names the key that
-	// is wrong; the previous configuration then stays in force.
+	// (raw JSON; not called when a change carries no `soba` member). An error
+	// names the key that is wrong; the server shows it (window/showMessage,
+	// Error) and the previous configuration should stay in force.
 	Configure(settings json.RawMessage) error
 
 	// Document sync: the editor opened, changed, saved or closed a document.

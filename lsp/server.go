@@ -226,7 +226,7 @@ func (s *Server) closeBackend() error {
 	return s.closeErr
 }
 
-// inlineMethods are handled on the read loop, in wire order: the lifecycle
+// inlineCall reports the requests handled on the read loop, in wire order: the lifecycle
 // (so a pipelined shutdown is answered before exit is read) and every
 // notification. Every other request is released with jsonrpc2.Async so that
 // a long command never holds up the connection.
