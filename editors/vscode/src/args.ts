@@ -1,0 +1,132 @@
+// Argument building for the server commands: one JSON object in
+// arguments[0] (PROTOCOL.md). Each builder turns what the user typed or
+// picked into that object, or throws ArgumentError naming the field, so a bad
+// input is caught before it reaches the server.
+import type { CapsuleListItem, SessionListItem } from './protocol';
+
+/** ArgumentError is a user input that cannot become a command argument. */
+export class ArgumentError extends Error {
+  constructor(readonly field: string, message: string) {
+    super(message);
+    this.name = 'ArgumentError';
+  }
+}
+
+/** promptArgs builds soba.prompt's `{text}`; blank text is an error. */
+export function promptArgs(text: string | undefined): { text: string } {
+  const t = (text ?? '').trim();
+  if (t === '') throw new ArgumentError('text', 'SOBA: the prompt is empty');
+  return { text: t };
+}
+
+/**
+ * compactArgs builds soba.compact's `{instructions?}`: blank focus
+ * instructions are left out, so the server uses its default summary prompt.
+ */
+export function compactArgs(instructions: string | undefined): { instructions?: string } {
+  const t = (instructions ?? '').trim();
+  return t === '' ? {} : { instructions: t };
+}
+
+/** autoCompactArgs builds soba.autoCompact's `{enabled}`. */
+export function autoCompactArgs(enabled: boolean): { enabled: boolean } {
+  return { enabled };
+}
+
+export type CheckpointKind = 'milestone' | 'plan_pivot';
+
+/** checkpointArgs builds soba.checkpoint's `{kind, note}`; the note may be empty. */
+export function checkpointArgs(kind: CheckpointKind, note: string | undefined): { kind: CheckpointKind; note: string } {
+  if (kind !== 'milestone' && kind !== 'plan_pivot') {
+    throw new ArgumentError('kind', `SOBA: checkpoint kind must be milestone or plan_pivot, not ${String(kind)}`);
+  }
+  return { kind, note: (note ?? '').trim() };
+}
+
+/** capsuleCreateArgs builds soba.capsule.create's `{title}`; a title is required. */
+export function capsuleCreateArgs(title: string | undefined): { title: string } {
+  const t = (title ?? '').trim();
+  if (t === '') throw new ArgumentError('title', 'SOBA: a capsule needs a title');
+  return { title: t };
+}
+
+/**
+ * capsuleExportArgs builds soba.capsule.export's `{checkpointId, path,
+ * overwrite?}`. overwrite is sent only when the file exists, because the save
+ * dialog has then already asked the user to replace it.
+ */
+export function capsuleExportArgs(
+  checkpointId: string | undefined,
+  path: string | undefined,
+  exists: boolean,
+): { checkpointId: string; path: string; overwrite?: boolean } {
+  if (!checkpointId) throw new ArgumentError('checkpointId', 'SOBA: pick a checkpoint to export');
+  if (!path) throw new ArgumentError('path', 'SOBA: choose where to save the capsule');
+  return exists ? { checkpointId, path, overwrite: true } : { checkpointId, path };
+}
+
+/** capsuleLoadArgs builds soba.capsule.load's `{path}`. */
+export function capsuleLoadArgs(path: string | undefined): { path: string } {
+  if (!path) throw new ArgumentError('path', 'SOBA: choose a .capsule.md file to load');
+  return { path };
+}
+
+/** capsuleShowArgs builds soba.capsule.show's `{checkpointId?}` (absent: the newest). */
+export function capsuleShowArgs(checkpointId?: string): { checkpointId?: string } {
+  return checkpointId ? { checkpointId } : {};
+}
+
+/** sessionResumeArgs builds soba.session.resume's `{sessionId}`. */
+export function sessionResumeArgs(sessionId: string | undefined): { sessionId: string } {
+  if (!sessionId) throw new ArgumentError('sessionId', 'SOBA: pick a session to resume');
+  return { sessionId };
+}
+
+/** suggestedCapsuleName is the default file name of an exported capsule. */
+export function suggestedCapsuleName(item: Pick<CapsuleListItem, 'checkpointId' | 'title'>): string {
+  const slug = slugify(item.title);
+  return slug ? `${item.checkpointId}-${slug}.capsule.md` : `${item.checkpointId}.capsule.md`;
+}
+
+/** slugify makes a short file-name-safe slug of a title. */
+export function slugify(title: string | undefined): string {
+  return (title ?? '')
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 48)
+    .replace(/-+$/, '');
+}
+
+/** QuickPick-shaped item (label, description, detail) plus the value it stands for. */
+export interface PickItem<T> {
+  label: string;
+  description?: string;
+  detail?: string;
+  value: T;
+}
+
+/** capsulePickItems lists checkpoints newest first for the Export quick pick. */
+export function capsulePickItems(list: CapsuleListItem[]): PickItem<CapsuleListItem>[] {
+  return [...list]
+    .sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0))
+    .map((c) => ({
+      label: c.title || c.checkpointId,
+      description: `${c.checkpointId} · ${c.trigger}${c.quality ? ` · ${c.quality}` : ''}`,
+      detail: c.createdAt,
+      value: c,
+    }));
+}
+
+/** sessionPickItems lists sessions most recently updated first for the Resume quick pick. */
+export function sessionPickItems(list: SessionListItem[], current?: string): PickItem<SessionListItem>[] {
+  return [...list]
+    .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0))
+    .map((s) => ({
+      label: s.sessionId,
+      description: `${s.entries} entries${s.sessionId === current ? ' · current' : ''}`,
+      detail: s.updatedAt,
+      value: s,
+    }));
+}

@@ -1,0 +1,188 @@
+// The SOBA extension: starts soba-lsp over stdio through
+// vscode-languageclient, passes the soba.* settings as initializationOptions
+// and forwards their changes, and wires the palette, the status bar, the
+// sidebar, progress and approvals to the connection.
+import * as fs from 'fs';
+import * as vscode from 'vscode';
+import {
+  LanguageClient,
+  RevealOutputChannelOn,
+  State,
+  TransportKind,
+  type LanguageClientOptions,
+  type ServerOptions,
+  type StaticFeature,
+} from 'vscode-languageclient/node';
+import { PaletteCommand, registerPaletteCommands } from './commands';
+import { Frontend } from './frontend';
+import { executeCommandLink, type RequestSender } from './server';
+import { resolveServerPath, serverSettings } from './settings';
+import { SidebarModel } from './sidebar/model';
+import { SIDEBAR_VIEW_ID, SidebarView } from './sidebar/view';
+import { BudgetStatusBar } from './statusBar';
+
+let running: SobaExtension | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<SobaExtension> {
+  running = new SobaExtension(context);
+  await running.start();
+  return running;
+}
+
+export async function deactivate(): Promise<void> {
+  await running?.stop();
+  running = undefined;
+}
+
+/** SobaExtension owns the client and everything that shows its state. */
+export class SobaExtension {
+  readonly output = vscode.window.createOutputChannel('SOBA');
+  private readonly trace = vscode.window.createOutputChannel('SOBA Language Server');
+  readonly model = new SidebarModel();
+  readonly status = new BudgetStatusBar();
+  readonly sidebar: SidebarView;
+  readonly frontend: Frontend;
+  client?: LanguageClient;
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.sidebar = new SidebarView(context.extensionUri, this.model);
+    this.frontend = new Frontend(this.output, this.model, this.status, () => this.sidebar.refresh(), () => this.client);
+    const ctx = {
+      server: executeCommandLink(() => (this.client?.isRunning() ? (this.client as unknown as RequestSender) : undefined)),
+      output: this.output,
+      model: this.model,
+      changed: () => this.sidebar.refresh(),
+      status: this.status,
+      workspaceRoot: () => workspaceRoot(),
+      fileExists: (f: string) => fs.existsSync(f),
+    };
+    context.subscriptions.push(
+      this.output,
+      this.trace,
+      this.status,
+      this.sidebar,
+      vscode.window.registerWebviewViewProvider(SIDEBAR_VIEW_ID, this.sidebar),
+      ...registerPaletteCommands(ctx),
+      vscode.commands.registerCommand('soba-vscode.restartServer', () => this.restart()),
+      vscode.commands.registerCommand('soba-vscode.showOutput', () => this.output.show(true)),
+      vscode.workspace.onDidChangeConfiguration((e) => this.configurationChanged(e)),
+    );
+  }
+
+  async start(): Promise<void> {
+    const cfg = vscode.workspace.getConfiguration('soba');
+    const found = resolveServerPath({
+      setting: cfg.get<string>('serverPath', ''),
+      extensionPath: this.context.extensionPath,
+      envPath: process.env.PATH ?? '',
+      workspaceFolder: workspaceRoot(),
+      isExecutable,
+    });
+    if (!found.ok) {
+      this.output.appendLine(found.message);
+      this.status.setConnected(false);
+      void vscode.window.showErrorMessage(found.message, 'Open Settings', 'Show Output').then((c) => {
+        if (c === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'soba.serverPath');
+        if (c === 'Show Output') this.output.show(true);
+      });
+      return;
+    }
+    const args = cfg.get<string[]>('serverArgs', []);
+    this.output.appendLine(`SOBA: starting ${found.command}${args.length ? ' ' + args.join(' ') : ''} (${found.from})`);
+    const serverOptions: ServerOptions = {
+      command: found.command,
+      args,
+      transport: TransportKind.stdio,
+      options: { cwd: workspaceRoot() },
+    };
+    const clientOptions: LanguageClientOptions = {
+      // Every file: the server tracks documents the user opens and changes
+      // for the capsule's file artifacts.
+      documentSelector: [{ scheme: 'file' }],
+      initializationOptions: currentServerSettings(),
+      outputChannel: this.trace,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+    };
+    const client = new LanguageClient('soba', 'SOBA Language Server', serverOptions, clientOptions);
+    client.registerFeature(this.overrides(client));
+    this.frontend.attach(client);
+    client.onDidChangeState((e) => this.status.setConnected(e.newState === State.Running));
+    this.client = client;
+    try {
+      await client.start();
+      const info = client.initializeResult?.serverInfo;
+      this.output.appendLine(`SOBA: connected to ${info?.name ?? 'soba-lsp'} ${info?.version ?? ''}`.trimEnd());
+      void vscode.commands.executeCommand(PaletteCommand.showBudget).then(undefined, () => {});
+    } catch (err) {
+      const msg = `SOBA: soba-lsp (${found.command}) did not start: ${err instanceof Error ? err.message : String(err)}`;
+      this.output.appendLine(msg);
+      this.status.setConnected(false);
+      void vscode.window.showErrorMessage(msg, 'Show Output').then((c) => c && this.output.show(true));
+    }
+  }
+
+  /**
+   * overrides is a client feature initialised after the built-in ones, so its
+   * request handlers replace theirs on every (re)start: progress as a
+   * cancellable notification, showMessageRequest as a modal dialog.
+   */
+  private overrides(client: LanguageClient): StaticFeature {
+    return {
+      fillClientCapabilities: () => {},
+      initialize: () => {
+        for (const [method, handler] of Object.entries(this.frontend.requestHandlers())) client.onRequest(method, handler);
+      },
+      getState: () => ({ kind: 'static' }),
+      clear: () => this.frontend.progress.dispose(),
+    };
+  }
+
+  private configurationChanged(e: vscode.ConfigurationChangeEvent): void {
+    if (!e.affectsConfiguration('soba')) return;
+    if (e.affectsConfiguration('soba.serverPath') || e.affectsConfiguration('soba.serverArgs')) {
+      void this.restart();
+      return;
+    }
+    if (this.client?.isRunning()) {
+      void this.client.sendNotification('workspace/didChangeConfiguration', { settings: { soba: currentServerSettings() } });
+    }
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  async stop(): Promise<void> {
+    const c = this.client;
+    this.client = undefined;
+    this.frontend.progress.dispose();
+    if (c) {
+      try {
+        await c.stop(5000);
+      } catch {
+        // The server may already be gone; stop() then rejects.
+      }
+    }
+  }
+}
+
+function currentServerSettings(): Record<string, unknown> {
+  const cfg = vscode.workspace.getConfiguration('soba');
+  return serverSettings((key) => cfg.inspect(key));
+}
+
+function workspaceRoot(): string | undefined {
+  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    const st = fs.statSync(file);
+    if (!st.isFile()) return false;
+    fs.accessSync(file, fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,133 @@
+// The editor contract of /work/shared/PROTOCOL.md as TypeScript types. Field
+// names and command IDs here must match the server exactly; the tests compare
+// SERVER_COMMANDS with the server's executeCommandProvider.commands.
+
+/** Server command IDs (workspace/executeCommand), in PROTOCOL.md order. */
+export const ServerCommand = {
+  prompt: 'soba.prompt',
+  cancel: 'soba.cancel',
+  budget: 'soba.budget',
+  compact: 'soba.compact',
+  autoCompact: 'soba.autoCompact',
+  checkpoint: 'soba.checkpoint',
+  capsuleCreate: 'soba.capsule.create',
+  capsuleExport: 'soba.capsule.export',
+  capsuleLoad: 'soba.capsule.load',
+  capsuleList: 'soba.capsule.list',
+  capsuleShow: 'soba.capsule.show',
+  sessionInfo: 'soba.session.info',
+  sessionList: 'soba.session.list',
+  sessionNew: 'soba.session.new',
+  sessionResume: 'soba.session.resume',
+  sessionRewind: 'soba.session.rewind',
+} as const;
+
+export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
+
+/** SERVER_COMMANDS lists every server command ID. */
+export const SERVER_COMMANDS: readonly ServerCommandId[] = Object.values(ServerCommand);
+
+/** Notification methods the server sends besides the standard LSP ones. */
+export const Notification = {
+  budget: 'soba/budget',
+  compaction: 'soba/compaction',
+  event: 'soba/event',
+} as const;
+
+/** Seven triggers of R-G1. */
+export type Trigger =
+  | 'hard_limit'
+  | 'milestone'
+  | 'plan_pivot'
+  | 'turn_complete'
+  | 'auto_threshold'
+  | 'user'
+  | 'context_overflow';
+
+/** Terminal outcomes of R-B4. */
+export type Outcome = 'completed' | 'skipped' | 'cancelled' | 'stale' | 'failed';
+
+export interface CompactionResult {
+  operationId: string;
+  trigger: Trigger | string;
+  outcome: Outcome | string;
+  tokensBefore: number;
+  tokensAfter: number;
+  reclaimedTokens: number;
+  reclaimedRatio: number;
+  checkpointId: string;
+  /** `full`, `degraded`, or empty when nothing was appended. */
+  quality: 'full' | 'degraded' | '' | string;
+  durationMs: number;
+  reason: string;
+  /** The one-line result of R-B3. */
+  line: string;
+}
+
+export interface Budget {
+  effectiveTokens: number;
+  hardLimit: number;
+  softLimit: number;
+  contextWindow: number;
+  maxOutputTokens: number;
+  safetyReserveTokens: number;
+  source: 'provider_usage' | 'estimated' | string;
+  autoCompact: boolean;
+  pending: string[];
+  state: 'idle' | 'generating' | 'tool' | 'compacting' | string;
+  lastCompaction: CompactionResult | null;
+}
+
+/** A `soba/compaction` notification. On `end` the CompactionResult fields are present. */
+export interface CompactionEvent extends Partial<CompactionResult> {
+  phase: 'start' | 'progress' | 'end';
+  operationId: string;
+  trigger: string;
+  percentage?: number;
+}
+
+/** A `soba/event` notification: one item of the agent's stream. */
+export interface AgentEvent {
+  turnId: string;
+  type: 'turn_start' | 'text' | 'tool_call' | 'tool_result' | 'turn_end' | 'queued' | string;
+  delta?: string;
+  id?: string;
+  name?: string;
+  arguments?: unknown;
+  ok?: boolean;
+  summary?: string;
+  outcome?: 'completed' | 'cancelled' | 'failed' | string;
+  error?: string;
+}
+
+export interface PromptResult { turnId: string; queued: boolean }
+export interface CancelResult { cancelled: boolean; what: 'turn' | 'compaction' | 'none' | string }
+export interface CheckpointResult { checkpointId: string }
+export interface CapsuleCreateResult { checkpointId: string; path: string }
+export interface CapsuleExportResult { path: string }
+export interface CapsuleLoadResult { checkpointId: string; title: string; warnings: string[] }
+export interface CapsuleListItem {
+  checkpointId: string;
+  trigger: string;
+  title: string;
+  quality: string;
+  createdAt: string;
+}
+export interface CapsuleShowResult { checkpointId: string; markdown: string }
+export interface SessionInfo { sessionId: string; path: string; flightPath: string; leafId: string; entries: number }
+export interface SessionListItem { sessionId: string; path: string; updatedAt: string; entries: number }
+export interface SessionNewResult { sessionId: string; path: string }
+export interface SessionResumeResult { sessionId: string; path: string; leafId: string }
+
+/** Approval actions of window/showMessageRequest (lsp/approve.go). */
+export const ApprovalAction = {
+  allowOnce: 'Allow once',
+  allowSession: 'Allow for session',
+  deny: 'Deny',
+} as const;
+
+/** JSON-RPC error codes the server answers commands with. */
+export const ErrorCode = {
+  invalidParams: -32602,
+  requestFailed: -32803,
+} as const;
