@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ArgumentError,
+  autoCompactArgs,
+  capsuleCreateArgs,
+  capsuleExportArgs,
+  capsuleLoadArgs,
+  capsulePickItems,
+  capsuleShowArgs,
+  checkpointArgs,
+  compactArgs,
+  promptArgs,
+  sessionPickItems,
+  sessionResumeArgs,
+  slugify,
+  suggestedCapsuleName,
+} from '../../src/args';
+
+describe('command argument building (PROTOCOL.md Commands)', () => {
+  it.each([
+    ['soba.prompt', () => promptArgs('  fix the test  '), { text: 'fix the test' }],
+    ['soba.compact without focus', () => compactArgs(''), {}],
+    ['soba.compact blank focus', () => compactArgs('   '), {}],
+    ['soba.compact undefined focus', () => compactArgs(undefined), {}],
+    ['soba.compact with focus', () => compactArgs(' keep API decisions '), { instructions: 'keep API decisions' }],
+    ['soba.autoCompact on', () => autoCompactArgs(true), { enabled: true }],
+    ['soba.autoCompact off', () => autoCompactArgs(false), { enabled: false }],
+    ['soba.checkpoint milestone', () => checkpointArgs('milestone', ' parser done '), { kind: 'milestone', note: 'parser done' }],
+    ['soba.checkpoint plan_pivot, empty note', () => checkpointArgs('plan_pivot', undefined), { kind: 'plan_pivot', note: '' }],
+    ['soba.capsule.create', () => capsuleCreateArgs(' Handoff '), { title: 'Handoff' }],
+    ['soba.capsule.export new file', () => capsuleExportArgs('ck_1', '/w/a.capsule.md', false), { checkpointId: 'ck_1', path: '/w/a.capsule.md' }],
+    ['soba.capsule.export replaces a confirmed file', () => capsuleExportArgs('ck_1', '/w/a.capsule.md', true), { checkpointId: 'ck_1', path: '/w/a.capsule.md', overwrite: true }],
+    ['soba.capsule.load', () => capsuleLoadArgs('/w/a.capsule.md'), { path: '/w/a.capsule.md' }],
+    ['soba.capsule.show newest', () => capsuleShowArgs(), {}],
+    ['soba.capsule.show one', () => capsuleShowArgs('ck_2'), { checkpointId: 'ck_2' }],
+    ['soba.session.resume', () => sessionResumeArgs('s1'), { sessionId: 's1' }],
+  ])('%s', (_name, build, want) => {
+    expect(build()).toStrictEqual(want);
+  });
+
+  it.each([
+    ['text', () => promptArgs('   ')],
+    ['text', () => promptArgs(undefined)],
+    ['title', () => capsuleCreateArgs('')],
+    ['checkpointId', () => capsuleExportArgs(undefined, '/x', false)],
+    ['path', () => capsuleExportArgs('ck', '', false)],
+    ['path', () => capsuleLoadArgs(undefined)],
+    ['sessionId', () => sessionResumeArgs('')],
+    ['kind', () => checkpointArgs('nope' as never, 'x')],
+  ])('bad input names the field %s', (field, build) => {
+    let err: unknown;
+    try {
+      build();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ArgumentError);
+    expect((err as ArgumentError).field).toBe(field);
+    expect((err as Error).message).toMatch(/^SOBA: /);
+  });
+});
+
+describe('pick items and file names', () => {
+  it('lists checkpoints newest first with id, trigger and quality', () => {
+    const items = capsulePickItems([
+      { checkpointId: 'ck_a', trigger: 'user', title: 'first', quality: 'full', createdAt: '2025-01-01T10:00:00Z' },
+      { checkpointId: 'ck_b', trigger: 'milestone', title: '', quality: 'degraded', createdAt: '2025-01-02T10:00:00Z' },
+    ]);
+    expect(items.map((i) => i.label)).toEqual(['ck_b', 'first']);
+    expect(items[0].description).toBe('ck_b · milestone · degraded');
+    expect(items[1].value.checkpointId).toBe('ck_a');
+  });
+
+  it('lists sessions most recent first and marks the current one', () => {
+    const items = sessionPickItems(
+      [
+        { sessionId: 's1', path: 'a', updatedAt: '2025-01-01', entries: 3 },
+        { sessionId: 's2', path: 'b', updatedAt: '2025-01-03', entries: 9 },
+      ],
+      's1',
+    );
+    expect(items.map((i) => i.label)).toEqual(['s2', 's1']);
+    expect(items[1].description).toBe('3 entries · current');
+  });
+
+  it('suggests <checkpointId>-<slug>.capsule.md', () => {
+    expect(suggestedCapsuleName({ checkpointId: 'ck_8f2a1c', title: 'Parser refactor: handoff!' })).toBe('ck_8f2a1c-parser-refactor-handoff.capsule.md');
+    expect(suggestedCapsuleName({ checkpointId: 'ck_1', title: '' })).toBe('ck_1.capsule.md');
+    expect(slugify('Ünïcödé  Títle')).toBe('unicode-title');
+    expect(slugify('x'.repeat(80)).length).toBe(48);
+  });
+});

@@ -1,0 +1,217 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { fake, window, Uri } from '../fake/vscode';
+import { guarded, PaletteCommand, paletteHandlers, registerPaletteCommands, type CommandContext } from '../../src/commands';
+import { SERVER_COMMANDS, ServerCommand, type Budget, type ServerCommandId } from '../../src/protocol';
+import { SidebarModel } from '../../src/sidebar/model';
+
+const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
+
+const budget: Budget = {
+  effectiveTokens: 100, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000,
+  safetyReserveTokens: 8192, source: 'estimated', autoCompact: true, pending: [], state: 'idle', lastCompaction: null,
+};
+
+/** recordingContext answers each server command from `answers` and records what was sent. */
+function recordingContext(answers: Partial<Record<ServerCommandId, unknown>>) {
+  const sent: { command: string; args: object }[] = [];
+  const output = window.createOutputChannel('SOBA');
+  const budgets: Budget[] = [];
+  const ctx: CommandContext = {
+    server: {
+      async execute<T>(command: ServerCommandId, args: object) {
+        sent.push({ command, args });
+        if (!(command in answers)) throw Object.assign(new Error(`not available yet: ${command}`), { code: -32803 });
+        return answers[command] as T;
+      },
+    },
+    output,
+    model: new SidebarModel(),
+    changed: () => {},
+    status: { setBudget: (b) => budgets.push(b) },
+    workspaceRoot: () => '/ws',
+    fileExists: (f) => f === '/ws/exists.capsule.md',
+  };
+  return { ctx, sent, output, budgets };
+}
+
+const compaction = {
+  operationId: 'op1', trigger: 'user', outcome: 'completed', tokensBefore: 45210, tokensAfter: 14870, reclaimedTokens: 30340,
+  reclaimedRatio: 0.67, checkpointId: 'ck_8f2a1c', quality: 'full', durationMs: 800, reason: '',
+  line: 'Compacted context · user · 45,210 → 14,870 tokens (67% reclaimed) · ck_8f2a1c',
+};
+
+const answers: Partial<Record<ServerCommandId, unknown>> = {
+  [ServerCommand.prompt]: { turnId: 't1', queued: false },
+  [ServerCommand.cancel]: { cancelled: true, what: 'turn' },
+  [ServerCommand.budget]: budget,
+  [ServerCommand.compact]: compaction,
+  [ServerCommand.autoCompact]: { ...budget, autoCompact: false },
+  [ServerCommand.checkpoint]: { checkpointId: 'ck_m1' },
+  [ServerCommand.capsuleCreate]: { checkpointId: 'ck_c1', path: '.soba/capsules/ck_c1-handoff.capsule.md' },
+  [ServerCommand.capsuleList]: [{ checkpointId: 'ck_c1', trigger: 'user', title: 'handoff', quality: 'full', createdAt: '2025-01-01T00:00:00Z' }],
+  [ServerCommand.capsuleExport]: { path: '/ws/out.capsule.md' },
+  [ServerCommand.capsuleLoad]: { checkpointId: 'ck_l1', title: 'loaded', warnings: ['file changed since export'] },
+  [ServerCommand.capsuleShow]: { checkpointId: 'ck_c1', markdown: '# Capsule\n\n## Files read\n- `a.go`\n\n## Files modified\n- b.go\n' },
+  [ServerCommand.sessionNew]: { sessionId: 's2', path: '.soba/sessions/s2.jsonl' },
+  [ServerCommand.sessionList]: [{ sessionId: 's1', path: 'p', updatedAt: '2025', entries: 4 }],
+  [ServerCommand.sessionInfo]: { sessionId: 's2', path: 'p', flightPath: 'f', leafId: 'e9', entries: 2 },
+  [ServerCommand.sessionResume]: { sessionId: 's1', path: 'p', leafId: 'e4' },
+};
+
+beforeEach(() => fake.reset());
+
+describe('palette commands build the server arguments from the prompts', () => {
+  type Case = [string, () => void, { command: string; args: object }[]];
+  const cases: Case[] = [
+    [PaletteCommand.ask, () => fake.answers.inputBox.push('  add a test '), [{ command: 'soba.prompt', args: { text: 'add a test' } }]],
+    [PaletteCommand.cancel, () => {}, [{ command: 'soba.cancel', args: {} }]],
+    [PaletteCommand.showBudget, () => {}, [{ command: 'soba.budget', args: {} }]],
+    [PaletteCommand.compact, () => fake.answers.inputBox.push(''), [{ command: 'soba.compact', args: {} }]],
+    [PaletteCommand.autoCompactOn, () => {}, [{ command: 'soba.autoCompact', args: { enabled: true } }]],
+    [PaletteCommand.autoCompactOff, () => {}, [{ command: 'soba.autoCompact', args: { enabled: false } }]],
+    [PaletteCommand.markMilestone, () => fake.answers.inputBox.push('parser done'), [{ command: 'soba.checkpoint', args: { kind: 'milestone', note: 'parser done' } }]],
+    [PaletteCommand.markPlanPivot, () => fake.answers.inputBox.push('switch to SAX'), [{ command: 'soba.checkpoint', args: { kind: 'plan_pivot', note: 'switch to SAX' } }]],
+    [PaletteCommand.createCapsule, () => fake.answers.inputBox.push('handoff'), [{ command: 'soba.capsule.create', args: { title: 'handoff' } }]],
+    [
+      PaletteCommand.exportCapsule,
+      () => {
+        fake.answers.quickPick.push((items: any[]) => items[0]);
+        fake.answers.saveDialog.push(Uri.file('/ws/out.capsule.md'));
+      },
+      [
+        { command: 'soba.capsule.list', args: {} },
+        { command: 'soba.capsule.export', args: { checkpointId: 'ck_c1', path: '/ws/out.capsule.md' } },
+      ],
+    ],
+    [PaletteCommand.loadCapsule, () => fake.answers.openDialog.push([Uri.file('/ws/in.capsule.md')]), [{ command: 'soba.capsule.load', args: { path: '/ws/in.capsule.md' } }]],
+    [PaletteCommand.showLatestCapsule, () => {}, [{ command: 'soba.capsule.show', args: {} }]],
+    [PaletteCommand.newSession, () => {}, [{ command: 'soba.session.new', args: {} }]],
+    [
+      PaletteCommand.resumeSession,
+      () => fake.answers.quickPick.push((items: any[]) => items[0]),
+      [
+        { command: 'soba.session.list', args: {} },
+        { command: 'soba.session.info', args: {} },
+        { command: 'soba.session.resume', args: { sessionId: 's1' } },
+      ],
+    ],
+    [PaletteCommand.showSessionInfo, () => {}, [{ command: 'soba.session.info', args: {} }]],
+  ];
+
+  it.each(cases)('%s', async (id, prepare, want) => {
+    const { ctx, sent } = recordingContext(answers);
+    prepare();
+    const r = await paletteHandlers(ctx)[id]();
+    expect(sent).toStrictEqual(want);
+    expect(r).toBeDefined();
+  });
+
+  it('covers every palette command of package.json', () => {
+    const tested = new Set(cases.map((c) => c[0]));
+    const palette = Object.values(PaletteCommand);
+    expect([...tested].sort()).toEqual([...palette].sort());
+  });
+
+  it('a dismissed prompt sends nothing', async () => {
+    const { ctx, sent } = recordingContext(answers);
+    for (const id of [PaletteCommand.ask, PaletteCommand.compact, PaletteCommand.markMilestone, PaletteCommand.createCapsule, PaletteCommand.loadCapsule]) {
+      expect(await paletteHandlers(ctx)[id]()).toBeUndefined();
+    }
+    expect(sent).toEqual([]);
+  });
+
+  it('export asks to overwrite only through the save dialog: an existing file gets overwrite: true', async () => {
+    const { ctx, sent } = recordingContext(answers);
+    fake.answers.quickPick.push((items: any[]) => items[0]);
+    fake.answers.saveDialog.push(Uri.file('/ws/exists.capsule.md'));
+    await paletteHandlers(ctx)[PaletteCommand.exportCapsule]();
+    expect(sent[1]).toStrictEqual({ command: 'soba.capsule.export', args: { checkpointId: 'ck_c1', path: '/ws/exists.capsule.md', overwrite: true } });
+    const dialog = fake.asked.saveDialog[0] as { defaultUri: Uri };
+    expect(dialog.defaultUri.fsPath).toBe('/ws/ck_c1-handoff.capsule.md');
+  });
+
+  it('compact with focus instructions sends them', async () => {
+    const { ctx, sent } = recordingContext(answers);
+    fake.answers.inputBox.push('keep the failing test names');
+    await paletteHandlers(ctx)[PaletteCommand.compact]();
+    expect(sent).toStrictEqual([{ command: 'soba.compact', args: { instructions: 'keep the failing test names' } }]);
+  });
+});
+
+describe('palette commands render their results', () => {
+  it('compact writes the R-B3 line to the SOBA output once and shows it', async () => {
+    const { ctx, output } = recordingContext(answers);
+    fake.answers.inputBox.push('');
+    await paletteHandlers(ctx)[PaletteCommand.compact]();
+    expect((output as any).lines).toEqual([compaction.line]);
+    expect(fake.messages.map((m) => m.message)).toContain(compaction.line);
+    expect(ctx.model.snapshot().compactions[0].checkpointId).toBe('ck_8f2a1c');
+  });
+
+  it('show budget updates the status bar and shows the summary', async () => {
+    const { ctx, budgets } = recordingContext(answers);
+    await paletteHandlers(ctx)[PaletteCommand.showBudget]();
+    expect(budgets).toHaveLength(1);
+    expect(fake.messages[0].message).toMatch(/^SOBA budget · 100 \/ 48,808 tokens/);
+  });
+
+  it('show latest capsule opens the Markdown in an editor tab and reads its file lists', async () => {
+    const { ctx } = recordingContext(answers);
+    await paletteHandlers(ctx)[PaletteCommand.showLatestCapsule]();
+    expect(fake.documents).toEqual([{ language: 'markdown', content: (answers['soba.capsule.show'] as any).markdown }]);
+    expect(fake.shownDocuments).toHaveLength(1);
+    const snap = ctx.model.snapshot();
+    expect(snap.filesRead).toEqual(['a.go']);
+    expect(snap.filesModified).toEqual(['b.go']);
+  });
+
+  it('load capsule shows each warning', async () => {
+    const { ctx } = recordingContext(answers);
+    await paletteHandlers(ctx)[PaletteCommand.loadCapsule]('/ws/in.capsule.md');
+    expect(fake.messages.filter((m) => m.level === 'warning').map((m) => m.message)).toEqual(['SOBA: file changed since export']);
+  });
+
+  it('a failed command is an error message naming the command, not a rejection', async () => {
+    const { ctx, output } = recordingContext({});
+    const h = guarded(PaletteCommand.showBudget, paletteHandlers(ctx)[PaletteCommand.showBudget], output);
+    await expect(h()).resolves.toBeUndefined();
+    expect(fake.messages[0]).toMatchObject({ level: 'error', message: 'SOBA: showBudget failed: not available yet: soba.budget (-32803)' });
+  });
+
+  it('a bad input is a warning and sends nothing', async () => {
+    const { ctx, sent, output } = recordingContext(answers);
+    fake.answers.inputBox.push('   ');
+    await guarded(PaletteCommand.ask, paletteHandlers(ctx)[PaletteCommand.ask], output)();
+    expect(sent).toEqual([]);
+    expect(fake.messages[0]).toMatchObject({ level: 'warning', message: 'SOBA: the prompt is empty' });
+  });
+});
+
+describe('command IDs: declared once, never registered twice', () => {
+  const declared: string[] = pkg.contributes.commands.map((c: { command: string }) => c.command);
+
+  it('registers exactly the soba-vscode.* palette commands of package.json, none of the server IDs', () => {
+    const { ctx } = recordingContext(answers);
+    registerPaletteCommands(ctx);
+    const registered = [...fake.commands.keys()];
+    for (const id of registered) expect(SERVER_COMMANDS).not.toContain(id);
+    const wrappers = declared.filter((c) => c.startsWith('soba-vscode.') && !['soba-vscode.restartServer', 'soba-vscode.showOutput'].includes(c));
+    expect(registered.sort()).toEqual(wrappers.sort());
+  });
+
+  it('every palette command is in category SOBA', () => {
+    for (const c of pkg.contributes.commands.filter((c: any) => c.command.startsWith('soba-vscode.'))) expect(c.category).toBe('SOBA');
+  });
+
+  it('declares every server command for keybindings and hides it from the palette', () => {
+    const hidden = new Set(pkg.contributes.menus.commandPalette.filter((m: any) => m.when === 'false').map((m: any) => m.command));
+    for (const id of SERVER_COMMANDS) {
+      expect(declared).toContain(id);
+      expect(hidden.has(id)).toBe(true);
+    }
+    const declaredServer = declared.filter((c) => !c.startsWith('soba-vscode.'));
+    expect(declaredServer.sort()).toEqual([...SERVER_COMMANDS].sort());
+  });
+});

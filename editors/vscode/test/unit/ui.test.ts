@@ -1,0 +1,109 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { fake, ProgressLocation, ThemeColor } from '../fake/vscode';
+import { showMessageRequestModal } from '../../src/approvals';
+import { BarrierProgress, type ProgressHost } from '../../src/progress';
+import { BudgetStatusBar } from '../../src/statusBar';
+import type { Budget } from '../../src/protocol';
+
+beforeEach(() => fake.reset());
+
+const budget: Budget = {
+  effectiveTokens: 12400, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000,
+  safetyReserveTokens: 8192, source: 'estimated', autoCompact: true, pending: [], state: 'idle', lastCompaction: null,
+};
+
+describe('BudgetStatusBar', () => {
+  it('colours the item by level and clicks through to Show Budget', () => {
+    const bar = new BudgetStatusBar();
+    bar.setConnected(true);
+    const item = fake.statusItems[0];
+    bar.setBudget(budget);
+    expect(item.text).toBe('$(dashboard) 12.4k / 48.8k');
+    expect(item.backgroundColor).toBeUndefined();
+    expect(item.command).toBe('soba-vscode.showBudget');
+    bar.setBudget({ ...budget, effectiveTokens: 40000 });
+    expect((item.backgroundColor as ThemeColor).id).toBe('statusBarItem.warningBackground');
+    bar.setBudget({ ...budget, effectiveTokens: 48000 });
+    expect((item.backgroundColor as ThemeColor).id).toBe('statusBarItem.errorBackground');
+  });
+
+  it('shows the barrier and drops it when the budget says the state moved on', () => {
+    const bar = new BudgetStatusBar();
+    bar.setConnected(true);
+    const item = fake.statusItems[0];
+    bar.setBudget({ ...budget, state: 'compacting' });
+    bar.setBarrier({ operationId: 'op', trigger: 'user', percentage: 82 });
+    expect(item.text).toBe('$(sync~spin) compacting 82%');
+    bar.setBudget(budget);
+    expect(item.text).toBe('$(dashboard) 12.4k / 48.8k');
+  });
+
+  it('points to the output when the server is not running', () => {
+    const bar = new BudgetStatusBar();
+    bar.setConnected(false);
+    expect(fake.statusItems[0].command).toBe('soba-vscode.showOutput');
+  });
+});
+
+describe('approvals are modal (window/showMessageRequest)', () => {
+  const params = { type: 2, message: 'SOBA wants to run bash: go test ./...', actions: [{ title: 'Allow once' }, { title: 'Allow for session' }, { title: 'Deny' }] };
+
+  it('shows a modal with the three choices and returns the chosen action', async () => {
+    fake.answers.message.push((_m: string, items: { title: string }[]) => items[1]);
+    const r = await showMessageRequestModal(params);
+    expect(r).toEqual({ title: 'Allow for session' });
+    expect(fake.messages[0]).toMatchObject({ level: 'warning', modal: true, message: params.message });
+    expect(fake.messages[0].items).toEqual(params.actions);
+  });
+
+  it('a dismissed dialog answers null (the server denies)', async () => {
+    expect(await showMessageRequestModal(params)).toBeNull();
+  });
+});
+
+/** progressHost delivers $/progress values a test sends and records cancels. */
+function progressHost() {
+  const handlers = new Map<string | number, (v: unknown) => void>();
+  const cancels: unknown[] = [];
+  const host: ProgressHost = {
+    onProgress: (_type, token, handler) => {
+      handlers.set(token, handler as (v: unknown) => void);
+      return { dispose: () => handlers.delete(token) };
+    },
+    sendNotification: (_type, params) => {
+      cancels.push(params);
+    },
+  };
+  return { host, cancels, send: (token: string, v: unknown) => handlers.get(token)?.(v), handlers };
+}
+
+describe('BarrierProgress: $/progress as a cancellable notification', () => {
+  it('shows begin/report/end as one cancellable notification and reports the end line', async () => {
+    const p = progressHost();
+    const ends: string[] = [];
+    const bp = new BarrierProgress(() => p.host, (m) => ends.push(m));
+    expect(bp.create({ token: 'tok1' })).toBeNull();
+    p.send('tok1', { kind: 'begin', title: 'Compacting context before response', cancellable: true, percentage: 1 });
+    await Promise.resolve();
+    p.send('tok1', { kind: 'report', percentage: 40 });
+    p.send('tok1', { kind: 'report', percentage: 82, message: 'summarising' });
+    p.send('tok1', { kind: 'end', message: 'Compacted context · user · 10 → 5 tokens (50% reclaimed) · ck_1' });
+    await new Promise((r) => setTimeout(r, 0));
+    const shown = fake.progress[0];
+    expect(shown).toMatchObject({ title: 'Compacting context before response', location: ProgressLocation.Notification, cancellable: true, done: true });
+    expect(shown.reports.map((r) => r.increment)).toEqual([1, 39, 42]);
+    expect(shown.reports[2].message).toBe('summarising');
+    expect(ends).toEqual(['Compacted context · user · 10 → 5 tokens (50% reclaimed) · ck_1']);
+    expect(p.handlers.size).toBe(0);
+  });
+
+  it('cancelling the notification sends window/workDoneProgress/cancel with the token', async () => {
+    const p = progressHost();
+    const bp = new BarrierProgress(() => p.host);
+    bp.create({ token: 'tok2' });
+    p.send('tok2', { kind: 'begin', title: 'Compacting context before response', cancellable: true });
+    await Promise.resolve();
+    fake.progress[0].cancel();
+    expect(p.cancels).toEqual([{ token: 'tok2' }]);
+  });
+});
