@@ -1,0 +1,651 @@
+// Package providertest is a scriptable fake model server for tests: it
+// speaks the OpenAI-compatible Chat Completions and the Anthropic Messages
+// wire formats (SSE streaming, tool calls split in fragments, usage, error
+// answers), answers each request with the next scripted Reply, and records
+// every request it received, decoded, so a test can assert on what was
+// sent (e.g. that no oversized request ever left the agent).
+package providertest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/soba-agent/soba-lsp/agent/provider"
+)
+
+// Wire formats a Server speaks.
+const (
+	FormatOpenAI    = "openai"
+	FormatAnthropic = "anthropic"
+)
+
+// Reply is one scripted answer. With Status set (>= 400) the server answers
+// that status with Body and Header and nothing streams; otherwise it
+// streams Text and ToolCalls, then the stop reason and Usage.
+type Reply struct {
+	Text      string              `json:"text,omitempty"`
+	ToolCalls []provider.ToolCall `json:"toolCalls,omitempty"`
+	// Usage is reported in the last chunk; nil reports InputTokens as the
+	// request body's length / 4 and OutputTokens as the reply's length / 4.
+	Usage *provider.Usage `json:"usage,omitempty"`
+	// StopReason overrides the wire stop reason ("stop"/"tool_calls" or
+	// "end_turn"/"tool_use" by default).
+	StopReason string `json:"stopReason,omitempty"`
+
+	Status int               `json:"status,omitempty"`
+	Body   string            `json:"body,omitempty"`
+	Header map[string]string `json:"header,omitempty"`
+
+	// Delay is waited before answering (the request's context ends it).
+	Delay time.Duration `json:"-"`
+	// ChunkDelay is waited between streamed chunks.
+	ChunkDelay time.Duration `json:"-"`
+	// Cut ends the stream after the content, before the stop reason and
+	// the end marker, as a dropped connection would.
+	Cut bool `json:"cut,omitempty"`
+}
+
+// Text is a reply that answers text.
+func Text(s string) Reply { return Reply{Text: s} }
+
+// Call is a reply that asks for one tool call; args is marshalled to JSON.
+func Call(id, name string, args any) Reply {
+	return Reply{ToolCalls: []provider.ToolCall{{ID: id, Name: name, Arguments: mustJSON(args)}}}
+}
+
+// OverflowOpenAI is OpenAI's context_length_exceeded answer.
+func OverflowOpenAI(stated, limit int) Reply {
+	return Reply{Status: 400, Body: fmt.Sprintf(`{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, limit, stated)}
+}
+
+// OverflowAnthropic is Anthropic's prompt-too-long answer.
+func OverflowAnthropic(stated, limit int) Reply {
+	return Reply{Status: 400, Body: fmt.Sprintf(`{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: %d tokens > %d maximum"}}`, stated, limit)}
+}
+
+// RateLimited is a 429 asking to retry after the given seconds.
+func RateLimited(retryAfterSeconds int) Reply {
+	return Reply{Status: 429, Header: map[string]string{"Retry-After": fmt.Sprint(retryAfterSeconds)},
+		Body: `{"error":{"message":"Rate limit reached. Please try again later.","type":"requests","code":"rate_limit_exceeded"}}`}
+}
+
+func mustJSON(v any) json.RawMessage {
+	if raw, ok := v.(json.RawMessage); ok {
+		return raw
+	}
+	if s, ok := v.(string); ok && json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("providertest: arguments do not marshal: %v", err))
+	}
+	return b
+}
+
+// Received is one request the server got, decoded into the provider's
+// terms whatever the wire format.
+type Received struct {
+	Path   string
+	Header http.Header
+	// Raw is the request body as sent.
+	Raw       []byte
+	Model     string
+	System    string
+	Messages  []provider.Message
+	Tools     []string // tool names
+	MaxTokens int
+	Stream    bool
+	// DecodeError is set when the body was not the expected shape.
+	DecodeError string
+}
+
+// Server is a running fake. Its URL is the base URL a provider.Config
+// takes: "http://127.0.0.1:PORT/v1" for OpenAI, "http://127.0.0.1:PORT" for
+// Anthropic.
+type Server struct {
+	URL    string
+	Format string
+
+	srv *http.Server
+	ln  net.Listener
+	wg  conc.WaitGroup
+
+	mu       sync.Mutex // guards the fields below
+	script   []Reply
+	next     int
+	received []Received
+	beyond   int
+	// repeatLast answers with the last reply once the script is spent.
+	repeatLast bool
+	closed     bool
+}
+
+// NewOpenAI starts an OpenAI-compatible fake on 127.0.0.1 that answers the
+// script in order; it closes when the test ends, and the test fails if a
+// request came after the script was spent.
+func NewOpenAI(t testing.TB, script ...Reply) *Server {
+	return newForTest(t, FormatOpenAI, script)
+}
+
+// NewAnthropic starts an Anthropic Messages fake; see NewOpenAI.
+func NewAnthropic(t testing.TB, script ...Reply) *Server {
+	return newForTest(t, FormatAnthropic, script)
+}
+
+func newForTest(t testing.TB, format string, script []Reply) *Server {
+	t.Helper()
+	s, err := Serve("127.0.0.1:0", format, script)
+	if err != nil {
+		t.Fatalf("providertest: %v", err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		if n := s.Beyond(); n > 0 {
+			t.Errorf("providertest: %d request(s) came after the %d scripted replies", n, len(s.script))
+		}
+	})
+	return s
+}
+
+// Serve starts a fake of the given format on addr (a loopback address;
+// port 0 picks a free one) without a testing.T, for a test main or the
+// fakemodel program. Close stops it.
+func Serve(addr, format string, script []Reply) (*Server, error) {
+	if format != FormatOpenAI && format != FormatAnthropic {
+		return nil, fmt.Errorf("unknown format %q (want openai or anthropic)", format)
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("address %q is not a loopback address", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Format: format, ln: ln, script: append([]Reply(nil), script...)}
+	s.URL = "http://" + ln.Addr().String()
+	if format == FormatOpenAI {
+		s.URL += "/v1"
+	}
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.handle), ReadHeaderTimeout: 10 * time.Second}
+	s.wg.Go(func() { _ = s.srv.Serve(ln) }) // ends when Close closes the listener
+	return s, nil
+}
+
+// RepeatLast makes the server answer every request after the script with
+// the script's last reply (for interactive end-to-end runs).
+func (s *Server) RepeatLast() {
+	s.mu.Lock()
+	s.repeatLast = true
+	s.mu.Unlock()
+}
+
+// Add appends replies to the script.
+func (s *Server) Add(replies ...Reply) {
+	s.mu.Lock()
+	s.script = append(s.script, replies...)
+	s.mu.Unlock()
+}
+
+// Requests returns a copy of every request received so far.
+func (s *Server) Requests() []Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Received(nil), s.received...)
+}
+
+// Beyond is how many requests arrived after the script was spent (each got
+// a 500 answer).
+func (s *Server) Beyond() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.beyond
+}
+
+// Close stops the server, ending any reply still streaming or waiting.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.mu.Unlock()
+	_ = s.srv.Close()
+	s.wg.Wait()
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	want := "/v1/chat/completions"
+	if s.Format == FormatAnthropic {
+		want = "/v1/messages"
+	}
+	if r.Method != http.MethodPost || r.URL.Path != want {
+		http.Error(w, fmt.Sprintf(`{"error":{"message":"providertest: no route %s %s (want POST %s)"}}`, r.Method, r.URL.Path, want), http.StatusNotFound)
+		return
+	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	rec := decode(s.Format, raw)
+	rec.Path, rec.Header, rec.Raw = r.URL.Path, r.Header.Clone(), raw
+
+	s.mu.Lock()
+	s.received = append(s.received, rec)
+	var reply Reply
+	ok := true
+	switch {
+	case s.next < len(s.script):
+		reply = s.script[s.next]
+		s.next++
+	case s.repeatLast && len(s.script) > 0:
+		reply = s.script[len(s.script)-1]
+	default:
+		s.beyond++
+		ok = false
+	}
+	n := len(s.script)
+	s.mu.Unlock()
+	if !ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, `{"error":{"message":"providertest: script spent (%d replies)","type":"server_error"}}`, n)
+		return
+	}
+	if !wait(r, reply.Delay) {
+		return
+	}
+	if reply.Status >= 400 {
+		for k, v := range reply.Header {
+			w.Header().Set(k, v)
+		}
+		if w.Header().Get("Content-Type") == "" {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(reply.Status)
+		_, _ = io.WriteString(w, reply.Body)
+		return
+	}
+	u := reply.Usage
+	if u == nil {
+		u = &provider.Usage{InputTokens: len(raw) / 4, OutputTokens: (len(reply.Text) + argsLen(reply.ToolCalls)) / 4}
+	}
+	if s.Format == FormatOpenAI {
+		if !rec.Stream {
+			writeOpenAIJSON(w, rec.Model, reply, u)
+			return
+		}
+		writeOpenAI(w, r, rec.Model, reply, u)
+		return
+	}
+	writeAnthropic(w, r, rec.Model, reply, u)
+}
+
+func argsLen(calls []provider.ToolCall) int {
+	n := 0
+	for _, c := range calls {
+		n += len(c.Arguments)
+	}
+	return n
+}
+
+// wait sleeps d unless the client goes away first.
+func wait(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return r.Context().Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// pieces splits s into chunks of about n bytes (not splitting UTF-8).
+func pieces(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		cut := n
+		for cut < len(s) && !utf8Start(s[cut]) {
+			cut++
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// sse writes SSE events, flushing each, with the reply's chunk delay.
+type sse struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	delay time.Duration
+	n     int
+}
+
+func (e *sse) event(name string, v any) bool {
+	if e.n > 0 && !wait(e.r, e.delay) {
+		return false
+	}
+	e.n++
+	b, ok := v.([]byte)
+	if !ok {
+		b = mustJSON(v)
+	}
+	if name != "" {
+		fmt.Fprintf(e.w, "event: %s\n", name)
+	}
+	fmt.Fprintf(e.w, "data: %s\n\n", b)
+	if f, ok := e.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return e.r.Context().Err() == nil
+}
+
+func writeOpenAI(w http.ResponseWriter, r *http.Request, model string, reply Reply, u *provider.Usage) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	e := &sse{w: w, r: r, delay: reply.ChunkDelay}
+	const id = "chatcmpl-providertest"
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1700000000, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	if !e.event("", chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
+		return
+	}
+	for _, p := range pieces(reply.Text, 8) {
+		if !e.event("", chunk(map[string]any{"content": p}, nil)) {
+			return
+		}
+	}
+	for i, tc := range reply.ToolCalls {
+		args := pieces(string(tc.Arguments), 7)
+		first := ""
+		if len(args) > 0 {
+			first, args = args[0], args[1:]
+		}
+		head := map[string]any{"index": i, "id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": first}}
+		if !e.event("", chunk(map[string]any{"tool_calls": []any{head}}, nil)) {
+			return
+		}
+		for _, a := range args {
+			frag := map[string]any{"index": i, "function": map[string]any{"arguments": a}}
+			if !e.event("", chunk(map[string]any{"tool_calls": []any{frag}}, nil)) {
+				return
+			}
+		}
+	}
+	if reply.Cut {
+		return
+	}
+	finish := reply.StopReason
+	if finish == "" {
+		finish = "stop"
+		if len(reply.ToolCalls) > 0 {
+			finish = "tool_calls"
+		}
+	}
+	if !e.event("", chunk(map[string]any{}, finish)) {
+		return
+	}
+	usage := map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens,
+		"total_tokens": u.InputTokens + u.OutputTokens, "prompt_tokens_details": map[string]any{"cached_tokens": u.CachedTokens}}
+	if !e.event("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1700000000, "model": model, "choices": []any{}, "usage": usage}) {
+		return
+	}
+	e.event("", []byte("[DONE]"))
+}
+
+func writeOpenAIJSON(w http.ResponseWriter, model string, reply Reply, u *provider.Usage) {
+	msg := map[string]any{"role": "assistant", "content": reply.Text}
+	finish := "stop"
+	if len(reply.ToolCalls) > 0 {
+		finish = "tool_calls"
+		var calls []any
+		for _, tc := range reply.ToolCalls {
+			calls = append(calls, map[string]any{"id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": string(tc.Arguments)}})
+		}
+		msg["tool_calls"] = calls
+	}
+	if reply.StopReason != "" {
+		finish = reply.StopReason
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-providertest", "object": "chat.completion", "created": 1700000000, "model": model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens}})
+}
+
+func writeAnthropic(w http.ResponseWriter, r *http.Request, model string, reply Reply, u *provider.Usage) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	e := &sse{w: w, r: r, delay: reply.ChunkDelay}
+	in := u.InputTokens - u.CachedTokens
+	if !e.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_providertest", "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": in, "cache_creation_input_tokens": 0, "cache_read_input_tokens": u.CachedTokens, "output_tokens": 1}}}) {
+		return
+	}
+	idx := 0
+	if reply.Text != "" {
+		if !e.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "text", "text": ""}}) {
+			return
+		}
+		if !e.event("ping", map[string]any{"type": "ping"}) {
+			return
+		}
+		for _, p := range pieces(reply.Text, 8) {
+			if !e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "text_delta", "text": p}}) {
+				return
+			}
+		}
+		if !e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx}) {
+			return
+		}
+		idx++
+	}
+	for _, tc := range reply.ToolCalls {
+		if !e.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": map[string]any{}}}) {
+			return
+		}
+		for _, p := range pieces(string(tc.Arguments), 7) {
+			if !e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": p}}) {
+				return
+			}
+		}
+		if reply.Cut {
+			return
+		}
+		if !e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx}) {
+			return
+		}
+		idx++
+	}
+	if reply.Cut {
+		return
+	}
+	stop := reply.StopReason
+	if stop == "" {
+		stop = "end_turn"
+		if len(reply.ToolCalls) > 0 {
+			stop = "tool_use"
+		}
+	}
+	if !e.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": u.OutputTokens}}) {
+		return
+	}
+	e.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// decode reads a request body of either format into provider terms.
+func decode(format string, raw []byte) Received {
+	if format == FormatAnthropic {
+		return decodeAnthropic(raw)
+	}
+	return decodeOpenAI(raw)
+}
+
+// contentText reads a content field that is a string or an array of parts.
+func contentText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) == nil {
+		var b strings.Builder
+		for _, p := range parts {
+			b.WriteString(p.Text)
+		}
+		return b.String()
+	}
+	return string(raw)
+}
+
+func decodeOpenAI(raw []byte) Received {
+	var body struct {
+		Model    string `json:"model"`
+		Stream   bool   `json:"stream"`
+		Messages []struct {
+			Role       string          `json:"role"`
+			Content    json.RawMessage `json:"content"`
+			ToolCallID string          `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+		MaxTokens           int `json:"max_tokens"`
+		MaxCompletionTokens int `json:"max_completion_tokens"`
+	}
+	var rec Received
+	if err := json.Unmarshal(raw, &body); err != nil {
+		rec.DecodeError = err.Error()
+		return rec
+	}
+	rec.Model, rec.Stream, rec.MaxTokens = body.Model, body.Stream, body.MaxTokens
+	if rec.MaxTokens == 0 {
+		rec.MaxTokens = body.MaxCompletionTokens
+	}
+	for _, m := range body.Messages {
+		text := contentText(m.Content)
+		switch m.Role {
+		case "system", "developer":
+			if rec.System != "" {
+				rec.System += "\n"
+			}
+			rec.System += text
+		default:
+			pm := provider.Message{Role: m.Role, Text: text, ToolCallID: m.ToolCallID}
+			for _, tc := range m.ToolCalls {
+				pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: json.RawMessage(tc.Function.Arguments)})
+			}
+			rec.Messages = append(rec.Messages, pm)
+		}
+	}
+	for _, t := range body.Tools {
+		rec.Tools = append(rec.Tools, t.Function.Name)
+	}
+	return rec
+}
+
+func decodeAnthropic(raw []byte) Received {
+	var body struct {
+		Model     string          `json:"model"`
+		Stream    bool            `json:"stream"`
+		MaxTokens int             `json:"max_tokens"`
+		System    json.RawMessage `json:"system"`
+		Messages  []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	var rec Received
+	if err := json.Unmarshal(raw, &body); err != nil {
+		rec.DecodeError = err.Error()
+		return rec
+	}
+	rec.Model, rec.Stream, rec.MaxTokens, rec.System = body.Model, body.Stream, body.MaxTokens, contentText(body.System)
+	for _, m := range body.Messages {
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			rec.Messages = append(rec.Messages, provider.Message{Role: m.Role, Text: s})
+			continue
+		}
+		var blocks []struct {
+			Type      string          `json:"type"`
+			Text      string          `json:"text"`
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Input     json.RawMessage `json:"input"`
+			ToolUseID string          `json:"tool_use_id"`
+			Content   json.RawMessage `json:"content"`
+			IsError   bool            `json:"is_error"`
+		}
+		if err := json.Unmarshal(m.Content, &blocks); err != nil {
+			rec.DecodeError = errors.Join(errors.New(rec.DecodeError), err).Error()
+			continue
+		}
+		pm := provider.Message{Role: m.Role}
+		for _, b := range blocks {
+			switch b.Type {
+			case "text":
+				pm.Text += b.Text
+			case "tool_use":
+				pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: b.ID, Name: b.Name, Arguments: b.Input})
+			case "tool_result":
+				// Each tool result is its own message in provider terms.
+				rec.Messages = append(rec.Messages, provider.Message{Role: provider.RoleTool, ToolCallID: b.ToolUseID, Text: contentText(b.Content), IsError: b.IsError})
+			}
+		}
+		if pm.Text != "" || len(pm.ToolCalls) > 0 {
+			rec.Messages = append(rec.Messages, pm)
+		}
+	}
+	for _, t := range body.Tools {
+		rec.Tools = append(rec.Tools, t.Name)
+	}
+	return rec
+}
