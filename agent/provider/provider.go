@@ -80,15 +80,15 @@ type Request struct {
 
 // Message is one item of the conversation.
 type Message struct {
-	Role string // user | assistant | tool
-	Text string
+	Role string `json:"role"` // user | assistant | tool
+	Text string `json:"text,omitempty"`
 	// ToolCalls are the calls an assistant message made.
-	ToolCalls []ToolCall
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
 	// ToolCallID and ToolName link a tool message to its call.
-	ToolCallID string
-	ToolName   string
+	ToolCallID string `json:"toolCallId,omitempty"`
+	ToolName   string `json:"toolName,omitempty"`
 	// IsError marks a tool result that reports a failure.
-	IsError bool
+	IsError bool `json:"isError,omitempty"`
 }
 
 // ToolCall is one call the model asked for. Arguments is always valid JSON:

@@ -96,18 +96,19 @@ func mustJSON(v any) json.RawMessage {
 // Received is one request the server got, decoded into the provider's
 // terms whatever the wire format.
 type Received struct {
-	Path   string
-	Header http.Header
-	// Raw is the request body as sent.
-	Raw       []byte
-	Model     string
-	System    string
-	Messages  []provider.Message
-	Tools     []string // tool names
-	MaxTokens int
-	Stream    bool
+	Path   string      `json:"path"`
+	Header http.Header `json:"header"`
+	// Raw is the request body as sent; Size is its length.
+	Raw       []byte             `json:"-"`
+	Size      int                `json:"size"`
+	Model     string             `json:"model"`
+	System    string             `json:"system,omitempty"`
+	Messages  []provider.Message `json:"messages"`
+	Tools     []string           `json:"tools,omitempty"` // tool names
+	MaxTokens int                `json:"maxTokens,omitempty"`
+	Stream    bool               `json:"stream"`
 	// DecodeError is set when the body was not the expected shape.
-	DecodeError string
+	DecodeError string `json:"decodeError,omitempty"`
 }
 
 // Server is a running fake. Its URL is the base URL a provider.Config
@@ -243,7 +244,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := decode(s.Format, raw)
-	rec.Path, rec.Header, rec.Raw = r.URL.Path, r.Header.Clone(), raw
+	rec.Path, rec.Header, rec.Raw, rec.Size = r.URL.Path, r.Header.Clone(), raw, len(raw)
 
 	s.mu.Lock()
 	s.received = append(s.received, rec)
