@@ -142,12 +142,7 @@ func (p *anthropic) Stream(ctx context.Context, req Request, onEvent func(Event)
 	if p.apiKey != "" {
 		h.Set("x-api-key", p.apiKey)
 	}
-	resp, err := p.post(ctx, "/v1/messages", body, h)
-	if err != nil {
-		return Response{}, err
-	}
-	defer resp.Body.Close()
-	out, err := p.read(ctx, resp.Body, onEvent)
+	out, err := p.exchange(ctx, "/v1/messages", body, h, onEvent, p.read)
 	if err != nil {
 		return Response{}, err
 	}

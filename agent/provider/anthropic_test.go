@@ -102,7 +102,9 @@ func TestAnthropicRequestShape(t *testing.T) {
 	}
 }
 
-func TestAnthropicOverloadedEventIsRateLimit(t *testing.T) {
+// An overloaded_error event right after the 200 is a rate limit, retried
+// like a 529 since nothing of the answer streamed yet.
+func TestAnthropicOverloadedEventIsRetriedRateLimit(t *testing.T) {
 	w := newWire(t, answer{header: sse, file: "anthropic/overloaded_event.sse"})
 	p := newFor(t, NameAnthropic, baseFor(NameAnthropic, w), nil)
 	_, err := p.Stream(context.Background(), userReq("x"), nil)
@@ -110,5 +112,31 @@ func TestAnthropicOverloadedEventIsRateLimit(t *testing.T) {
 	var oe *OverflowError
 	if !errors.As(err, &rl) || errors.As(err, &oe) {
 		t.Fatalf("want *RateLimitError, got %T %v", err, err)
+	}
+	if rl.Attempts != 3 || w.requests() != 3 {
+		t.Errorf("attempts %d, requests %d", rl.Attempts, w.requests())
+	}
+
+	w = newWire(t, answer{header: sse, file: "anthropic/overloaded_event.sse"}, answer{header: sse, file: "anthropic/text_cached.sse"})
+	p = newFor(t, NameAnthropic, baseFor(NameAnthropic, w), nil)
+	if resp, err := p.Stream(context.Background(), userReq("x"), nil); err != nil || resp.Text != "Hello!" {
+		t.Fatalf("after one overloaded event: %+v %v", resp, err)
+	}
+}
+
+// Once text has streamed, a failure is not retried: the caller already
+// showed part of an answer.
+func TestErrorAfterTextIsNotRetried(t *testing.T) {
+	body := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"c\",\"usage\":{\"input_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hel\"}}\n\n" +
+		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+	w := newWire(t, answer{header: sse, body: body})
+	p := newFor(t, NameAnthropic, baseFor(NameAnthropic, w), nil)
+	var c collect
+	_, err := p.Stream(context.Background(), userReq("x"), c.on)
+	var rl *RateLimitError
+	if !errors.As(err, &rl) || w.requests() != 1 || c.text != "Hel" {
+		t.Fatalf("err %v requests %d text %q", err, w.requests(), c.text)
 	}
 }

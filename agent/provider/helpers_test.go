@@ -151,3 +151,14 @@ func (c *collect) on(e Event) {
 func userReq(text string) Request {
 	return Request{System: "You are terse.", Messages: []Message{{Role: RoleUser, Text: text}}}
 }
+
+// newBenchServer serves data as an SSE answer to every request.
+func newBenchServer(b *testing.B, data []byte) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		rw.Header().Set("Content-Type", "text/event-stream")
+		_, _ = rw.Write(data)
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL
+}

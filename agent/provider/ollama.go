@@ -113,12 +113,7 @@ func (p *ollama) Stream(ctx context.Context, req Request, onEvent func(Event)) (
 	if p.apiKey != "" {
 		h.Set("Authorization", "Bearer "+p.apiKey)
 	}
-	resp, err := p.post(ctx, "/api/chat", body, h)
-	if err != nil {
-		return Response{}, err
-	}
-	defer resp.Body.Close()
-	out, err := p.read(ctx, resp.Body, onEvent)
+	out, err := p.exchange(ctx, "/api/chat", body, h, onEvent, p.read)
 	if err != nil {
 		return Response{}, err
 	}

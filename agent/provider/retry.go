@@ -11,8 +11,9 @@ import (
 )
 
 // Retry is the one retry policy of every provider: only rate-limit and
-// overload answers (*RateLimitError) that arrive as the HTTP status, before
-// any of the answer streamed, are retried; up to MaxAttempts requests in
+// overload answers (*RateLimitError) are retried — an HTTP status, or an
+// error event that came before any of the answer streamed (Anthropic's
+// overloaded_error after the 200); up to MaxAttempts requests in
 // all, waiting the server's Retry-After when it gives one, else BaseDelay
 // doubling per try, never more than MaxDelay. A Retry-After longer than
 // MaxDelay is not waited for: the error is returned at once with it.
@@ -71,51 +72,67 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 // maxErrorBody bounds how much of an error answer is read.
 const maxErrorBody = 1 << 20
 
-// post sends body to path under the base URL with the retry policy and
-// returns the open 2xx response, or the typed error.
-func (c *client) post(ctx context.Context, path string, body []byte, header http.Header) (*http.Response, error) {
+// reader parses one streamed answer.
+type reader func(ctx context.Context, r io.Reader, onEvent func(Event)) (Response, error)
+
+// exchange sends body to path under the base URL and reads the answer with
+// read, under the retry policy: a rate-limit status, or a rate-limit error
+// event that arrives before anything of the answer streamed, is retried.
+func (c *client) exchange(ctx context.Context, path string, body []byte, header http.Header, onEvent func(Event), read reader) (Response, error) {
 	url := c.base + path
 	for attempt := 1; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return nil, fmt.Errorf("%s: building request to %s: %w", c.name, url, err)
-		}
-		for k, vs := range header {
-			req.Header[k] = vs
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := c.http.Do(req)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, c.cancelled(ctx)
-			}
-			return nil, &TransportError{Provider: c.name, Endpoint: c.base, Err: err}
-		}
-		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-			return resp, nil
-		}
-		raw, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		if rerr != nil && ctx.Err() != nil {
-			return nil, c.cancelled(ctx)
-		}
-		cerr := classify(c.name, resp.StatusCode, resp.Header, raw)
+		out, streamed, err := c.once(ctx, url, body, header, onEvent, read)
 		var rl *RateLimitError
-		if !errors.As(cerr, &rl) {
-			return nil, cerr
+		if err == nil || streamed || !errors.As(err, &rl) {
+			return out, err
 		}
 		rl.Attempts = attempt
 		if attempt >= c.retry.MaxAttempts {
-			return nil, rl
+			return Response{}, rl
 		}
 		d, ok := c.retry.delay(attempt, rl.RetryAfter)
 		if !ok {
-			return nil, rl
+			return Response{}, rl
 		}
 		if err := c.retry.Sleep(ctx, d); err != nil {
-			return nil, c.cancelled(ctx)
+			return Response{}, c.cancelled(ctx)
 		}
 	}
+}
+
+// once is one request; streamed says whether any event reached onEvent.
+func (c *client) once(ctx context.Context, url string, body []byte, header http.Header, onEvent func(Event), read reader) (_ Response, streamed bool, _ error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return Response{}, false, fmt.Errorf("%s: building request to %s: %w", c.name, url, err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Response{}, false, c.cancelled(ctx)
+		}
+		return Response{}, false, &TransportError{Provider: c.name, Endpoint: c.base, Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		raw, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		if rerr != nil && ctx.Err() != nil {
+			return Response{}, false, c.cancelled(ctx)
+		}
+		return Response{}, false, classify(c.name, resp.StatusCode, resp.Header, raw)
+	}
+	seen := func(e Event) {
+		streamed = true
+		if onEvent != nil {
+			onEvent(e)
+		}
+	}
+	out, err := read(ctx, resp.Body, seen)
+	return out, streamed, err
 }
 
 // cancelled is the error of an inference whose ctx ended.
