@@ -1,0 +1,187 @@
+package session
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// maxListed bounds the problems an OpenReport lists one by one; the counts
+// stay exact. A damaged or foreign file must not turn resume into a memory
+// hog.
+const maxListed = 100
+
+// OpenReport says what Open found besides the entries themselves. None of it
+// is fatal (R-T3, R-T5).
+type OpenReport struct {
+	Path    string
+	Entries int // entries indexed
+	// Torn is the incomplete last line (no trailing newline), ignored and left
+	// on disk as is; nil when the file ends cleanly.
+	Torn *TornLine
+	// BadLines are complete lines that are not entries (not JSON, no id or
+	// type, a duplicate id, a healed torn line), skipped. At most 100 are
+	// listed; BadLineCount is the total.
+	BadLines     []BadLine
+	BadLineCount int
+	// UnknownTypes counts indexed entries by type for types this version does
+	// not know; they are kept in the tree and skipped by readers.
+	UnknownTypes map[string]int
+	// MissingParents lists entries whose parentId names no earlier entry
+	// (at most 100; MissingParentCount is the total); they are kept as roots.
+	MissingParents     []string
+	MissingParentCount int
+	// Duration is the time the scan took.
+	Duration time.Duration
+}
+
+// TornLine is the position of a torn last line.
+type TornLine struct {
+	Offset int64
+	Bytes  int
+}
+
+// BadLine is a skipped line: its 1-based line number, offset and reason.
+type BadLine struct {
+	Line   int
+	Offset int64
+	Err    error
+}
+
+// Clean reports whether the file held nothing but entries of known types.
+func (r *OpenReport) Clean() bool {
+	return r.Torn == nil && r.BadLineCount == 0 && len(r.UnknownTypes) == 0 && r.MissingParentCount == 0
+}
+
+// String summarises the report in one line for logs.
+func (r *OpenReport) String() string {
+	parts := []string{fmt.Sprintf("%s: %d entries", r.Path, r.Entries)}
+	if r.Torn != nil {
+		parts = append(parts, fmt.Sprintf("torn last line at offset %d (%d bytes) ignored", r.Torn.Offset, r.Torn.Bytes))
+	}
+	if r.BadLineCount > 0 {
+		s := fmt.Sprintf("%d bad lines skipped", r.BadLineCount)
+		if len(r.BadLines) > 0 {
+			b := r.BadLines[0]
+			s += fmt.Sprintf(" (first: line %d: %v)", b.Line, b.Err)
+		}
+		parts = append(parts, s)
+	}
+	for t, n := range r.UnknownTypes {
+		parts = append(parts, fmt.Sprintf("%d entries of unknown type %q kept and skipped", n, t))
+	}
+	if r.MissingParentCount > 0 {
+		parts = append(parts, fmt.Sprintf("%d entries with a missing parent", r.MissingParentCount))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// resume indexes the file: one pass, header fields only, payloads left on
+// disk. Memory is the index (about 150 bytes an entry) plus one read buffer.
+func (s *Store) resume(f *os.File) (*OpenReport, error) {
+	start := time.Now()
+	rep := &OpenReport{Path: s.path}
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		// A first guess at the entry count (lines average well over 500
+		// bytes) spares most of the regrowth of the index.
+		guess := int(fi.Size()/1024) + 16
+		s.metas = make([]Meta, 0, guess)
+		s.parents = make([]int32, 0, guess)
+		s.index = make(map[string]int32, guess)
+	}
+	lineNo := 0
+	var long []byte // reused for lines longer than the scan buffer that need a full decode
+	bad := func(off int64, err error) {
+		rep.BadLineCount++
+		if len(rep.BadLines) < maxListed {
+			rep.BadLines = append(rep.BadLines, BadLine{Line: lineNo, Offset: off, Err: err})
+		}
+	}
+	tornOff, tornLen, err := scanLines(f, func(ln rawLine) error {
+		lineNo++
+		data, last, n := ln.data, ln.last, ln.n
+		if ln.whole {
+			if last == '\r' { // a foreign writer's CRLF
+				data = data[:len(data)-1]
+				n--
+				if len(data) > 0 {
+					last = data[len(data)-1]
+				} else {
+					last = 0
+				}
+			}
+			if len(bytes.TrimSpace(data)) == 0 {
+				return nil
+			}
+		}
+		h, ok := fastHeader(data, last)
+		if !ok {
+			whole := data
+			if !ln.whole {
+				if cap(long) < ln.n {
+					long = make([]byte, ln.n)
+				}
+				whole = long[:ln.n]
+				if _, err := f.ReadAt(whole, ln.off); err != nil {
+					return fmt.Errorf("session %s: read line %d at offset %d: %w", s.path, lineNo, ln.off, err)
+				}
+				whole = bytes.TrimSuffix(whole, []byte("\r"))
+				n = len(whole)
+			}
+			var err error
+			if h, err = slowHeader(whole); err != nil {
+				bad(ln.off, err)
+				return nil
+			}
+		}
+		if _, dup := s.index[string(h.id)]; dup {
+			bad(ln.off, fmt.Errorf("duplicate entry id %q", h.id))
+			return nil
+		}
+		m := Meta{ID: string(h.id), Type: internType(string(h.typ)), Offset: ln.off, Len: n,
+			Tokens: h.tokens, Timestamp: h.ts}
+		parent := int32(-1)
+		if len(h.parent) > 0 {
+			if i, ok := s.index[string(h.parent)]; ok {
+				parent = i
+				m.ParentID = s.metas[i].ID // shared with the parent: no copy
+				m.Depth = s.metas[i].Depth + 1
+			} else {
+				m.ParentID = string(h.parent)
+				rep.MissingParentCount++
+				if len(rep.MissingParents) < maxListed {
+					rep.MissingParents = append(rep.MissingParents, m.ID)
+				}
+			}
+		}
+		if !knownTypes[m.Type] {
+			if rep.UnknownTypes == nil {
+				rep.UnknownTypes = map[string]int{}
+			}
+			rep.UnknownTypes[m.Type]++
+		}
+		s.add(m, parent)
+		return nil
+	})
+	if err != nil {
+		return rep, err // os.File's errors and visit's name the path already
+	}
+	s.size = tornOff + int64(tornLen)
+	if tornLen > 0 {
+		rep.Torn = &TornLine{Offset: tornOff, Bytes: tornLen}
+		s.heal = true
+	}
+	rep.Entries = len(s.metas)
+	if len(s.metas) > 0 {
+		s.leafPath = s.pathThrough(int32(len(s.metas) - 1))
+		if first := s.metas[0]; first.Type == TypeSession {
+			if e, err := s.Load(first.ID); err == nil && e.Session != nil {
+				s.header = e.Session
+			}
+		}
+	}
+	rep.Duration = time.Since(start)
+	return rep, nil
+}

@@ -1,0 +1,595 @@
+package session
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// File format notes (beyond SPEC §1):
+//
+//   - Each line is one Entry encoded by encoding/json; the header fields id,
+//     parentId, type, timestamp and tokens come first, so resume indexes a line
+//     from its first bytes (scanHeader) and decodes payloads only on Load.
+//   - A line that does not end with "\n" is a torn tail (R-T5): Open reports it
+//     and ignores it. The next Append first writes tornMark and "\n" after those
+//     bytes, so the new entry starts on a fresh line and the torn bytes become
+//     one junk line that can never parse as an entry. Later Opens report it as
+//     a bad line.
+//   - A parent precedes its child in the file (append-only guarantees it); an
+//     entry whose parent is not found before it is kept as a root and reported.
+
+// tornMark ends a torn line when the next append heals it. It holds no quote,
+// brace or bracket, so a prefix of a JSON object followed by it is never valid
+// JSON, and it does not end in '}', so the fast header scanner rejects it.
+const tornMark = " #torn"
+
+// Defaults of Options.
+const (
+	DefaultCacheEntries = 1024
+	DefaultCacheBytes   = 8 << 20
+)
+
+// ErrInUse is returned (wrapped, with the path) by Create and Open when
+// another Store, in this process or another, holds the session file (R-T5).
+var ErrInUse = errors.New("in use by another process")
+
+// ErrClosed is returned by methods of a closed Store.
+var ErrClosed = errors.New("session: store is closed")
+
+// SyncPolicy says when appended entries are forced to stable storage.
+type SyncPolicy int
+
+const (
+	// SyncEveryAppend fsyncs the file before Append returns, so an entry that
+	// was reported done is on disk even after a power cut (R-T5). It is the
+	// default; docs/benchmarks.md shows its cost.
+	SyncEveryAppend SyncPolicy = iota
+	// SyncNever leaves flushing to the operating system: entries survive a
+	// crash of this process but not of the machine. For imports and tests.
+	SyncNever
+)
+
+// Options tune a Store. The zero value is ready to use.
+type Options struct {
+	// Estimate, when set, gives the token estimate written into Entry.Tokens
+	// at append when the caller left Tokens at 0.
+	Estimate func(*Entry) int
+	// Now is the clock for entry timestamps (default time.Now).
+	Now func() time.Time
+	// Sync is the durability policy (default SyncEveryAppend).
+	Sync SyncPolicy
+	// CacheEntries and CacheBytes bound the cache of recent lines used by Load
+	// (defaults DefaultCacheEntries and DefaultCacheBytes; negative disables).
+	CacheEntries, CacheBytes int
+}
+
+// Meta is the header of one entry, kept in memory for every entry of the
+// session; payloads stay on disk until Load.
+type Meta struct {
+	ID        string
+	ParentID  string // "" for a root
+	Type      string
+	Offset    int64 // byte offset of the line in the file
+	Len       int   // line length without the newline
+	Tokens    int
+	Timestamp time.Time
+	Depth     int // 0 for a root; the entry's index on its root→leaf path
+}
+
+// Store is an open session file: the index of every entry, the current leaf
+// and its path, and the file held under an exclusive advisory lock.
+//
+// A Store is meant to be driven by the one goroutine that owns the session
+// (DESIGN.md "Concurrency"); all methods are nevertheless safe for
+// concurrent use, and Load in particular may be called from any goroutine
+// while the owner appends.
+type Store struct {
+	path string
+	opt  Options
+	lock *flock.Flock
+
+	// mu guards every field below, the file offset bookkeeping and the cache.
+	// ReadAt in Load runs outside it (pread needs no lock).
+	mu       sync.Mutex
+	f        *os.File
+	closed   bool
+	broken   error // a failed fsync: durability is unknown, appends refuse
+	size     int64 // bytes in the file
+	heal     bool  // the file ends in a torn line: the next write ends it first
+	metas    []Meta
+	parents  []int32 // parents[i] is the index of metas[i]'s parent, -1 for a root
+	index    map[string]int32
+	leafPath []Meta // leaf path, root first; see Path for the sharing rule
+	cache    *lineCache
+	enc      bytes.Buffer
+	header   *SessionHeader
+}
+
+// Create makes dir if needed and writes a new session file
+// <dir>/<sessionId>.jsonl holding the session header entry. It fails if the
+// file exists.
+func Create(dir string, header SessionHeader, opts Options) (*Store, error) {
+	if err := checkSessionID(header.SessionID); err != nil {
+		return nil, err
+	}
+	if header.Version == 0 {
+		header.Version = 1
+	}
+	// Transcripts hold source code and command output: keep them private.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("session: create: %w", err)
+	}
+	path := filepath.Join(dir, header.SessionID+".jsonl")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("session: create: %w", err)
+	}
+	s := newStore(path, f, opts)
+	if err := s.acquire(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if opts.Sync == SyncEveryAppend {
+		// The new name must survive a power cut too, not only its contents.
+		if err := syncDir(dir); err != nil {
+			s.Close()
+			os.Remove(path)
+			return nil, err
+		}
+	}
+	h := header
+	if _, err := s.Append(Entry{Type: TypeSession, Session: &h}); err != nil {
+		s.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return s, nil
+}
+
+func checkSessionID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("session: create: header has no sessionId")
+	case id == "." || id == ".." || strings.ContainsAny(id, `/\`+"\x00"):
+		return fmt.Errorf("session: create: sessionId %q is not a file name", id)
+	}
+	return nil
+}
+
+// Open resumes the session file at path (R-T4): it takes the lock, indexes
+// every complete entry from its header fields without keeping payloads, and
+// sets the leaf to the last complete entry. Damage that does not prevent
+// resuming (a torn last line, bad lines, unknown types, missing parents) is
+// listed in the report, never fatal (R-T3, R-T5). The report is also
+// returned, as far as it got, with an error.
+func Open(path string, opts Options) (*Store, *OpenReport, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session: open: %w", err)
+	}
+	s := newStore(path, f, opts)
+	if err := s.acquire(); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	rep, err := s.resume(f)
+	if err != nil {
+		s.Close()
+		return nil, rep, err
+	}
+	return s, rep, nil
+}
+
+func newStore(path string, f *os.File, opts Options) *Store {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.CacheEntries == 0 {
+		opts.CacheEntries = DefaultCacheEntries
+	}
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	return &Store{path: path, opt: opts, f: f, index: map[string]int32{},
+		cache: newLineCache(opts.CacheEntries, opts.CacheBytes)}
+}
+
+// acquire takes the exclusive advisory lock without waiting. The lock is held
+// on its own descriptor (gofrs/flock), so it conflicts with any other Store on
+// the file, in this process or another.
+func (s *Store) acquire() error {
+	s.lock = flock.New(s.path, flock.SetFlag(os.O_RDONLY))
+	ok, err := s.lock.TryLock()
+	if err != nil {
+		return fmt.Errorf("session %s: lock: %w", s.path, err)
+	}
+	if !ok {
+		return fmt.Errorf("session %s is %w", s.path, ErrInUse)
+	}
+	return nil
+}
+
+// FilePath returns the path of the session file.
+func (s *Store) FilePath() string { return s.path }
+
+// Header returns the session header entry's payload, when the file starts
+// with one.
+func (s *Store) Header() (SessionHeader, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.header == nil {
+		return SessionHeader{}, false
+	}
+	return *s.header, true
+}
+
+// Len returns the number of entries in the session (every branch).
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.metas)
+}
+
+// Leaf returns the id of the entry the next append hangs from ("" for an
+// empty file).
+func (s *Store) Leaf() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.leafPath) == 0 {
+		return ""
+	}
+	return s.leafPath[len(s.leafPath)-1].ID
+}
+
+// Path returns the leaf path, root first (R-T2). It costs O(1): the slice is
+// an immutable snapshot that shares memory with the store, so the caller must
+// not modify its elements (appending to it is safe: its capacity is clipped).
+// The store only ever writes past the end of earlier snapshots, and a rewind
+// builds a new array, so a snapshot stays valid after later appends.
+func (s *Store) Path() []Meta {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leafPath[:len(s.leafPath):len(s.leafPath)]
+}
+
+// All returns every entry's header in file order, under the same sharing
+// rule as Path.
+func (s *Store) All() []Meta {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.metas[:len(s.metas):len(s.metas)]
+}
+
+// Meta returns the header of entry id.
+func (s *Store) Meta(id string) (Meta, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.index[id]
+	if !ok {
+		return Meta{}, false
+	}
+	return s.metas[i], true
+}
+
+// LatestOnPath returns the newest entry on the leaf path whose type is one of
+// types, for example the capsule that resume restores (R-T4).
+func (s *Store) LatestOnPath(types ...string) (Meta, bool) {
+	p := s.Path()
+	if i := FindLatest(p, types...); i >= 0 {
+		return p[i], true
+	}
+	return Meta{}, false
+}
+
+// FindLatest returns the index of the last element of metas whose type is one
+// of types, or -1.
+func FindLatest(metas []Meta, types ...string) int {
+	for i := len(metas) - 1; i >= 0; i-- {
+		for _, t := range types {
+			if metas[i].Type == t {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// Append writes e as one line hanging from the leaf, or from e.ParentID when
+// the caller set it (Rewind does), and makes it the new leaf. It fills ID (a
+// fresh 8-hex-digit id unless set), ParentID, Timestamp (unless set), and
+// Tokens (through Options.Estimate when 0). The line goes to the file in one
+// write and, under SyncEveryAppend, is fsynced before Append returns (R-T5).
+// The returned entry is e as written.
+func (s *Store) Append(e Entry) (Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return e, ErrClosed
+	}
+	if s.broken != nil {
+		return e, fmt.Errorf("session %s: an earlier sync failed, so no more entries are written: %w", s.path, s.broken)
+	}
+	if err := checkPayload(&e); err != nil {
+		return e, err
+	}
+	parent := int32(-1)
+	if e.ParentID != nil {
+		i, ok := s.index[*e.ParentID]
+		if !ok {
+			return e, fmt.Errorf("session: append: parent entry %q is not in the session", *e.ParentID)
+		}
+		parent = i
+	} else if n := len(s.leafPath); n > 0 {
+		p := s.leafPath[n-1].ID
+		e.ParentID = &p
+		parent = s.index[p]
+	}
+	if e.ID == "" {
+		e.ID = s.newID()
+	} else if _, dup := s.index[e.ID]; dup {
+		return e, fmt.Errorf("session: append: entry id %q is already in the session", e.ID)
+	}
+	if e.Timestamp.IsZero() {
+		e.Timestamp = s.opt.Now().UTC()
+	}
+	if e.Tokens == 0 && s.opt.Estimate != nil {
+		e.Tokens = s.opt.Estimate(&e)
+	}
+	e.Raw = nil
+
+	s.enc.Reset()
+	if s.heal {
+		s.enc.WriteString(tornMark + "\n")
+	}
+	lead := s.enc.Len()
+	enc := json.NewEncoder(&s.enc)
+	enc.SetEscapeHTML(false) // code and shell output stay readable in the file
+	if err := enc.Encode(&e); err != nil {
+		return e, fmt.Errorf("session: append %s entry: %w", e.Type, err)
+	}
+	buf := s.enc.Bytes()
+	lineLen := len(buf) - lead - 1 // Encode ends the line with "\n"
+
+	// Work out the new path before writing, so a failed write changes nothing.
+	newPath := s.pathThrough(parent)
+
+	n, err := s.f.Write(buf)
+	if err != nil {
+		s.size += int64(n)
+		if n > 0 {
+			s.heal = true
+		}
+		return e, fmt.Errorf("session %s: append: %w", s.path, err)
+	}
+	if s.opt.Sync == SyncEveryAppend {
+		if err := s.f.Sync(); err != nil {
+			// The bytes may or may not be on disk; after a failed fsync the
+			// kernel may even have dropped them. Stop here rather than build
+			// on an entry whose fate is unknown.
+			s.broken = err
+			return e, fmt.Errorf("session %s: sync: %w", s.path, err)
+		}
+	}
+	m := Meta{ID: e.ID, ParentID: e.Parent(), Type: internType(e.Type), Offset: s.size + int64(lead),
+		Len: lineLen, Tokens: e.Tokens, Timestamp: e.Timestamp}
+	s.size += int64(n)
+	s.heal = false
+	if parent >= 0 {
+		m.Depth = s.metas[parent].Depth + 1
+	}
+	s.add(m, parent)
+	s.leafPath = append(newPath, m)
+	s.cache.put(e.ID, bytes.Clone(buf[lead:lead+lineLen]))
+	if e.Type == TypeSession && len(s.metas) == 1 {
+		h := *e.Session
+		s.header = &h
+	}
+	return e, nil
+}
+
+// Rewind moves the leaf to entry id (R-T4) by appending a settings entry
+// {rewindTo: id} that hangs from id: the new entry is the leaf, so the rewind
+// survives resume, and the abandoned branch stays on disk (R-T1). It returns
+// the settings entry.
+func (s *Store) Rewind(id string) (Entry, error) {
+	if _, ok := s.Meta(id); !ok {
+		return Entry{}, fmt.Errorf("session: rewind: entry %q is not in the session", id)
+	}
+	p := id
+	return s.Append(Entry{Type: TypeSettings, ParentID: &p, Settings: &Settings{RewindTo: id}})
+}
+
+// Load reads and decodes entry id from the file (or from the cache of recent
+// lines). An entry of a type this version does not know comes back with its
+// header fields set and Raw holding the line (R-T3). Load is safe to call
+// from any goroutine.
+func (s *Store) Load(id string) (Entry, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return Entry{}, ErrClosed
+	}
+	i, ok := s.index[id]
+	if !ok {
+		s.mu.Unlock()
+		return Entry{}, fmt.Errorf("session: load: entry %q is not in the session", id)
+	}
+	m := s.metas[i]
+	line, hit := s.cache.get(id)
+	f := s.f
+	s.mu.Unlock()
+
+	if !hit {
+		line = make([]byte, m.Len)
+		if _, err := f.ReadAt(line, m.Offset); err != nil {
+			return Entry{}, fmt.Errorf("session %s: load entry %q at offset %d: %w", s.path, id, m.Offset, err)
+		}
+		s.mu.Lock()
+		s.cache.put(id, line)
+		s.mu.Unlock()
+	}
+	e, err := DecodeLine(line)
+	if err != nil {
+		return Entry{}, fmt.Errorf("session %s: entry %q at offset %d: %w", s.path, id, m.Offset, err)
+	}
+	return e, nil
+}
+
+// DecodeLine decodes one transcript line. An entry of an unknown type keeps
+// its header fields and gets a copy of the line in Raw (R-T3).
+func DecodeLine(line []byte) (Entry, error) {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	var e Entry
+	if err := json.Unmarshal(line, &e); err != nil {
+		return Entry{}, err
+	}
+	if !KnownType(e.Type) {
+		e.Raw = bytes.Clone(line)
+	}
+	return e, nil
+}
+
+// KnownType reports whether t is an entry type this version writes.
+func KnownType(t string) bool { return knownTypes[t] }
+
+var knownTypes = map[string]bool{TypeSession: true, TypeUser: true, TypeAssistant: true, TypeToolResult: true,
+	TypeCapsule: true, TypeCheckpoint: true, TypeCapsuleLoad: true, TypeSettings: true}
+
+// internType returns the shared constant for a known type, so that 100k
+// metas do not hold 100k copies of "assistant"; other types are copied.
+func internType(t string) string {
+	switch t {
+	case TypeSession:
+		return TypeSession
+	case TypeUser:
+		return TypeUser
+	case TypeAssistant:
+		return TypeAssistant
+	case TypeToolResult:
+		return TypeToolResult
+	case TypeCapsule:
+		return TypeCapsule
+	case TypeCheckpoint:
+		return TypeCheckpoint
+	case TypeCapsuleLoad:
+		return TypeCapsuleLoad
+	case TypeSettings:
+		return TypeSettings
+	}
+	return strings.Clone(t)
+}
+
+// checkPayload makes sure an entry to be written has a known type and exactly
+// the payload its type names: the file must not hold entries that readers
+// cannot interpret.
+func checkPayload(e *Entry) error {
+	set := map[string]bool{
+		TypeSession: e.Session != nil, TypeUser: e.User != nil, TypeAssistant: e.Assistant != nil,
+		TypeToolResult: e.ToolResult != nil, TypeCapsule: e.Capsule != nil, TypeCheckpoint: e.Checkpoint != nil,
+		TypeCapsuleLoad: e.CapsuleLoad != nil, TypeSettings: e.Settings != nil,
+	}
+	if _, ok := set[e.Type]; !ok {
+		return fmt.Errorf("session: append: unknown entry type %q", e.Type)
+	}
+	if !set[e.Type] {
+		return fmt.Errorf("session: append %s entry: its %s payload is missing", e.Type, e.Type)
+	}
+	for t, has := range set {
+		if has && t != e.Type {
+			return fmt.Errorf("session: append %s entry: it also carries a %s payload", e.Type, t)
+		}
+	}
+	return nil
+}
+
+// newID returns a random 8-hex-digit id not yet used in the session.
+func (s *Store) newID() string {
+	var b [4]byte
+	for {
+		v := rand.Uint32()
+		b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+		id := hex.EncodeToString(b[:])
+		if _, dup := s.index[id]; !dup {
+			return id
+		}
+	}
+}
+
+// add registers a new entry in the index.
+func (s *Store) add(m Meta, parent int32) {
+	s.index[m.ID] = int32(len(s.metas))
+	s.metas = append(s.metas, m)
+	s.parents = append(s.parents, parent)
+}
+
+// pathThrough returns the root→parent path onto which a child of parent is
+// pushed. When parent is the leaf this is the current path itself (the push
+// writes past every snapshot's end). Otherwise the path is cut to the
+// deepest common ancestor and extended by walking up from parent: O(depth),
+// never a rebuild over the whole file; the result is a fresh array so that
+// earlier Path snapshots keep their contents.
+func (s *Store) pathThrough(parent int32) []Meta {
+	n := len(s.leafPath)
+	if parent < 0 {
+		return make([]Meta, 0, 64)
+	}
+	if n > 0 && s.leafPath[n-1].ID == s.metas[parent].ID {
+		return s.leafPath
+	}
+	var walk []int32
+	keep := 0
+	for i := parent; i >= 0; i = s.parents[i] {
+		d := s.metas[i].Depth
+		if d < n && s.leafPath[d].ID == s.metas[i].ID {
+			keep = d + 1
+			break
+		}
+		walk = append(walk, i)
+	}
+	p := make([]Meta, keep, keep+len(walk)+64)
+	copy(p, s.leafPath[:keep])
+	for j := len(walk) - 1; j >= 0; j-- {
+		p = append(p, s.metas[walk[j]])
+	}
+	return p
+}
+
+// Close releases the lock and closes the file. Calling it again is a no-op.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	err := s.f.Close()
+	if s.lock != nil {
+		if uerr := s.lock.Close(); err == nil {
+			err = uerr
+		}
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("session: sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("session: sync %s: %w", dir, err)
+	}
+	return nil
+}
