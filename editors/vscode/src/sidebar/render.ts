@@ -38,7 +38,7 @@ function renderCompactions(s: SidebarSnapshot): string {
         `<tr class="outcome-${e(c.outcome)}" title="${e(c.line)}"><td>${e(c.trigger)}</td><td>${e(c.beforeAfter || c.outcome)}</td><td>${e(c.reclaimed)}</td><td><code>${e(c.checkpointId || '—')}</code></td><td>${e(c.quality)}</td></tr>`,
     )
     .join('');
-  return `<section><h3>Compactions</h3><table class="compactions"><thead><tr><th>trigger</th><th>before → after</th><th>reclaimed</th><th>checkpoint</th><th>quality</th></tr></thead><tbody>${rows}</tbody></table></section>`;
+  return `<section><h3>Compactions</h3><table class="compactions"><thead><tr><th>trigger</th><th>before → after</th><th>saved</th><th>checkpoint</th><th>quality</th></tr></thead><tbody>${rows}</tbody></table></section>`;
 }
 
 function renderPending(s: SidebarSnapshot): string {

@@ -1,0 +1,131 @@
+// Drives the VS Code workbench (code-server) in headless Chromium with
+// playwright-core: waits for the SOBA status bar item, runs "SOBA: Compact
+// Context" from the command palette, and checks the barrier's progress
+// notification, the result line (toast and SOBA output channel) and the
+// status bar text afterwards. Saves screenshots in $SHOT_DIR.
+'use strict';
+const { chromium } = require('playwright-core');
+const path = require('path');
+
+const URL = process.env.CS_URL;
+const SHOTS = process.env.SHOT_DIR || '.';
+const t0 = Date.now();
+const log = (...a) => console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
+// The R-B3 result line of a compaction, whatever its outcome.
+const RESULT_LINE = /(Compacted context|Compaction (skipped|cancelled|stale|failed)) · [a-z_]+/;
+const STATUS_BUDGET = /^[\d.]+[kM]? \/ [\d.]+[kM]?$/;
+
+async function statusText(page) {
+  const item = page.locator('.statusbar-item[id$="soba.budget"], .statusbar-item[id*="soba-vscode"]').first();
+  return ((await item.innerText({ timeout: 2000 }).catch(() => '')) || '').trim();
+}
+
+async function palette(page, title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 20000 });
+  await input.fill(`>${title}`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 20000 });
+  await page.keyboard.press('Enter');
+}
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  const checks = [];
+  const check = (name, ok, detail) => {
+    checks.push({ name, ok });
+    log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ` — ${detail}` : ''}`);
+  };
+  let page;
+  try {
+    page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+    page.on('pageerror', (e) => log('pageerror', e.message));
+    await page.goto(URL, { waitUntil: 'domcontentloaded', timeout: 60000 });
+    await page.waitForSelector('.monaco-workbench', { timeout: 60000 });
+    log('workbench loaded');
+
+    // The extension activates on startup, starts soba-lsp and shows the budget.
+    let before = '';
+    for (let i = 0; i < 120 && !STATUS_BUDGET.test(before); i++) {
+      before = await statusText(page);
+      if (!STATUS_BUDGET.test(before)) await page.waitForTimeout(500);
+    }
+    check('status bar shows effective / hard limit after start', STATUS_BUDGET.test(before), JSON.stringify(before));
+
+    await palette(page, 'SOBA: Compact Context');
+    log('palette: SOBA: Compact Context');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: 10000 });
+    await input.fill('keep the notes file in mind');
+    await page.keyboard.press('Enter');
+
+    // The barrier: a progress notification with a Cancel button, and the status bar reads "compacting N%".
+    let sawProgress = false;
+    let sawCancellable = false;
+    let sawCompacting = '';
+    let line = '';
+    const end = Date.now() + 30000;
+    while (Date.now() < end && !line) {
+      const toasts = page.locator('.notifications-toasts .notification-toast');
+      const n = await toasts.count();
+      for (let i = 0; i < n; i++) {
+        const t = await toasts.nth(i).innerText().catch(() => '');
+        if (t.includes('Compacting context before response')) {
+          sawProgress = true;
+          if (await toasts.nth(i).locator('.action-label[aria-label*="Cancel"], a[aria-label*="Cancel"], .codicon-notifications-clear, .monaco-button', { hasText: /Cancel/ }).count().catch(() => 0)) sawCancellable = true;
+          if (!sawCancellable && /Cancel/.test(await toasts.nth(i).innerHTML().catch(() => ''))) sawCancellable = true;
+        }
+        const m = RESULT_LINE.exec(t);
+        if (m) line = t.split('\n').find((l) => RESULT_LINE.test(l)) || t;
+      }
+      const s = await statusText(page);
+      if (/compacting \d+%/.test(s)) {
+        sawCompacting = s;
+        if (!sawProgress) await page.screenshot({ path: path.join(SHOTS, 'barrier.png') }).catch(() => {});
+      }
+      if (!line) await page.waitForTimeout(60);
+    }
+    check('result line shown after the compaction (R-B3)', !!line, line);
+    log(`barrier seen: progress notification=${sawProgress} cancellable=${sawCancellable} status="${sawCompacting}"`);
+    if (sawProgress) check('barrier progress notification is cancellable', sawCancellable);
+
+    await page.waitForTimeout(500);
+    const after = await statusText(page);
+    check('status bar shows the budget again after the barrier', STATUS_BUDGET.test(after), JSON.stringify(after));
+    const tooltip = await page.locator('.statusbar-item[id$="soba.budget"]').first().getAttribute('aria-label').catch(() => null);
+    log('status bar aria-label:', JSON.stringify(tooltip));
+
+    // The result line is in the SOBA output channel.
+    await palette(page, 'SOBA: Show Output');
+    await page.locator('.output-view, .panel .monaco-editor').first().waitFor({ timeout: 15000 }).catch(() => {});
+    let outputText = '';
+    for (let i = 0; i < 40 && !RESULT_LINE.test(outputText); i++) {
+      outputText = (await page.locator('.panel .monaco-editor .view-lines').first().innerText().catch(() => '')).replace(/\u00a0/g, ' ');
+      if (!RESULT_LINE.test(outputText)) await page.waitForTimeout(250);
+    }
+    const outLine = outputText.split('\n').find((l) => RESULT_LINE.test(l)) || '';
+    check('result line in the SOBA output channel', !!outLine, outLine);
+
+    // The sidebar: budget gauge and the compaction row.
+    const soba = page.locator('.activitybar .action-item a[aria-label^="SOBA"], .activitybar [aria-label^="SOBA"]').first();
+    if (await soba.count()) {
+      await soba.click();
+      await page.waitForTimeout(2500);
+    }
+    await page.screenshot({ path: path.join(SHOTS, 'workbench.png') });
+    log('screenshot', path.join(SHOTS, 'workbench.png'));
+  } catch (e) {
+    check('e2e ran to the end', false, e && e.message);
+    if (page) await page.screenshot({ path: path.join(SHOTS, 'workbench-fail.png') }).catch(() => {});
+  } finally {
+    await browser.close();
+  }
+  const failed = checks.filter((c) => !c.ok).length;
+  log(`${checks.length - failed} passed, ${failed} failed`);
+  process.exit(failed === 0 && checks.length > 0 ? 0 : 1);
+})();

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# End-to-end test in real VS Code: code-server (VS Code 1.100.3 in the browser)
+# on 127.0.0.1 with a fresh profile, the built .vsix installed, a workspace
+# whose .soba/config.json points at the fake model server (when given), and
+# headless Chromium driven by playwright-core (e2e.js) running
+# "SOBA: Compact Context" from the command palette against soba-lsp.
+#
+# Environment: CS (code-server binary), VSIX, SOBA_LSP (server binary),
+# OUT (directory for logs and screenshots), FAKE_MODEL_URL (optional).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+: "${CS:?code-server binary}" "${VSIX:?vsix}" "${SOBA_LSP:?soba-lsp binary}" "${OUT:?output dir}"
+mkdir -p "$OUT"
+W=$(mktemp -d "${TMPDIR:-/tmp}/soba-vscode-e2e.XXXXXX")
+mkdir -p "$W/data/User" "$W/xdg" "$W/ws/.soba"
+export XDG_CONFIG_HOME=$W/xdg XDG_DATA_HOME=$W/xdg XDG_CACHE_HOME=$W/xdg XDG_STATE_HOME=$W/xdg
+# No marketplace lookups: the gallery points at a closed loopback port.
+export EXTENSIONS_GALLERY='{"serviceUrl":"http://127.0.0.1:9/gallery","itemUrl":"http://127.0.0.1:9/item"}'
+cat >"$W/data/User/settings.json" <<JSON
+{ "workbench.startupEditor": "none", "telemetry.telemetryLevel": "off", "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false, "update.mode": "none", "workbench.tips.enabled": false,
+  "security.workspace.trust.enabled": false, "soba.serverPath": "$SOBA_LSP" }
+JSON
+model=""
+if [ -n "${FAKE_MODEL_URL:-}" ]; then
+  model="\"model\": { \"provider\": \"openai\", \"baseURL\": \"$FAKE_MODEL_URL\", \"name\": \"fake-model\", \"apiKeyEnv\": \"SOBA_TEST_API_KEY\", \"contextWindow\": 65000, \"maxOutputTokens\": 8000 },"
+fi
+cat >"$W/ws/.soba/config.json" <<JSON
+{ $model
+  "compaction": { "keepRecentTokens": 600, "minReclaimableTokens": 100, "minSavingsRatio": 0.1, "timeoutMs": 15000 },
+  "tools": { "approval": "auto" } }
+JSON
+printf '# Notes\n\nThe end-to-end test opens this workspace.\n' >"$W/ws/notes.md"
+
+timeout 120 "$CS" --user-data-dir "$W/data" --extensions-dir "$W/exts" --install-extension "$VSIX" >"$OUT/install.log" 2>&1 \
+  || { cat "$OUT/install.log"; exit 1; }
+port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+timeout 300 "$CS" --bind-addr "127.0.0.1:$port" --auth none --disable-telemetry --disable-update-check \
+  --disable-workspace-trust --user-data-dir "$W/data" --extensions-dir "$W/exts" "$W/ws" >"$OUT/code-server.log" 2>&1 &
+cspid=$!
+cleanup() {
+  kill "$cspid" 2>/dev/null || true
+  wait "$cspid" 2>/dev/null || true
+  rm -rf "$W"
+}
+trap cleanup EXIT
+for _ in $(seq 1 120); do
+  if curl -sf -o /dev/null "http://127.0.0.1:$port/healthz"; then break; fi
+  sleep 0.5
+done
+CS_URL="http://127.0.0.1:$port/?folder=$W/ws" SHOT_DIR=$OUT WORKSPACE=$W/ws timeout 180 node "$here/e2e.js"

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Tests of the VS Code extension: type check, unit tests (vscode faked at the
+# module boundary), the .vsix package, integration tests against the real
+# soba-lsp over vscode-languageserver-protocol, and an end-to-end test in real
+# VS Code (code-server + headless Chromium). Installs what it needs (npm ci;
+# chromium and code-server's build dependencies with apt-get; code-server
+# cached in ${XDG_CACHE_HOME:-$HOME/.cache}/soba-test/code-server). The last
+# line is "N passed, N failed"; the exit status is non-zero on any failure.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# The Go tree the servers are built from (default: this checkout).
+gotree=${SOBA_GO_TREE:-$repo}
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/soba-test
+work=$(mktemp -d "${TMPDIR:-/tmp}/soba-vscode-test.XXXXXX")
+pids=()
+passed=0
+failed=0
+skipped=0
+
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+note() { echo "== vscode: $*"; }
+pass() { passed=$((passed + 1)); echo "PASS $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+skip() { skipped=$((skipped + 1)); echo "SKIP $*"; }
+summary() {
+  echo "vscode: $passed passed, $failed failed, $skipped skipped"
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit $?
+}
+
+# vitest_counts FILE adds the passed and failed tests of a vitest JSON report.
+vitest_counts() {
+  local counts
+  counts=$(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests, r.numFailedTests + (r.numFailedTestSuites||0))' "$1" 2>/dev/null) || return 1
+  passed=$((passed + ${counts% *}))
+  failed=$((failed + ${counts#* }))
+}
+
+cd "$here"
+
+# ---- dependencies --------------------------------------------------------
+note "npm ci"
+if ! npm ci --no-audit --no-fund >"$work/npm.log" 2>&1; then
+  cat "$work/npm.log"; fail "npm ci"; summary
+fi
+
+note "tsc --noEmit"
+if npx tsc -p . --noEmit; then pass "typecheck"; else fail "typecheck"; fi
+
+# ---- unit tests ----------------------------------------------------------
+note "unit tests (vitest)"
+npx vitest run test/unit --reporter=default --reporter=json --outputFile.json="$work/unit.json"
+vitest_counts "$work/unit.json" || fail "unit tests produced no report"
+
+# ---- package -------------------------------------------------------------
+note "esbuild bundle and vsce package"
+vsix=$work/soba-vscode.vsix
+if node esbuild.mjs --production && npx vsce package --no-dependencies -o "$vsix" >"$work/vsce.log" 2>&1 \
+  && unzip -l "$vsix" | grep -q 'extension/dist/extension.js'; then
+  pass "vsce package: $(basename "$vsix") ($(du -k "$vsix" | cut -f1) KiB)"
+else
+  cat "$work/vsce.log"; fail "vsce package"
+fi
+
+# ---- servers -------------------------------------------------------------
+server=$work/soba-lsp
+server_ready=
+server_why=
+if ! ls "$gotree"/cmd/soba-lsp/*.go >/dev/null 2>&1; then
+  server_why="cmd/soba-lsp has no Go files yet"
+elif ! (cd "$gotree" && go build -o "$server" ./cmd/soba-lsp) >"$work/build.log" 2>&1; then
+  cat "$work/build.log"; fail "go build ./cmd/soba-lsp"; server_why="soba-lsp does not build"
+fi
+
+fake_url=
+start_fakemodel() {
+  local fm=$gotree/agent/provider/providertest/fakemodel port
+  ls "$fm"/*.go >/dev/null 2>&1 || { echo "(no fake model server at $fm yet)"; return 0; }
+  if ! (cd "$gotree" && go build -o "$work/fakemodel" ./agent/provider/providertest/fakemodel) >"$work/fm-build.log" 2>&1; then
+    cat "$work/fm-build.log"; fail "go build fakemodel"; return 1
+  fi
+  port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+  "$work/fakemodel" -addr "127.0.0.1:$port" ${SOBA_FAKEMODEL_FLAGS:-} >"$work/fakemodel.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then fake_url=http://127.0.0.1:$port/v1; return 0; fi
+    sleep 0.1
+  done
+  cat "$work/fakemodel.log"; fail "fake model server did not start"
+}
+
+if [ -x "$server" ]; then
+  start_fakemodel
+  mkdir -p "$work/probe-ws"
+  node test/probe.cjs "$server" "$work/probe-ws" 2>"$work/probe.log"
+  case $? in
+  0) server_ready=1 ;;
+  3) server_why="soba-lsp does not serve its commands yet (soba.budget or soba.session.info answers -32803 not available)" ;;
+  *) cat "$work/probe.log"; fail "soba-lsp probe"; server_why="the probe failed" ;;
+  esac
+fi
+
+# ---- integration ---------------------------------------------------------
+if [ -x "$server" ]; then
+  note "integration tests against $server${server_ready:+ (serving)}"
+  [ -n "$server_ready" ] || skip "integration: palette commands against soba-lsp: $server_why"
+  SOBA_LSP=$server SOBA_LSP_READY=${server_ready:-0} SOBA_FAKE_MODEL_URL=$fake_url \
+    npx vitest run test/integration --reporter=default --reporter=json --outputFile.json="$work/integration.json"
+  vitest_counts "$work/integration.json" || fail "integration tests produced no report"
+else
+  skip "integration: $server_why"
+fi
+
+# ---- end to end in real VS Code ------------------------------------------
+ensure_chromium() {
+  [ -x /usr/bin/chromium ] && return 0
+  note "apt-get install chromium"
+  (export DEBIAN_FRONTEND=noninteractive; apt-get update -q && apt-get install -y -q chromium) >"$work/apt.log" 2>&1
+  [ -x /usr/bin/chromium ] || { tail -20 "$work/apt.log"; return 1; }
+}
+
+cs=$cache/code-server/node_modules/.bin/code-server
+ensure_code_server() {
+  if [ -x "$cs" ] && "$cs" --version >/dev/null 2>&1; then return 0; fi
+  note "installing code-server 4.100.3 into $cache/code-server (one time, about 2 minutes)"
+  rm -rf "$cache/code-server"
+  mkdir -p "$cache"
+  if ! "$here/e2e/install-code-server.sh" "$cache/code-server" >"$work/cs-install.log" 2>&1; then
+    tail -40 "$work/cs-install.log"; return 1
+  fi
+}
+
+# The e2e target: the full soba-lsp when it serves its commands, else the
+# project's lsp package in front of the Neovim tests' scripted backend (the
+# same wire: initialize, commands, $/progress, soba/* notifications).
+e2e_server=
+e2e_label=
+if [ -n "$server_ready" ]; then
+  e2e_server=$server; e2e_label="soba-lsp${fake_url:+ + fake model}"
+elif ls "$gotree"/editors/neovim/tests/scriptedlsp/*.go >/dev/null 2>&1; then
+  if (cd "$gotree" && go build -tags sobascripted -o "$work/scriptedlsp" ./editors/neovim/tests/scriptedlsp) >"$work/scripted.log" 2>&1; then
+    e2e_server=$work/scriptedlsp; e2e_label="lsp package + scripted backend ($server_why)"
+  else
+    cat "$work/scripted.log"; fail "go build -tags sobascripted ./editors/neovim/tests/scriptedlsp"
+  fi
+fi
+
+if [ -z "$e2e_server" ]; then
+  skip "e2e in VS Code: no server to run against: $server_why"
+elif [ ! -f "$vsix" ]; then
+  fail "e2e in VS Code: no .vsix was built"
+elif ! ensure_chromium; then
+  skip "e2e in VS Code: Chromium (Debian package chromium) cannot be installed on this machine"
+elif ! ensure_code_server; then
+  fail "e2e in VS Code: code-server install"
+else
+  note "e2e in VS Code (code-server $("$cs" --version | head -1 | cut -d' ' -f1)) against $e2e_label"
+  shots=${SOBA_E2E_OUT:-$work/e2e}
+  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots timeout 300 "$here/e2e/run-e2e.sh"; then
+    pass "e2e: SOBA: Compact Context in VS Code against $e2e_label (screenshot $shots/workbench.png)"
+  else
+    [ -f "$shots/code-server.log" ] && tail -20 "$shots/code-server.log"
+    fail "e2e: SOBA: Compact Context in VS Code against $e2e_label"
+  fi
+fi
+
+summary

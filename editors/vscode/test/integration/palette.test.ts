@@ -1,0 +1,161 @@
+// Integration: the real soba-lsp binary ($SOBA_LSP) through the same code the
+// extension runs (Frontend, palette handlers, ServerLink) over
+// vscode-languageserver-protocol's stdio connection. The `initialize` block
+// needs only the binary; the palette block runs when test.sh found the
+// server serving its commands ($SOBA_LSP_READY=1).
+import * as fs from 'fs';
+import * as path from 'path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { fake, Uri } from '../fake/vscode';
+import { PaletteCommand, paletteHandlers, type CommandContext } from '../../src/commands';
+import { SERVER_COMMANDS, type Budget, type CompactionResult } from '../../src/protocol';
+import { makeWorkspace, startServer, waitFor, type Running } from './server';
+
+const binary = process.env.SOBA_LSP;
+const ready = process.env.SOBA_LSP_READY === '1';
+const fakeModel = process.env.SOBA_FAKE_MODEL_URL;
+const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
+
+describe.skipIf(!binary)('initialize against the real soba-lsp', () => {
+  let s: Running;
+  beforeAll(async () => {
+    fake.reset();
+    s = await startServer(binary!, makeWorkspace());
+  });
+  afterAll(async () => s && (await s.stop()));
+
+  it('advertises exactly the server commands that package.json declares', () => {
+    const advertised = s.init.capabilities.executeCommandProvider?.commands ?? [];
+    const declared = pkg.contributes.commands.map((c: { command: string }) => c.command).filter((c: string) => !c.startsWith('soba-vscode.'));
+    expect([...advertised].sort()).toEqual([...declared].sort());
+    expect([...advertised].sort()).toEqual([...SERVER_COMMANDS].sort());
+    expect(s.init.serverInfo?.name).toBe('soba-lsp');
+  });
+
+  it('no extension command ID collides with a server command ID', () => {
+    const advertised = new Set(s.init.capabilities.executeCommandProvider?.commands ?? []);
+    for (const id of Object.values(PaletteCommand)) expect(advertised.has(id)).toBe(false);
+  });
+
+  it('answers soba.budget and the status bar renders it (R-O1)', async () => {
+    const b = await s.link.execute<Budget>('soba.budget', {});
+    s.frontend.budget(b);
+    expect(b.hardLimit).toBeGreaterThan(0);
+    expect(fake.statusItems[0].text).toMatch(/^\$\(dashboard\) [\d.]+k? \/ [\d.]+k?$/);
+    expect(fake.statusItems[0].tooltip).toContain('Soft threshold');
+  });
+});
+
+describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and its result is rendered', () => {
+  let s: Running;
+  let handlers: ReturnType<typeof paletteHandlers>;
+  let ctx: CommandContext;
+
+  beforeAll(async () => {
+    fake.reset();
+    s = await startServer(binary!, makeWorkspace(fakeModel));
+    ctx = {
+      server: s.link, output: s.output, model: s.model, changed: () => {}, status: s.status,
+      workspaceRoot: () => s.workspace, fileExists: (f) => fs.existsSync(f),
+    };
+    handlers = paletteHandlers(ctx);
+  });
+  afterAll(async () => s && (await s.stop()));
+  beforeEach(() => {
+    fake.messages = [];
+  });
+  const lines = () => s.output.lines;
+  const shown = () => fake.messages.map((m) => m.message);
+
+  it('Show Budget', async () => {
+    const b = (await handlers[PaletteCommand.showBudget]()) as Budget;
+    expect(shown().some((m) => m.startsWith('SOBA budget · '))).toBe(true);
+    expect(fake.statusItems[0].text).toContain(' / ');
+    expect(b.state).toBeTypeOf('string');
+  });
+
+  it('Ask, then the stream reaches the sidebar model', async () => {
+    fake.answers.inputBox.push('Read notes.md and say what it is about.');
+    const r = (await handlers[PaletteCommand.ask]()) as { turnId: string };
+    expect(r.turnId).toBeTruthy();
+    expect(lines().some((l) => l.includes(r.turnId))).toBe(true);
+    // Without a model server the turn fails with an error naming the endpoint; either way it ends.
+    await waitFor('turn_end', () => s.model.stream.some((i) => i.turnId === r.turnId && i.kind !== 'user') || undefined, 30000).catch(() => undefined);
+    expect(s.model.snapshot().stream[0]).toMatchObject({ kind: 'user', text: 'Read notes.md and say what it is about.' });
+  });
+
+  it('Auto-Compact Off / On', async () => {
+    const off = (await handlers[PaletteCommand.autoCompactOff]()) as Budget;
+    expect(off.autoCompact).toBe(false);
+    expect(shown()).toContain('SOBA: auto-compact is off (the hard limit still compacts)');
+    const on = (await handlers[PaletteCommand.autoCompactOn]()) as Budget;
+    expect(on.autoCompact).toBe(true);
+  });
+
+  it('Mark Milestone and Mark Plan Pivot', async () => {
+    fake.answers.inputBox.push('read the notes', 'switch plan');
+    const m = (await handlers[PaletteCommand.markMilestone]()) as { checkpointId: string };
+    const p = (await handlers[PaletteCommand.markPlanPivot]()) as { checkpointId: string };
+    expect(shown()).toEqual([`SOBA: marked milestone · ${m.checkpointId}`, `SOBA: marked plan pivot · ${p.checkpointId}`]);
+  });
+
+  it('Compact Context writes the result line (R-B3) and the barrier shows as a cancellable progress', async () => {
+    fake.answers.inputBox.push('keep the notes summary');
+    const r = (await handlers[PaletteCommand.compact]()) as CompactionResult;
+    expect(['completed', 'skipped', 'failed', 'cancelled', 'stale']).toContain(r.outcome);
+    expect(r.line).toBeTruthy();
+    expect(lines()).toContain(r.line);
+    expect(lines().filter((l) => l === r.line)).toHaveLength(1);
+    expect(s.model.snapshot().compactions.some((c) => c.operationId === r.operationId)).toBe(true);
+    for (const p of fake.progress) expect(p).toMatchObject({ title: 'Compacting context before response', cancellable: true });
+    await waitFor('status bar back to the budget', () => !fake.statusItems[0].text.includes('compacting'));
+  });
+
+  let checkpointId = '';
+  it('Create Capsule', async () => {
+    fake.answers.inputBox.push('integration handoff');
+    const r = (await handlers[PaletteCommand.createCapsule]()) as { checkpointId: string; path: string };
+    checkpointId = r.checkpointId;
+    expect(lines().some((l) => l.startsWith(`SOBA: created capsule ${r.checkpointId}`))).toBe(true);
+    expect(fs.existsSync(path.resolve(s.workspace, r.path))).toBe(true);
+  });
+
+  it('Export Capsule: pick from soba.capsule.list, then the save dialog', async () => {
+    const target = path.join(s.workspace, 'handoff.capsule.md');
+    fake.answers.quickPick.push((items: { value: { checkpointId: string } }[]) => items.find((i) => i.value.checkpointId === checkpointId) ?? items[0]);
+    fake.answers.saveDialog.push(Uri.file(target));
+    await handlers[PaletteCommand.exportCapsule]();
+    expect(fs.existsSync(target)).toBe(true);
+    expect(lines().some((l) => l.startsWith('SOBA: exported ') && l.endsWith(target))).toBe(true);
+  });
+
+  it('Load Capsule: the open dialog', async () => {
+    fake.answers.openDialog.push([Uri.file(path.join(s.workspace, 'handoff.capsule.md'))]);
+    const r = (await handlers[PaletteCommand.loadCapsule]()) as { title: string };
+    expect(shown()[0]).toMatch(/^SOBA: loaded capsule ".*" · /);
+    expect(r.title).toBeTruthy();
+  });
+
+  it('Show Latest Capsule opens the Markdown in an editor tab', async () => {
+    await handlers[PaletteCommand.showLatestCapsule]();
+    const doc = fake.documents[fake.documents.length - 1];
+    expect(doc.language).toBe('markdown');
+    expect(doc.content).toContain('## Goal');
+  });
+
+  it('Cancel with nothing running', async () => {
+    await handlers[PaletteCommand.cancel]();
+    expect(shown()[0]).toMatch(/^SOBA: (nothing to cancel|cancelled the )/);
+  });
+
+  it('Show Session Info, New Session and Resume Session', async () => {
+    await handlers[PaletteCommand.showSessionInfo]();
+    const first = /SOBA: session (\S+)/.exec(shown()[0])![1];
+    await handlers[PaletteCommand.newSession]();
+    expect(shown()[1]).toMatch(/^SOBA: new session /);
+    fake.answers.quickPick.push((items: { value: { sessionId: string } }[]) => items.find((i) => i.value.sessionId === first));
+    const r = (await handlers[PaletteCommand.resumeSession]()) as { sessionId: string };
+    expect(r.sessionId).toBe(first);
+    expect(shown()[2]).toMatch(new RegExp(`^SOBA: resumed session ${first} at `));
+  });
+});
