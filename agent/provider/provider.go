@@ -47,7 +47,8 @@ const (
 	StopLength    = "length"     // the output hit MaxOutputTokens
 )
 
-// Provider sends inferences to one model server.
+// Provider sends inferences to one model server. It is safe for concurrent
+// use (a turn and a summary may share one).
 type Provider interface {
 	// Stream sends one inference and streams events to onEvent (which may be
 	// nil) on the calling goroutine; it returns the final Response or a
