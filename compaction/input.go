@@ -82,7 +82,7 @@ func buildInput(t Transcript, b Base, end int, opt InputOptions) (Input, error) 
 		if b.Native != nil && b.Native.Provider == opt.Provider && b.Native.Model == opt.Model && opt.Provider != "" {
 			in.Native = b.Native
 		} else {
-			in.CapsuleText = CapsulePreamble + modelText(*b.State)
+			in.CapsuleText = CapsulePreamble + ModelText(*b.State)
 		}
 	}
 	if b.Problem != "" {

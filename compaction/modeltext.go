@@ -7,9 +7,9 @@ import (
 	"github.com/soba-agent/soba-lsp/compaction/capsule"
 )
 
-// modelText renders a capsule as the model sees it. TEMPORARY: replaced by
+// ModelText renders a capsule as the model sees it. TEMPORARY: replaced by
 // capsule.RenderModelText once the capsule format lands.
-func modelText(st capsule.State) string {
+func ModelText(st capsule.State) string {
 	var b strings.Builder
 	sec := func(h string, items []string) {
 		if len(items) == 0 {

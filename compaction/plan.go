@@ -86,7 +86,7 @@ func MakePlan(t Transcript, c Counter, req PlanRequest) (Plan, error) {
 	}
 	p := Plan{PlanRequest: req, Base: b, HardLimit: req.Config.HardLimit(), SoftLimit: req.Config.SoftLimit(), PathLen: t.Len()}
 	if b.State != nil {
-		p.PreviousCapsuleTokens = c.Count(CapsulePreamble + modelText(*b.State))
+		p.PreviousCapsuleTokens = c.Count(CapsulePreamble + ModelText(*b.State))
 	}
 	opt := CutOptions{KeepRecent: req.Config.KeepRecentTokens}
 	forced := req.Trigger == TriggerHardLimit || req.Trigger == TriggerContextOverflow
@@ -155,7 +155,7 @@ func BuildCapsule(t Transcript, c Counter, p Plan, summary *capsule.State, degra
 	if degraded {
 		quality = capsule.QualityDegraded
 	}
-	text := CapsulePreamble + modelText(state)
+	text := CapsulePreamble + ModelText(state)
 	after := p.SystemTokens + c.Count(text) + p.Cut.KeptTokens
 	e := session.Capsule{
 		CheckpointID:     p.CheckpointID,

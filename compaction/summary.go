@@ -53,7 +53,7 @@ func SummaryPrompt(o SummaryPromptOptions) string {
 	b.WriteString("Update the Context Capsule of this session.\n\n")
 	if o.Previous != nil {
 		b.WriteString("<previous-capsule>\n")
-		b.WriteString(modelText(*o.Previous))
+		b.WriteString(ModelText(*o.Previous))
 		b.WriteString("\n</previous-capsule>\n\nCarry over everything in the previous capsule that still holds: goal, constraints, decisions, blockers and pending work are dropped only when the history below resolves them.\n\n")
 	}
 	if o.Parts > 1 {

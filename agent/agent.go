@@ -1,0 +1,575 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sourcegraph/conc"
+	"github.com/sourcegraph/conc/panics"
+
+	"github.com/soba-agent/soba-lsp/agent/provider"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// Options configure an Agent.
+type Options struct {
+	// Root is the workspace root directory (absolute).
+	Root string
+	// Resolver confines tool paths to Root.
+	Resolver Resolver
+	// SessionDir is where session files go (absolute).
+	SessionDir string
+	// FlightDir is where flight records go (absolute).
+	FlightDir string
+
+	// Model answers the turns; nil means no model is configured, and a
+	// prompt fails with a clear error while everything else works.
+	Model provider.Provider
+	// ModelName, ProviderName name the model for requests and for native
+	// continuation compatibility (R-M1).
+	ModelName, ProviderName string
+	// ContextWindow and MaxOutputTokens of the model (R-S3) are in
+	// Compaction.
+	Compaction compaction.Config
+	// Summarizer writes capsule summaries; nil builds deterministic capsules.
+	Summarizer compaction.Summarizer
+	// SummaryWindowChars bounds one summary request (the summary model's
+	// window in characters).
+	SummaryWindowChars int
+
+	// Approval is "ask" or "auto" (tools.approval).
+	Approval string
+	Approver Approver
+	Notifier Notifier
+
+	// Counter counts tokens; EntryTokens estimates one entry for the store.
+	Counter     compaction.Counter
+	EntryTokens func(*session.Entry) int
+
+	// SystemPrompt is prepended to the generated system prompt (Project
+	// Memory summary, user instructions).
+	SystemPrompt string
+	// ModelUnavailable explains why Model is nil, for the prompt error.
+	ModelUnavailable string
+
+	Now func() time.Time
+}
+
+// Agent runs one workspace's session: prompts, turns, compactions and the
+// session commands. One goroutine (the owner) holds all mutable state and
+// runs every change; turns and compactions run on their own goroutines and
+// talk to the owner through do. All exported methods are safe for concurrent
+// use.
+type Agent struct {
+	opt     Options
+	ops     chan func(*state)
+	quit    chan struct{}
+	stopped chan struct{}
+	work    conc.WaitGroup // turns and compactions
+	tools   *toolEnv
+	barrier *compaction.Barrier
+}
+
+// state is owned by the owner goroutine; nothing else touches it.
+type state struct {
+	store     *session.Store
+	flight    *compaction.FlightFile
+	sessionID string
+
+	path   []session.Meta // the leaf path, refreshed after each change
+	latest int            // index of the newest capsule on path, -1 for none
+	base   compaction.Base
+
+	// budget figures (R-O1)
+	inputTokens  int // estimate of the model input after system and tools
+	systemTokens int
+	usageValid   bool
+	usageBase    int // prompt + completion of the last response on the path
+	sinceUsage   int // estimates of entries appended after it
+	calibration  float64
+
+	autoCompact bool
+	intents     compaction.Intents
+	phase       string
+	lastResult  *compaction.CompactionResult
+
+	turn  *turnState
+	queue []queuedPrompt
+	// idleCompact is an explicit compaction running between turns.
+	idleCompact *runningCompaction
+	// compacting is the compaction running now (barrier), if any.
+	compacting *runningCompaction
+	// compactWaiters wait for the next compaction's result (explicit
+	// compacts requested while a turn runs).
+	compactWaiters []chan compaction.CompactionResult
+	instructions   string
+
+	activeSkills  []string
+	allowSession  map[string]bool
+	filesRead     map[string]bool
+	filesModified map[string]bool
+	closed        bool
+}
+
+type turnState struct {
+	id            string
+	cancel        context.CancelFunc
+	softAttempted bool
+	overflowTried bool
+}
+
+type queuedPrompt struct {
+	turnID, text string
+}
+
+type runningCompaction struct {
+	operationID string
+	cancel      context.CancelFunc
+}
+
+// ErrClosed is returned by methods called after Close.
+var ErrClosed = errors.New("the agent is closed")
+
+// New starts an agent on a new session in opt.SessionDir.
+func New(opt Options) (*Agent, error) {
+	a, err := newAgent(opt)
+	if err != nil {
+		return nil, err
+	}
+	st, err := a.openNew()
+	if err != nil {
+		return nil, err
+	}
+	a.start(st)
+	return a, nil
+}
+
+// Resume starts an agent on an existing session file (R-T4).
+func Resume(opt Options, path string) (*Agent, *session.OpenReport, error) {
+	a, err := newAgent(opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, rep, err := a.openExisting(path)
+	if err != nil {
+		return nil, rep, err
+	}
+	a.start(st)
+	return a, rep, nil
+}
+
+func newAgent(opt Options) (*Agent, error) {
+	if opt.Root == "" || opt.SessionDir == "" {
+		return nil, errors.New("agent: Root and SessionDir are required")
+	}
+	if err := opt.Compaction.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.Counter == nil {
+		return nil, errors.New("agent: Counter is required")
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.FlightDir == "" {
+		opt.FlightDir = filepath.Join(filepath.Dir(opt.SessionDir), "flight")
+	}
+	if opt.Notifier == nil {
+		opt.Notifier = nopNotifier{}
+	}
+	a := &Agent{
+		opt:     opt,
+		ops:     make(chan func(*state)),
+		quit:    make(chan struct{}),
+		stopped: make(chan struct{}),
+		tools:   &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{dir: filepath.Join(opt.Root, ".soba", "skills")}},
+	}
+	a.barrier = &compaction.Barrier{Counter: opt.Counter, Summarizer: opt.Summarizer, SummaryWindowChars: opt.SummaryWindowChars,
+		SummaryMaxOutputTokens: 2048, Now: opt.Now}
+	return a, nil
+}
+
+func (a *Agent) storeOptions() session.Options {
+	return session.Options{Estimate: a.opt.EntryTokens, Now: a.opt.Now}
+}
+
+func (a *Agent) openNew() (*state, error) {
+	id := newID("s")
+	s, err := session.Create(a.opt.SessionDir, session.SessionHeader{Version: 1, SessionID: id, Workspace: a.opt.Root}, a.storeOptions())
+	if err != nil {
+		return nil, err
+	}
+	return a.initState(s, id)
+}
+
+func (a *Agent) openExisting(path string) (*state, *session.OpenReport, error) {
+	s, rep, err := session.Open(path, a.storeOptions())
+	if err != nil {
+		return nil, rep, err
+	}
+	id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	st, err := a.initState(s, id)
+	if err != nil {
+		s.Close()
+		return nil, rep, err
+	}
+	return st, rep, nil
+}
+
+func (a *Agent) initState(s *session.Store, id string) (*state, error) {
+	ff, err := compaction.OpenFlightFile(filepath.Join(a.opt.FlightDir, id+".jsonl"))
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	st := &state{store: s, flight: ff, sessionID: id, autoCompact: true, phase: compaction.StateIdle,
+		calibration: 1, allowSession: map[string]bool{}, filesRead: map[string]bool{}, filesModified: map[string]bool{}}
+	st.systemTokens = a.opt.Counter.Count(a.systemPrompt(nil)) + a.toolSchemaTokens()
+	if err := a.restore(st); err != nil {
+		s.Close()
+		ff.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// restore rebuilds what resume restores (R-T4): leaf path, the newest
+// capsule, settings (auto-compact), pending intents and active skills.
+func (a *Agent) restore(st *state) error {
+	a.refreshPath(st)
+	for i, m := range st.path {
+		switch m.Type {
+		case session.TypeSettings, session.TypeCheckpoint:
+		case session.TypeToolResult:
+			if i < st.base.Start {
+				continue
+			}
+		default:
+			continue
+		}
+		e, err := st.store.Load(m.ID)
+		if err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		switch {
+		case e.Settings != nil:
+			if e.Settings.AutoCompact != nil {
+				st.autoCompact = *e.Settings.AutoCompact
+			}
+			for _, c := range e.Settings.ConsumedIntents {
+				st.intents.Consume(c)
+			}
+		case e.Checkpoint != nil:
+			if e.Checkpoint.Intent != "" {
+				st.intents.Add(e.Checkpoint.Intent)
+			}
+		case e.ToolResult != nil && e.ToolResult.Artifacts != nil && e.ToolResult.Artifacts.Skill != "":
+			st.activeSkills = appendUnique(st.activeSkills, e.ToolResult.Artifacts.Skill)
+		}
+	}
+	if st.base.State != nil {
+		for _, s := range st.base.State.ActiveSkills {
+			st.activeSkills = appendUnique(st.activeSkills, s)
+		}
+	}
+	return a.recomputeInput(st)
+}
+
+func (a *Agent) start(st *state) {
+	a.work.Go(func() { a.own(st) }) // the owner: ends on quit
+}
+
+// own is the owner goroutine: it runs every state change in order. A panic
+// in one change is reported and does not end the session.
+func (a *Agent) own(st *state) {
+	defer close(a.stopped)
+	for {
+		select {
+		case f := <-a.ops:
+			if r := panics.Try(func() { f(st) }); r != nil {
+				a.opt.Notifier.Warn("soba: internal error: " + r.String())
+			}
+		case <-a.quit:
+			st.closed = true
+			if st.turn != nil {
+				st.turn.cancel()
+			}
+			if st.compacting != nil {
+				st.compacting.cancel()
+			}
+			for _, w := range st.compactWaiters {
+				w <- compaction.Skipped("", compaction.TriggerUser, "the session was closed", 0)
+			}
+			st.compactWaiters = nil
+			// Drain changes sent by turns finishing after the quit.
+			go a.drain(st) // ends when Close has waited for all work
+			return
+		}
+	}
+}
+
+// drain runs changes that arrive after quit (work goroutines ending) so
+// they never block; it ends when Close closes ops.
+func (a *Agent) drain(st *state) {
+	for f := range a.ops {
+		_ = panics.Try(func() { f(st) })
+	}
+	st.store.Close()
+	st.flight.Close()
+}
+
+// do runs f on the owner and waits for it.
+func (a *Agent) do(f func(*state)) error {
+	done := make(chan struct{})
+	select {
+	case a.ops <- func(st *state) { defer close(done); f(st) }:
+	case <-a.stopped:
+		return ErrClosed
+	}
+	<-done
+	return nil
+}
+
+// Close cancels running work, waits for it, and closes the session file;
+// every appended entry is already on disk (R-T5).
+func (a *Agent) Close() error {
+	select {
+	case <-a.quit:
+		return nil
+	default:
+	}
+	close(a.quit)
+	<-a.stopped
+	a.work.Wait()
+	close(a.ops)
+	return nil
+}
+
+// refreshPath re-reads the leaf path and the model input's base after a
+// change other than an append at the leaf.
+func (a *Agent) refreshPath(st *state) {
+	st.path = st.store.Path()
+	st.latest = latestCapsuleIndex(st.path)
+	b, err := compaction.FindBase(&livePath{store: st.store, path: st.path, latest: st.latest})
+	if err != nil {
+		b = compaction.Base{CapsuleIndex: -1}
+	}
+	st.base = b
+}
+
+// recomputeInput re-estimates the model input from the base (O(tail)).
+func (a *Agent) recomputeInput(st *state) error {
+	n := 0
+	if st.base.State != nil {
+		n += a.opt.Counter.Count(compaction.CapsulePreamble + compaction.ModelText(*st.base.State))
+	}
+	for i := st.base.Start; i < len(st.path); i++ {
+		if i != st.base.CapsuleIndex && isModelType(st.path[i].Type) {
+			n += st.path[i].Tokens
+		}
+	}
+	st.inputTokens = n
+	st.usageValid = false
+	// Provider usage of the newest response on the path after the base,
+	// if any, is the measured figure.
+	for i := len(st.path) - 1; i > st.base.CapsuleIndex && i >= st.base.Start; i-- {
+		if st.path[i].Type != session.TypeAssistant {
+			continue
+		}
+		e, err := st.store.Load(st.path[i].ID)
+		if err != nil {
+			return err
+		}
+		if e.Assistant != nil && e.Assistant.Usage != nil {
+			st.usageValid = true
+			st.usageBase = e.Assistant.Usage.InputTokens + e.Assistant.Usage.OutputTokens
+			st.sinceUsage = 0
+			for _, m := range st.path[i+1:] {
+				if isModelType(m.Type) {
+					st.sinceUsage += m.Tokens
+				}
+			}
+		}
+		break
+	}
+	return nil
+}
+
+func isModelType(t string) bool {
+	return t == session.TypeUser || t == session.TypeAssistant || t == session.TypeToolResult
+}
+
+// appendEntry appends at the leaf and keeps the path, base and budget in
+// step (O(1) per entry).
+func (a *Agent) appendEntry(st *state, e session.Entry) (session.Entry, error) {
+	e, err := st.store.Append(e)
+	if err != nil {
+		return e, err
+	}
+	st.path = st.store.Path()
+	if isModelType(e.Type) {
+		st.inputTokens += e.Tokens
+		st.sinceUsage += e.Tokens
+	}
+	if e.Type == session.TypeCapsule || e.Type == session.TypeCapsuleLoad || (e.Type == session.TypeSettings && e.Settings != nil && e.Settings.RewindTo != "") {
+		a.refreshPath(st)
+		return e, a.recomputeInput(st)
+	}
+	return e, nil
+}
+
+// effective is the effective input and its source (R-O1): the provider's
+// count for the last request on the path plus estimates since, or the
+// calibrated estimate.
+func (st *state) effective() (int, string) {
+	if st.usageValid {
+		return st.usageBase + int(float64(st.sinceUsage)*st.calibration+0.5), "provider_usage"
+	}
+	return int(float64(st.systemTokens+st.inputTokens)*st.calibration + 0.5), "estimated"
+}
+
+func (a *Agent) budgetOf(st *state) compaction.Budget {
+	eff, src := st.effective()
+	c := a.opt.Compaction
+	pending := st.intents.List()
+	if pending == nil {
+		pending = []string{}
+	}
+	return compaction.Budget{
+		EffectiveTokens: eff, HardLimit: c.HardLimit(), SoftLimit: c.SoftLimit(), ContextWindow: c.ContextWindow,
+		MaxOutputTokens: c.MaxOutputTokens, SafetyReserveTokens: c.SafetyReserveTokens, Source: src,
+		AutoCompact: st.autoCompact && c.Auto, Pending: pending, State: st.phase, LastCompaction: st.lastResult,
+	}
+}
+
+func (a *Agent) publishBudget(st *state) { a.opt.Notifier.Budget(a.budgetOf(st)) }
+
+// Budget returns the current budget (PROTOCOL.md Budget).
+func (a *Agent) Budget() (compaction.Budget, error) {
+	var b compaction.Budget
+	err := a.do(func(st *state) { b = a.budgetOf(st) })
+	return b, err
+}
+
+// SetAutoCompact switches soft triggers on or off for the session (R-G10);
+// the setting is recorded so resume restores it.
+func (a *Agent) SetAutoCompact(enabled bool) (compaction.Budget, error) {
+	var (
+		b   compaction.Budget
+		err error
+	)
+	if e := a.do(func(st *state) {
+		v := enabled
+		if _, err = a.appendEntry(st, session.Entry{Type: session.TypeSettings, Settings: &session.Settings{AutoCompact: &v}}); err != nil {
+			return
+		}
+		st.autoCompact = enabled
+		b = a.budgetOf(st)
+		a.publishBudget(st)
+	}); e != nil {
+		return b, e
+	}
+	return b, err
+}
+
+// SessionInfo describes the session.
+type SessionInfo struct {
+	SessionID, Path, FlightPath, LeafID string
+	Entries                             int
+}
+
+// Info returns the session's identity and size.
+func (a *Agent) Info() (SessionInfo, error) {
+	var info SessionInfo
+	err := a.do(func(st *state) {
+		info = SessionInfo{SessionID: st.sessionID, Path: st.store.FilePath(), FlightPath: st.flight.Path(), LeafID: st.store.Leaf(), Entries: st.store.Len()}
+	})
+	return info, err
+}
+
+// Rewind moves the leaf to an earlier entry (R-T4); nothing is deleted and
+// later entries branch from there. It is refused while a turn runs.
+func (a *Agent) Rewind(entryID string) (string, error) {
+	var (
+		leaf string
+		err  error
+	)
+	if e := a.do(func(st *state) {
+		if st.turn != nil {
+			err = errors.New("cannot rewind while a turn is running; cancel it first")
+			return
+		}
+		if _, err = st.store.Rewind(entryID); err != nil {
+			return
+		}
+		a.refreshPath(st)
+		err = a.recomputeInput(st)
+		leaf = st.store.Leaf()
+		a.publishBudget(st)
+	}); e != nil {
+		return "", e
+	}
+	return leaf, err
+}
+
+// Touched records a document the editor or the watcher saw, for the
+// capsule's artifacts (R-C2). Paths are workspace-relative.
+func (a *Agent) Touched(read, modified []string) {
+	_ = a.do(func(st *state) {
+		for _, p := range read {
+			st.filesRead[p] = true
+		}
+		for _, p := range modified {
+			st.filesModified[p] = true
+		}
+	})
+}
+
+func (st *state) extras() compaction.Extras {
+	return compaction.Extras{FilesRead: sortedKeys(st.filesRead), FilesModified: sortedKeys(st.filesModified), ActiveSkills: append([]string(nil), st.activeSkills...)}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func appendUnique(xs []string, x string) []string {
+	for _, y := range xs {
+		if y == x {
+			return xs
+		}
+	}
+	return append(xs, x)
+}
+
+// newID returns prefix_ + 12 random hex digits.
+func newID(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}
+
+type nopNotifier struct{}
+
+func (nopNotifier) Event(Event)                {}
+func (nopNotifier) Budget(compaction.Budget)   {}
+func (nopNotifier) Compaction(CompactionEvent) {}
+func (nopNotifier) Log(string)                 {}
+func (nopNotifier) Warn(string)                {}
+func fileExists(p string) bool                 { _, err := os.Stat(p); return err == nil }
+
+var _ = fileExists

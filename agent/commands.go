@@ -1,0 +1,180 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// Compact runs an explicit compaction (R-G8) and returns its terminal
+// result. Between turns it runs at once; while a turn runs it runs at that
+// turn's next preflight (never concurrently with generation), or right
+// after the turn ends. A cancelled compaction is a result, not an error.
+func (a *Agent) Compact(ctx context.Context, instructions string) (compaction.CompactionResult, error) {
+	wait := make(chan compaction.CompactionResult, 1)
+	if err := a.do(func(st *state) {
+		if st.closed {
+			wait <- compaction.Skipped("", compaction.TriggerUser, "the session is closed", 0)
+			return
+		}
+		st.compactWaiters = append(st.compactWaiters, wait)
+		if strings.TrimSpace(instructions) != "" {
+			st.instructions = instructions
+		}
+		if st.turn != nil || st.idleCompact != nil {
+			st.intents.Add(compaction.TriggerUser)
+			a.publishBudget(st)
+			return
+		}
+		a.startIdleCompact(st, compaction.TriggerUser, st.instructions)
+	}); err != nil {
+		return compaction.CompactionResult{}, err
+	}
+	select {
+	case r := <-wait:
+		return r, nil
+	case <-ctx.Done():
+		// The request was cancelled: cancel the compaction it started.
+		_ = a.do(func(st *state) {
+			if st.compacting != nil {
+				st.compacting.cancel()
+			}
+		})
+		return <-wait, nil
+	}
+}
+
+// startIdleCompact runs a compaction between turns. Prompts that arrive
+// meanwhile are queued and run after it (R-B3).
+func (a *Agent) startIdleCompact(st *state, trigger, instructions string) {
+	p, run, res, due := a.planCompaction(st, trigger, instructions)
+	if !due {
+		// Resolve waiters without leaving the owner.
+		r := res
+		st.lastResult = &r
+		for _, w := range st.compactWaiters {
+			w <- res
+		}
+		st.compactWaiters = nil
+		st.instructions = ""
+		a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: res.OperationID, Trigger: res.Trigger})
+		a.opt.Notifier.Compaction(CompactionEvent{Phase: "end", OperationID: res.OperationID, Trigger: res.Trigger, CompactionResult: &r})
+		a.opt.Notifier.Log(res.Line)
+		a.next(st)
+		return
+	}
+	st.idleCompact = st.compacting
+	a.work.Go(func() {
+		res := a.runCompaction(nil, p, run)
+		a.finishCompaction(res, p)
+		_ = a.do(func(st *state) {
+			st.idleCompact = nil
+			a.next(st)
+		})
+	})
+}
+
+// Cancel cancels the running turn, or else the running compaction. A
+// cancelled compaction appends nothing (R-F2).
+func (a *Agent) Cancel() (cancelled bool, what string, err error) {
+	what = "none"
+	err = a.do(func(st *state) {
+		switch {
+		case st.compacting != nil:
+			st.compacting.cancel()
+			cancelled, what = true, "compaction"
+			if st.turn != nil {
+				st.turn.cancel()
+			}
+		case st.turn != nil:
+			st.turn.cancel()
+			cancelled, what = true, "turn"
+		}
+	})
+	return cancelled, what, err
+}
+
+// CancelCompaction cancels the running compaction with this operation id
+// (the editor cancelled its progress).
+func (a *Agent) CancelCompaction(operationID string) bool {
+	ok := false
+	_ = a.do(func(st *state) {
+		if st.compacting != nil && st.compacting.operationID == operationID {
+			st.compacting.cancel()
+			ok = true
+		}
+	})
+	return ok
+}
+
+// Checkpoint records a milestone or plan pivot (R-G7) and returns its id.
+func (a *Agent) Checkpoint(kind, note string) (string, error) {
+	if kind != compaction.TriggerMilestone && kind != compaction.TriggerPlanPivot {
+		return "", fmt.Errorf(`kind must be "milestone" or "plan_pivot", got %q`, kind)
+	}
+	var (
+		id  string
+		err error
+	)
+	if e := a.do(func(st *state) { id, err = a.recordCheckpoint(st, kind, note) }); e != nil {
+		return "", e
+	}
+	return id, err
+}
+
+func (a *Agent) recordCheckpoint(st *state, kind, note string) (string, error) {
+	ck := &session.Checkpoint{CheckpointID: "ck_" + newID("x")[2:8], Kind: kind, Note: note}
+	if compaction.MilestoneIntent(kind, a.opt.Compaction, st.autoCompact) {
+		ck.Intent = kind
+	}
+	if _, err := a.appendEntry(st, session.Entry{Type: session.TypeCheckpoint, Checkpoint: ck}); err != nil {
+		return "", err
+	}
+	if ck.Intent != "" {
+		st.intents.Add(ck.Intent)
+	}
+	a.publishBudget(st)
+	return ck.CheckpointID, nil
+}
+
+// systemPrompt is the system prompt of every request: the agent's role,
+// the tools' rules, Project Memory and the skills (listed, and the active
+// ones in full).
+func (a *Agent) systemPrompt(st *state) string {
+	var b strings.Builder
+	b.WriteString("You are SOBA, a coding agent working in the user's workspace through tools. Read before you edit; keep changes small and verify them with the project's tests. Every action is recorded.\n")
+	b.WriteString("Paths are relative to the workspace root. Use checkpoint when a piece of work is done (milestone) or the plan changes direction (plan_pivot).\n")
+	if a.opt.SystemPrompt != "" {
+		b.WriteString("\n")
+		b.WriteString(a.opt.SystemPrompt)
+		b.WriteString("\n")
+	}
+	if skills := a.tools.skills.list(); len(skills) > 0 {
+		b.WriteString("\nSkills (activate with activate_skill):\n")
+		for _, s := range skills {
+			fmt.Fprintf(&b, "- %s: %s\n", s.Name, s.Description)
+		}
+	}
+	if st != nil {
+		for _, name := range st.activeSkills {
+			if sk, err := a.tools.skills.load(name); err == nil {
+				fmt.Fprintf(&b, "\nActive skill %s:\n%s\n", sk.Name, sk.Body)
+			}
+		}
+	}
+	return b.String()
+}
+
+func (a *Agent) toolSchemaTokens() int {
+	n := 0
+	for _, t := range Tools {
+		n += a.opt.Counter.Count(t.Name+" "+t.Description+" "+string(t.Parameters)) + 8
+	}
+	return n
+}
+
+var errNoCapsule = errors.New("the session has no capsule yet")

@@ -1,0 +1,591 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/soba-agent/soba-lsp/agent/provider"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// maxToolRounds bounds the inferences of one turn.
+const maxToolRounds = 100
+
+// maxToolResultChars shortens tool results in the model input.
+const maxToolResultChars = 24000
+
+// Prompt starts a turn, or queues it while a turn or a compaction runs
+// (R-B3). It returns at once; the turn's progress arrives as events.
+func (a *Agent) Prompt(text string) (turnID string, queued bool, err error) {
+	if strings.TrimSpace(text) == "" {
+		return "", false, errors.New("soba.prompt: text is empty")
+	}
+	turnID = newID("turn")
+	if e := a.do(func(st *state) {
+		if st.closed {
+			err = ErrClosed
+			return
+		}
+		if st.turn != nil || st.idleCompact != nil || len(st.queue) > 0 {
+			st.queue = append(st.queue, queuedPrompt{turnID: turnID, text: text})
+			queued = true
+			a.opt.Notifier.Event(Event{TurnID: turnID, Type: "queued"})
+			return
+		}
+		a.startTurn(st, turnID, text)
+	}); e != nil {
+		return "", false, e
+	}
+	return turnID, queued, err
+}
+
+// startTurn begins a turn on the owner; the loop runs on its own goroutine.
+func (a *Agent) startTurn(st *state, turnID, text string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	st.turn = &turnState{id: turnID, cancel: cancel}
+	st.phase = compaction.StateGenerating
+	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "turn_start"})
+	a.work.Go(func() {
+		defer cancel()
+		outcome, ferr := "completed", error(nil)
+		if r := recoverTurn(func() { outcome, ferr = a.runTurn(ctx, turnID, text) }); r != nil {
+			outcome, ferr = "failed", r
+		}
+		a.endTurn(turnID, outcome, ferr)
+	})
+}
+
+// endTurn records the end of a turn: the turn_complete intent (R-G6), the
+// event, and the next queued prompt or a pending explicit compact.
+func (a *Agent) endTurn(turnID, outcome string, ferr error) {
+	_ = a.do(func(st *state) {
+		ev := Event{TurnID: turnID, Type: "turn_end", Outcome: outcome}
+		if ferr != nil {
+			ev.Error = ferr.Error()
+		}
+		st.turn = nil
+		st.phase = compaction.StateIdle
+		if outcome == "completed" {
+			eff, _ := st.effective()
+			if compaction.TurnCompleteIntent(eff, a.opt.Compaction, st.autoCompact) {
+				st.intents.Add(compaction.TriggerTurnComplete)
+			}
+		}
+		a.opt.Notifier.Event(ev)
+		if st.closed {
+			return
+		}
+		// An explicit compact asked for during the turn and not yet run
+		// runs now, between turns.
+		if st.intents.Has(compaction.TriggerUser) {
+			st.intents.Consume(compaction.TriggerUser)
+			a.startIdleCompact(st, compaction.TriggerUser, st.instructions)
+			a.publishBudget(st)
+			return
+		}
+		a.next(st)
+		a.publishBudget(st)
+	})
+}
+
+// next starts the next queued prompt, if any.
+func (a *Agent) next(st *state) {
+	if st.turn != nil || st.idleCompact != nil || len(st.queue) == 0 || st.closed {
+		return
+	}
+	q := st.queue[0]
+	st.queue = st.queue[1:]
+	a.startTurn(st, q.turnID, q.text)
+}
+
+// runTurn is the turn loop: user message, then preflight → inference →
+// tools until a final answer.
+func (a *Agent) runTurn(ctx context.Context, turnID, text string) (string, error) {
+	var err error
+	if e := a.do(func(st *state) {
+		_, err = a.appendEntry(st, session.Entry{Type: session.TypeUser, User: &session.UserMessage{Text: text}})
+		a.publishBudget(st)
+	}); e != nil {
+		return "failed", e
+	}
+	if err != nil {
+		return "failed", err
+	}
+	if a.opt.Model == nil {
+		msg := "no model server is configured"
+		if a.opt.ModelUnavailable != "" {
+			msg = a.opt.ModelUnavailable
+		}
+		return "failed", errors.New(msg)
+	}
+	for round := 0; round < maxToolRounds; round++ {
+		if ctx.Err() != nil {
+			return "cancelled", nil
+		}
+		if err := a.preflight(ctx, turnID); err != nil {
+			if ctx.Err() != nil {
+				return "cancelled", nil
+			}
+			return "failed", err
+		}
+		resp, err := a.infer(ctx, turnID)
+		if ctx.Err() != nil {
+			return "cancelled", nil
+		}
+		if err != nil {
+			return "failed", err
+		}
+		if len(resp.ToolCalls) == 0 {
+			return "completed", nil
+		}
+		for _, call := range resp.ToolCalls {
+			if ctx.Err() != nil {
+				// The calls not run get an explicit result so the
+				// transcript never holds an orphan call.
+				a.appendToolResult(turnID, session.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}, toolRun{content: "interrupted: the turn was cancelled before this call ran"})
+				continue
+			}
+			a.runTool(ctx, turnID, call)
+		}
+	}
+	return "failed", fmt.Errorf("the turn stopped after %d model calls without a final answer", maxToolRounds)
+}
+
+// preflight runs before every inference (R-B2): it picks at most one
+// trigger, plans, and waits for the compaction's terminal outcome; after a
+// forced compaction the request must fit the hard limit or the turn fails
+// closed (R-G4).
+func (a *Agent) preflight(ctx context.Context, turnID string) error {
+	var (
+		plan compaction.Plan
+		run  *compactionRun
+		due  bool
+		res  compaction.CompactionResult
+		err  error
+	)
+	if e := a.do(func(st *state) {
+		eff, _ := st.effective()
+		d := compaction.Preflight(compaction.PreflightInput{Effective: eff, Config: a.opt.Compaction, AutoCompact: st.autoCompact,
+			Pending: st.intents, SoftAttempted: st.turn != nil && st.turn.softAttempted})
+		for _, c := range d.Consume {
+			st.intents.Consume(c)
+		}
+		if !d.Due() {
+			if len(d.Consume) > 0 {
+				a.recordConsumed(st, d.Consume)
+			}
+			if eff > a.opt.Compaction.HardLimit() {
+				err = fmt.Errorf("the request needs %d tokens, over the hard limit of %d; nothing was sent", eff, a.opt.Compaction.HardLimit())
+			}
+			return
+		}
+		if compaction.IsSoft(d.Trigger) && st.turn != nil {
+			st.turn.softAttempted = true
+		}
+		plan, run, res, due = a.planCompaction(st, d.Trigger, st.instructions)
+		if len(d.Consume) > 0 {
+			a.recordConsumed(st, d.Consume)
+		}
+	}); e != nil {
+		return e
+	}
+	if err != nil {
+		return err
+	}
+	if !due {
+		if res.Outcome != "" {
+			a.finishCompaction(res, plan)
+		}
+		return a.checkFits(plan.Trigger)
+	}
+	res = a.runCompaction(ctx, plan, run)
+	a.finishCompaction(res, plan)
+	if res.Outcome == compaction.OutcomeCancelled && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return a.checkFits(plan.Trigger)
+}
+
+// checkFits fails closed when the next request is known to exceed the hard
+// limit (R-G4): it is never sent.
+func (a *Agent) checkFits(trigger string) error {
+	var err error
+	_ = a.do(func(st *state) {
+		eff, _ := st.effective()
+		if h := a.opt.Compaction.HardLimit(); eff > h {
+			err = fmt.Errorf("the request needs %d tokens, over the hard limit of %d, and compaction could not bring it under; nothing was sent", eff, h)
+		}
+	})
+	return err
+}
+
+// recordConsumed notes consumed intents in the transcript so resume does
+// not restore them.
+func (a *Agent) recordConsumed(st *state, consumed []string) {
+	var list []string
+	for _, c := range consumed {
+		if c == compaction.TriggerMilestone || c == compaction.TriggerPlanPivot {
+			list = append(list, c)
+		}
+	}
+	if len(list) > 0 {
+		_, _ = a.appendEntry(st, session.Entry{Type: session.TypeSettings, Settings: &session.Settings{ConsumedIntents: list}})
+	}
+}
+
+// planCompaction freezes a plan on the owner (R-B2) and marks the session
+// compacting. When nothing can be compacted it returns the terminal result
+// at once (due false).
+func (a *Agent) planCompaction(st *state, trigger, instructions string) (compaction.Plan, *compactionRun, compaction.CompactionResult, bool) {
+	opID := newID("op")
+	view := newPathView(st.store, st.path, min(st.base.Start, len(st.path)), st.latest)
+	req := compaction.PlanRequest{OperationID: opID, CheckpointID: "ck_" + newID("x")[2:8], Trigger: trigger, Config: a.opt.Compaction,
+		SystemTokens: st.systemTokens, ExpectedLeaf: st.store.Leaf(), Instructions: instructions, Extras: st.extras()}
+	p, err := compaction.MakePlan(view, a.opt.Counter, req)
+	if err != nil {
+		p.PlanRequest = req
+		var skip *compaction.Skip
+		if errors.As(err, &skip) {
+			return p, nil, compaction.Skipped(opID, trigger, skip.Reason, p.TokensBefore), false
+		}
+		return p, nil, compaction.Failed(opID, trigger, err.Error(), p.TokensBefore), false
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, src := st.effective()
+	run := &compactionRun{view: view, ctx: ctx, source: src, sessionID: st.sessionID, flight: st.flight}
+	st.phase = compaction.StateCompacting
+	st.compacting = &runningCompaction{operationID: opID, cancel: cancel}
+	a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: opID, Trigger: trigger})
+	a.publishBudget(st)
+	return p, run, compaction.CompactionResult{}, true
+}
+
+// compactionRun is what a planned compaction runs with, off the owner.
+type compactionRun struct {
+	view      compaction.Transcript
+	ctx       context.Context // cancelled by soba.cancel or the progress cancel
+	source    string
+	sessionID string
+	flight    compaction.FlightRecorder
+}
+
+// runCompaction runs a planned compaction off the owner, to its terminal
+// outcome. turnCtx, when set, also cancels it (the turn was cancelled).
+func (a *Agent) runCompaction(turnCtx context.Context, p compaction.Plan, run *compactionRun) compaction.CompactionResult {
+	ctx := run.ctx
+	if turnCtx != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		stop := context.AfterFunc(turnCtx, cancel)
+		defer stop()
+		defer cancel()
+	}
+	b := *a.barrier
+	b.Flight = run.flight
+	return b.Run(ctx, compaction.RunInput{Plan: p, Transcript: run.view, Appender: appender{a}, Source: run.source, SessionID: run.sessionID,
+		Hooks: compaction.Hooks{
+			Progress: func(pct int) {
+				v := pct
+				a.opt.Notifier.Compaction(CompactionEvent{Phase: "progress", OperationID: p.OperationID, Trigger: p.Trigger, Percentage: &v})
+			},
+			Warn: a.opt.Notifier.Warn,
+		}})
+}
+
+// finishCompaction records a terminal outcome on the owner: the result line,
+// the end event, waiting explicit compacts, and the budget.
+func (a *Agent) finishCompaction(res compaction.CompactionResult, p compaction.Plan) {
+	_ = a.do(func(st *state) {
+		if st.compacting != nil && st.compacting.operationID == res.OperationID {
+			st.compacting.cancel()
+			st.compacting = nil
+		}
+		if st.turn != nil {
+			st.phase = compaction.StateGenerating
+		} else {
+			st.phase = compaction.StateIdle
+		}
+		r := res
+		st.lastResult = &r
+		if p.Trigger == compaction.TriggerUser || p.Trigger == compaction.TriggerHardLimit {
+			for _, w := range st.compactWaiters {
+				w <- res
+			}
+			st.compactWaiters = nil
+			st.instructions = ""
+		}
+		a.opt.Notifier.Compaction(CompactionEvent{Phase: "end", OperationID: res.OperationID, Trigger: res.Trigger, CompactionResult: &r})
+		a.opt.Notifier.Log(res.Line)
+		a.publishBudget(st)
+	})
+}
+
+// appender appends capsules on the owner, checking the abort signal and
+// the expected leaf atomically with the append (R-B5).
+type appender struct{ a *Agent }
+
+func (ap appender) AppendCapsule(ctx context.Context, expectedLeaf string, c session.Capsule) error {
+	var err error
+	if e := ap.a.do(func(st *state) {
+		if err = ctx.Err(); err != nil {
+			return
+		}
+		if st.store.Leaf() != expectedLeaf {
+			err = compaction.ErrStale
+			return
+		}
+		_, err = ap.a.appendEntry(st, session.Entry{Type: session.TypeCapsule, Capsule: &c})
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
+// infer builds the model input, checks it against the hard limit, and
+// streams one inference; a real context overflow runs one forced recovery
+// compaction and one retry in the turn (R-G9).
+func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, error) {
+	for attempt := 0; ; attempt++ {
+		req, expected, err := a.buildRequest()
+		if err != nil {
+			return provider.Response{}, err
+		}
+		resp, err := a.opt.Model.Stream(ctx, req, func(ev provider.Event) {
+			if ev.Kind == "text" && ev.Delta != "" {
+				a.opt.Notifier.Event(Event{TurnID: turnID, Type: "text", Delta: ev.Delta})
+			}
+		})
+		if ctx.Err() != nil {
+			a.appendAssistant(turnID, provider.Response{}, "cancelled")
+			return provider.Response{}, ctx.Err()
+		}
+		var of *provider.OverflowError
+		if errors.As(err, &of) {
+			a.learnOverflow(of, expected)
+			tried := false
+			_ = a.do(func(st *state) {
+				if st.turn != nil {
+					tried = st.turn.overflowTried
+					st.turn.overflowTried = true
+				}
+			})
+			if tried || attempt > 0 {
+				a.appendAssistant(turnID, provider.Response{}, err.Error())
+				return provider.Response{}, fmt.Errorf("%w; the recovery compaction already ran in this turn, so the request is not sent again", err)
+			}
+			if cerr := a.recoverOverflow(ctx); cerr != nil {
+				a.appendAssistant(turnID, provider.Response{}, err.Error())
+				return provider.Response{}, cerr
+			}
+			continue
+		}
+		if err != nil {
+			a.appendAssistant(turnID, provider.Response{}, err.Error())
+			return provider.Response{}, err
+		}
+		a.appendAssistant(turnID, resp, "")
+		return resp, nil
+	}
+}
+
+// recoverOverflow runs the forced context_overflow compaction (R-G9).
+func (a *Agent) recoverOverflow(ctx context.Context) error {
+	var (
+		p   compaction.Plan
+		run *compactionRun
+		res compaction.CompactionResult
+		due bool
+	)
+	if err := a.do(func(st *state) {
+		p, run, res, due = a.planCompaction(st, compaction.TriggerContextOverflow, "")
+	}); err != nil {
+		return err
+	}
+	if due {
+		res = a.runCompaction(ctx, p, run)
+	}
+	a.finishCompaction(res, p)
+	if res.Outcome != compaction.OutcomeCompleted {
+		return fmt.Errorf("the provider reported a context overflow and the recovery compaction ended %s (%s); the request is not sent again", res.Outcome, res.Reason)
+	}
+	return nil
+}
+
+// learnOverflow calibrates the estimate from an overflow error that states
+// the prompt's size; raw is our uncalibrated estimate of that prompt.
+func (a *Agent) learnOverflow(of *provider.OverflowError, raw int) {
+	if of.StatedTokens <= 0 || raw <= 0 {
+		return
+	}
+	_ = a.do(func(st *state) {
+		st.calibration = clampRatio(float64(of.StatedTokens) / float64(raw))
+		st.usageValid = false // the provider's figure says our basis was wrong
+	})
+}
+
+func clampRatio(r float64) float64 { return min(max(r, 0.5), 2.0) }
+
+// buildRequest builds the provider request from the model input view
+// (R-M1) and fails closed when it is known to exceed the hard limit (R-G4).
+func (a *Agent) buildRequest() (provider.Request, int, error) {
+	var (
+		req      provider.Request
+		expected int
+		err      error
+	)
+	if e := a.do(func(st *state) {
+		lp := &livePath{store: st.store, path: st.path, latest: st.latest}
+		var in compaction.Input
+		in, err = compaction.BuildInput(lp, compaction.InputOptions{Provider: a.opt.ProviderName, Model: a.opt.ModelName, MaxToolResultChars: maxToolResultChars})
+		if err != nil {
+			return
+		}
+		eff, _ := st.effective()
+		if h := a.opt.Compaction.HardLimit(); eff > h {
+			err = fmt.Errorf("the request needs %d tokens, over the hard limit of %d; nothing was sent", eff, h)
+			return
+		}
+		expected = st.systemTokens + st.inputTokens
+		req = provider.Request{Model: a.opt.ModelName, System: a.systemPrompt(st), MaxOutputTokens: a.opt.Compaction.MaxOutputTokens,
+			ContextWindow: a.opt.Compaction.ContextWindow, ExpectedPromptTokens: eff}
+		for _, t := range Tools {
+			req.Tools = append(req.Tools, provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		}
+		if in.CapsuleText != "" {
+			req.Messages = append(req.Messages, provider.Message{Role: "user", Text: in.CapsuleText})
+		}
+		for _, m := range in.Messages {
+			pm := provider.Message{Role: m.Role, Text: m.Text, ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError}
+			for _, c := range m.ToolCalls {
+				pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+			}
+			req.Messages = append(req.Messages, pm)
+		}
+	}); e != nil {
+		return req, 0, e
+	}
+	return req, expected, err
+}
+
+// appendAssistant records a response (or a failed inference) and learns
+// from its usage.
+func (a *Agent) appendAssistant(turnID string, resp provider.Response, failure string) {
+	_ = a.do(func(st *state) {
+		as := &session.Assistant{Text: resp.Text, Provider: a.opt.ProviderName, Model: a.opt.ModelName, StopReason: resp.StopReason, Error: failure}
+		for _, c := range resp.ToolCalls {
+			as.ToolCalls = append(as.ToolCalls, session.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		if resp.Usage != nil {
+			as.Usage = &session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, CachedTokens: resp.Usage.CachedTokens}
+		}
+		raw := st.systemTokens + st.inputTokens // our uncalibrated estimate of the prompt just sent
+		_, err := a.appendEntry(st, session.Entry{Type: session.TypeAssistant, Assistant: as})
+		if err != nil {
+			a.opt.Notifier.Warn("soba: could not record the response: " + err.Error())
+			return
+		}
+		if as.Usage != nil {
+			// Calibrate: the provider's count of this prompt against our
+			// estimate of it (R-O1 self-calibration).
+			if raw > 0 && as.Usage.InputTokens > 0 {
+				st.calibration = clampRatio(float64(as.Usage.InputTokens) / float64(raw))
+			}
+			st.usageValid = true
+			st.usageBase = as.Usage.InputTokens + as.Usage.OutputTokens
+			st.sinceUsage = 0
+		}
+		a.publishBudget(st)
+	})
+}
+
+// runTool asks for approval where needed, runs one tool call and records
+// its result before the next inference.
+func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCall) {
+	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "tool_call", ID: call.ID, Name: call.Name, Arguments: call.Arguments})
+	sc := session.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}
+	if needsApproval(call.Name) && a.opt.Approval == "ask" {
+		allowed := false
+		_ = a.do(func(st *state) { allowed = st.allowSession[call.Name] })
+		if !allowed {
+			decision := Deny
+			if a.opt.Approver != nil {
+				d, err := a.opt.Approver.Approve(ctx, call.Name, approvalSummary(sc))
+				if err == nil {
+					decision = d
+				}
+			}
+			switch decision {
+			case AllowSession:
+				_ = a.do(func(st *state) { st.allowSession[call.Name] = true })
+			case AllowOnce:
+			default:
+				a.appendToolResult(turnID, sc, toolRun{content: "denied: the user did not allow this " + call.Name + " call"})
+				return
+			}
+		}
+	}
+	_ = a.do(func(st *state) { st.phase = compaction.StateTool; a.publishBudget(st) })
+	var run toolRun
+	if r := recoverTurn(func() { run = a.tools.run(ctx, sc) }); r != nil {
+		run = fail("%s: internal error: %v", call.Name, r)
+	}
+	_ = a.do(func(st *state) {
+		st.phase = compaction.StateGenerating
+		if run.checkpoint != nil {
+			ck, err := a.recordCheckpoint(st, run.checkpoint.Kind, run.checkpoint.Note)
+			if err != nil {
+				run = fail("checkpoint: %v", err)
+			} else {
+				run.content = "recorded " + run.checkpoint.Kind + " checkpoint " + ck
+			}
+		}
+		if run.skill != "" {
+			st.activeSkills = appendUnique(st.activeSkills, run.skill)
+		}
+	})
+	a.appendToolResult(turnID, sc, run)
+}
+
+// appendToolResult records a tool result linked to its call.
+func (a *Agent) appendToolResult(turnID string, call session.ToolCall, run toolRun) {
+	ok := run.ok
+	_ = a.do(func(st *state) {
+		_, err := a.appendEntry(st, session.Entry{Type: session.TypeToolResult, ToolResult: &session.ToolResult{
+			ToolCallID: call.ID, ToolName: call.Name, OK: run.ok, Content: run.content, Artifacts: run.artifacts}})
+		if err != nil {
+			a.opt.Notifier.Warn("soba: could not record a tool result: " + err.Error())
+		}
+		a.publishBudget(st)
+	})
+	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "tool_result", ID: call.ID, OK: &ok, Summary: firstLineOf(run.content, 160)})
+}
+
+func approvalSummary(c session.ToolCall) string {
+	return c.Name + " " + firstLineOf(string(c.Arguments), 300)
+}
+
+func firstLineOf(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// recoverTurn runs f and turns a panic into an error, so a bug in one turn
+// or tool never ends the server.
+func recoverTurn(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	f()
+	return nil
+}
