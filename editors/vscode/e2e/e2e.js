@@ -29,6 +29,18 @@ async function palette(page, title) {
   await page.keyboard.press('Enter');
 }
 
+// waitOutput waits for a line matching re in the visible output channel.
+async function waitOutput(page, re, ms) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const text = (await page.locator('.panel .monaco-editor .view-lines').first().innerText().catch(() => '')).replace(/\u00a0/g, ' ');
+    const line = text.split('\n').find((l) => re.test(l));
+    if (line) return line;
+    await page.waitForTimeout(250);
+  }
+  return '';
+}
+
 (async () => {
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -56,6 +68,19 @@ async function palette(page, title) {
       if (!STATUS_BUDGET.test(before)) await page.waitForTimeout(500);
     }
     check('status bar shows effective / hard limit after start', STATUS_BUDGET.test(before), JSON.stringify(before));
+
+    // A turn first, so the session has history to compact.
+    await palette(page, 'SOBA: Ask');
+    const ask = page.locator('.quick-input-widget input');
+    await ask.waitFor({ state: 'visible', timeout: 10000 });
+    await ask.fill('Read notes.md and say what it is about.');
+    await page.keyboard.press('Enter');
+    log('palette: SOBA: Ask');
+    await palette(page, 'SOBA: Show Output');
+    const turn = await waitOutput(page, /SOBA: turn \S+ (completed|failed|cancelled)/, 60000);
+    check('the turn started from the palette ends', !!turn, turn);
+    const mid = await statusText(page);
+    log('status bar after the turn:', JSON.stringify(mid));
 
     await palette(page, 'SOBA: Compact Context');
     log('palette: SOBA: Compact Context');
@@ -103,12 +128,7 @@ async function palette(page, title) {
     // The result line is in the SOBA output channel.
     await palette(page, 'SOBA: Show Output');
     await page.locator('.output-view, .panel .monaco-editor').first().waitFor({ timeout: 15000 }).catch(() => {});
-    let outputText = '';
-    for (let i = 0; i < 40 && !RESULT_LINE.test(outputText); i++) {
-      outputText = (await page.locator('.panel .monaco-editor .view-lines').first().innerText().catch(() => '')).replace(/\u00a0/g, ' ');
-      if (!RESULT_LINE.test(outputText)) await page.waitForTimeout(250);
-    }
-    const outLine = outputText.split('\n').find((l) => RESULT_LINE.test(l)) || '';
+    const outLine = await waitOutput(page, RESULT_LINE, 10000);
     check('result line in the SOBA output channel', !!outLine, outLine);
 
     // The sidebar: budget gauge and the compaction row.

@@ -84,6 +84,8 @@ export class Frontend {
       const msg = `SOBA: turn ${e.turnId} failed: ${e.error ?? 'unknown error'}`;
       this.output.appendLine(msg);
       void vscode.window.showErrorMessage(msg);
+    } else if (e.type === 'turn_end') {
+      this.output.appendLine(`SOBA: turn ${e.turnId} ${e.outcome ?? 'ended'}`);
     }
     this.changed();
   }

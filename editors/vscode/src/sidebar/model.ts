@@ -75,9 +75,15 @@ export class SidebarModel {
     this.compactions.length = Math.min(this.compactions.length, MAX_COMPACTIONS);
   }
 
-  /** applyUserPrompt shows what the user asked in the stream. */
+  /**
+   * applyUserPrompt shows what the user asked in the stream, before the
+   * turn's own events: the server may stream them before the soba.prompt
+   * reply arrives.
+   */
   applyUserPrompt(turnId: string, text: string): void {
-    this.push({ turnId, kind: 'user', text });
+    const first = this.stream.findIndex((s) => s.turnId === turnId);
+    if (first < 0) this.push({ turnId, kind: 'user', text });
+    else this.stream.splice(first, 0, { turnId, kind: 'user', text });
   }
 
   /** applyEvent records a soba/event notification. */

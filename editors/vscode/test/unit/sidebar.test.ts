@@ -51,6 +51,14 @@ describe('SidebarModel reduces the notifications', () => {
     expect(s.filesModified).toEqual(['main.go']);
   });
 
+  it('puts the prompt before its turn even when the turn streamed first', () => {
+    const m = new SidebarModel();
+    m.applyUserPrompt('t0', 'first');
+    m.applyEvent({ turnId: 't1', type: 'text', delta: 'answer' });
+    m.applyUserPrompt('t1', 'second');
+    expect(m.snapshot().stream.map((i) => i.text)).toEqual(['first', 'second', 'answer']);
+  });
+
   it('reads the file artifact sections of a capsule', () => {
     const md = '## Goal\nx\n## Files read\n- `a.go`\n- b.go\n## Files modified\n- (none)\n## Verification\n- go test\n';
     expect(capsuleSection(md, 'Files read')).toEqual(['a.go', 'b.go']);
