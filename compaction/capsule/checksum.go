@@ -1,0 +1,90 @@
+package capsule
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+)
+
+// sectionHashLen is the number of hex digits of a section's hash in the
+// front matter's "sections" line: enough to tell which sections a hand edit
+// touched, short enough to keep the line readable.
+const sectionHashLen = 8
+
+// Checksum is "sha256:<hex>" of the canonical form of the portable state
+// (docs/capsule-format.md "Checksum"). The state is normalised first, so two
+// states that render to the same file have the same checksum.
+func Checksum(st State) string {
+	st = normState(st)
+	h := sha256.New()
+	var buf []byte
+	buf = append(buf, Format...)
+	buf = append(buf, '\n')
+	for i := range sections {
+		buf = appendCanonicalSection(buf, &st, i)
+		h.Write(buf)
+		buf = buf[:0]
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// sectionHashes returns the short hash of each section's canonical form, in
+// section order. st must be normalised.
+func sectionHashes(st *State) [numSections]string {
+	var out [numSections]string
+	var buf []byte
+	for i := range sections {
+		buf = appendCanonicalSection(buf[:0], st, i)
+		sum := sha256.Sum256(buf)
+		out[i] = hex.EncodeToString(sum[:])[:sectionHashLen]
+	}
+	return out
+}
+
+// appendCanonicalSection appends one section's canonical form: the line
+// "<key> <item count>\n", then each part of each item as "<byte length>:<bytes>\n".
+// Length prefixes make the encoding unambiguous whatever the text holds.
+func appendCanonicalSection(buf []byte, st *State, i int) []byte {
+	s := &sections[i]
+	part := func(v string) {
+		buf = strconv.AppendInt(buf, int64(len(v)), 10)
+		buf = append(buf, ':')
+		buf = append(buf, v...)
+		buf = append(buf, '\n')
+	}
+	count := func(n int) {
+		buf = append(buf, s.key...)
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, int64(n), 10)
+		buf = append(buf, '\n')
+	}
+	switch s.kind {
+	case kindGoal:
+		if st.Goal == "" {
+			count(0)
+		} else {
+			count(1)
+			part(st.Goal)
+		}
+	case kindDecisions:
+		count(len(st.Decisions))
+		for _, d := range st.Decisions {
+			part(d.Decision)
+			part(d.Rationale)
+		}
+	case kindVerification:
+		count(len(st.Verification))
+		for _, v := range st.Verification {
+			part(v.Command)
+			part(v.Outcome)
+			part(strconv.Itoa(v.ExitCode))
+		}
+	default:
+		items := *s.list(st)
+		count(len(items))
+		for _, v := range items {
+			part(v)
+		}
+	}
+	return buf
+}
