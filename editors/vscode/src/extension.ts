@@ -13,9 +13,10 @@ import {
   type ServerOptions,
   type StaticFeature,
 } from 'vscode-languageclient/node';
-import { PaletteCommand, registerPaletteCommands } from './commands';
+import { registerPaletteCommands } from './commands';
+import { ServerCommand, type Budget } from './protocol';
 import { Frontend } from './frontend';
-import { executeCommandLink, type RequestSender } from './server';
+import { executeCommandLink, type RequestSender, type ServerLink } from './server';
 import { resolveServerPath, serverSettings } from './settings';
 import { SidebarModel } from './sidebar/model';
 import { SIDEBAR_VIEW_ID, SidebarView } from './sidebar/view';
@@ -43,12 +44,14 @@ export class SobaExtension {
   readonly sidebar: SidebarView;
   readonly frontend: Frontend;
   client?: LanguageClient;
+  private readonly link: ServerLink;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.sidebar = new SidebarView(context.extensionUri, this.model);
     this.frontend = new Frontend(this.output, this.model, this.status, () => this.sidebar.refresh(), () => this.client);
+    this.link = executeCommandLink(() => (this.client?.isRunning() ? (this.client as unknown as RequestSender) : undefined));
     const ctx = {
-      server: executeCommandLink(() => (this.client?.isRunning() ? (this.client as unknown as RequestSender) : undefined)),
+      server: this.link,
       output: this.output,
       model: this.model,
       changed: () => this.sidebar.refresh(),
@@ -112,7 +115,11 @@ export class SobaExtension {
       await client.start();
       const info = client.initializeResult?.serverInfo;
       this.output.appendLine(`SOBA: connected to ${info?.name ?? 'soba-lsp'} ${info?.version ?? ''}`.trimEnd());
-      void vscode.commands.executeCommand(PaletteCommand.showBudget).then(undefined, () => {});
+      // The first budget, without a message: soba/budget keeps it current.
+      this.link.execute<Budget>(ServerCommand.budget, {}).then(
+        (b) => this.frontend.budget(b),
+        (err) => this.output.appendLine(`SOBA: soba.budget failed: ${err instanceof Error ? err.message : String(err)}`),
+      );
     } catch (err) {
       const msg = `SOBA: soba-lsp (${found.command}) did not start: ${err instanceof Error ? err.message : String(err)}`;
       this.output.appendLine(msg);
