@@ -83,7 +83,7 @@ func (r *Root) Resolve(path string) (abs, rel string, err error) {
 	}
 	lexical = filepath.Clean(lexical)
 
-	real, err := resolveExisting(lexical)
+	real, err := resolveExisting(lexical, r.dir)
 	if err != nil {
 		return "", "", fmt.Errorf("path %q: %w", path, err)
 	}
@@ -130,16 +130,11 @@ const maxSymlinkHops = 255
 // as it exists and appends the part that does not. Unlike
 // filepath.EvalSymlinks it succeeds on a path whose tail is missing, and it
 // follows a dangling symlink's target, so the result is where a create at p
-// would land.
-func resolveExisting(p string) (string, error) {
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return real, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	vol := filepath.VolumeName(p)
-	parts := splitPath(p[len(vol):])
-	resolved := vol + string(filepath.Separator)
+// would land. base is a directory known to be free of symlinks (the root):
+// a p under it is walked from there, one Lstat per component below it.
+func resolveExisting(p, base string) (string, error) {
+	resolved, rest := startOfWalk(p, base)
+	parts := splitPath(rest)
 	hops := 0
 	for i := 0; i < len(parts); i++ {
 		next := filepath.Join(resolved, parts[i])
@@ -151,6 +146,9 @@ func resolveExisting(p string) (string, error) {
 			return "", err
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
+			if !fi.IsDir() && i < len(parts)-1 {
+				return "", fmt.Errorf("%s is not a directory", next)
+			}
 			resolved = next
 			continue
 		}
@@ -166,13 +164,24 @@ func resolveExisting(p string) (string, error) {
 			// `..` elements is where the kernel would go.
 			target = filepath.Join(resolved, target)
 		}
-		target = filepath.Clean(target)
-		tvol := filepath.VolumeName(target)
-		parts = append(splitPath(target[len(tvol):]), parts[i+1:]...)
-		resolved = tvol + string(filepath.Separator)
+		resolved, rest = startOfWalk(filepath.Clean(target), base)
+		parts = append(splitPath(rest), parts[i+1:]...)
 		i = -1
 	}
 	return resolved, nil
+}
+
+// startOfWalk splits the cleaned absolute path p into a symlink-free start
+// (base when p lies under it, else the volume's root) and the rest to walk.
+func startOfWalk(p, base string) (start, rest string) {
+	if p == base {
+		return base, ""
+	}
+	if strings.HasPrefix(p, base+string(filepath.Separator)) {
+		return base, p[len(base)+1:]
+	}
+	vol := filepath.VolumeName(p)
+	return vol + string(filepath.Separator), p[len(vol):]
 }
 
 func splitPath(p string) []string {

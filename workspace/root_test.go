@@ -127,6 +127,9 @@ func TestResolveErrorMessage(t *testing.T) {
 	if _, _, err := r.Resolve("a\x00b"); err == nil || !strings.Contains(err.Error(), "NUL") {
 		t.Errorf("NUL byte: err = %v", err)
 	}
+	if _, _, err := r.Resolve("src/main.go/x"); err == nil || !strings.Contains(err.Error(), `path "src/main.go/x"`) || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("file as a directory: err = %v", err)
+	}
 }
 
 // TestResolveSymlinkLoop checks that a symlink cycle is an error, not a hang.
@@ -180,5 +183,39 @@ func TestRel(t *testing.T) {
 		if got := r.Rel(in); got != want {
 			t.Errorf("Rel(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// BenchmarkResolve measures confinement of an existing file, a new file
+// (the manual walk past the missing tail) and a new file under a symlinked
+// directory, the per-call cost of every agent file tool.
+func BenchmarkResolve(b *testing.B) {
+	base := b.TempDir()
+	ws := filepath.Join(base, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, "src", "pkg", "deep"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "src", "pkg", "deep", "f.go"), nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Symlink("src/pkg", filepath.Join(ws, "link")); err != nil {
+		b.Fatal(err)
+	}
+	r, err := NewRoot(ws)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, path string }{
+		{"existing", "src/pkg/deep/f.go"},
+		{"new", "src/pkg/deep/new/f.go"},
+		{"new_under_symlink", "link/deep/new.go"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, _, err := r.Resolve(bc.path); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
