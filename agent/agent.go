@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -60,6 +58,15 @@ type Options struct {
 	SystemPrompt string
 	// ModelUnavailable explains why Model is nil, for the prompt error.
 	ModelUnavailable string
+	// RecordedResults, when set, answers tool calls from a recording
+	// instead of running them (replay): a call id with no recorded result
+	// fails without running anything.
+	RecordedResults map[string]session.ToolResult
+	// Touched gives the files the editor and the file watcher saw read or
+	// modified in the session (R-C2); nil means none.
+	Touched interface {
+		Snapshot() (read, modified []string)
+	}
 
 	Now func() time.Time
 }
@@ -113,11 +120,9 @@ type state struct {
 	compactWaiters []chan compaction.CompactionResult
 	instructions   string
 
-	activeSkills  []string
-	allowSession  map[string]bool
-	filesRead     map[string]bool
-	filesModified map[string]bool
-	closed        bool
+	activeSkills []string
+	allowSession map[string]bool
+	closed       bool
 }
 
 type turnState struct {
@@ -232,7 +237,7 @@ func (a *Agent) initState(s *session.Store, id string) (*state, error) {
 		return nil, err
 	}
 	st := &state{store: s, flight: ff, sessionID: id, autoCompact: true, phase: compaction.StateIdle,
-		calibration: 1, allowSession: map[string]bool{}, filesRead: map[string]bool{}, filesModified: map[string]bool{}}
+		calibration: 1, allowSession: map[string]bool{}}
 	st.systemTokens = a.opt.Counter.Count(a.systemPrompt(nil)) + a.toolSchemaTokens()
 	if err := a.restore(st); err != nil {
 		s.Close()
@@ -521,30 +526,14 @@ func (a *Agent) Rewind(entryID string) (string, error) {
 	return leaf, err
 }
 
-// Touched records a document the editor or the watcher saw, for the
-// capsule's artifacts (R-C2). Paths are workspace-relative.
-func (a *Agent) Touched(read, modified []string) {
-	_ = a.do(func(st *state) {
-		for _, p := range read {
-			st.filesRead[p] = true
-		}
-		for _, p := range modified {
-			st.filesModified[p] = true
-		}
-	})
-}
-
-func (st *state) extras() compaction.Extras {
-	return compaction.Extras{FilesRead: sortedKeys(st.filesRead), FilesModified: sortedKeys(st.filesModified), ActiveSkills: append([]string(nil), st.activeSkills...)}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// extras are the artifacts known outside the transcript: the editor's
+// documents and the watcher (R-C2), and the skills active now.
+func (a *Agent) extras(st *state) compaction.Extras {
+	x := compaction.Extras{ActiveSkills: append([]string(nil), st.activeSkills...)}
+	if a.opt.Touched != nil {
+		x.FilesRead, x.FilesModified = a.opt.Touched.Snapshot()
 	}
-	sort.Strings(out)
-	return out
+	return x
 }
 
 func appendUnique(xs []string, x string) []string {
@@ -570,6 +559,3 @@ func (nopNotifier) Budget(compaction.Budget)   {}
 func (nopNotifier) Compaction(CompactionEvent) {}
 func (nopNotifier) Log(string)                 {}
 func (nopNotifier) Warn(string)                {}
-func fileExists(p string) bool                 { _, err := os.Stat(p); return err == nil }
-
-var _ = fileExists

@@ -243,7 +243,7 @@ func (a *Agent) planCompaction(st *state, trigger, instructions string) (compact
 	opID := newID("op")
 	view := newPathView(st.store, st.path, min(st.base.Start, len(st.path)), st.latest)
 	req := compaction.PlanRequest{OperationID: opID, CheckpointID: "ck_" + newID("x")[2:8], Trigger: trigger, Config: a.opt.Compaction,
-		SystemTokens: st.systemTokens, ExpectedLeaf: st.store.Leaf(), Instructions: instructions, Extras: st.extras()}
+		SystemTokens: st.systemTokens, ExpectedLeaf: st.store.Leaf(), Instructions: instructions, Extras: a.extras(st)}
 	p, err := compaction.MakePlan(view, a.opt.Counter, req)
 	if err != nil {
 		p.PlanRequest = req
@@ -506,6 +506,14 @@ func (a *Agent) appendAssistant(turnID string, resp provider.Response, failure s
 func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCall) {
 	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "tool_call", ID: call.ID, Name: call.Name, Arguments: call.Arguments})
 	sc := session.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}
+	if a.opt.RecordedResults != nil {
+		r, ok := a.opt.RecordedResults[call.ID]
+		if !ok {
+			r = session.ToolResult{Content: "replay: no recorded result for this call"}
+		}
+		a.appendToolResult(turnID, sc, toolRun{ok: r.OK, content: r.Content, artifacts: r.Artifacts})
+		return
+	}
 	if needsApproval(call.Name) && a.opt.Approval == "ask" {
 		allowed := false
 		_ = a.do(func(st *state) { allowed = st.allowSession[call.Name] })

@@ -1,0 +1,345 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/soba-agent/soba-lsp/agent/provider"
+	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// smallWindow makes a few kilobytes of history meaningful: hard limit
+// 12000 − 1000 − 1000 = 10000, soft 8000.
+func smallWindow(o *Options) {
+	c := compaction.DefaultConfig()
+	c.ContextWindow, c.MaxOutputTokens, c.SafetyReserveTokens = 12000, 1000, 1000
+	c.KeepRecentTokens = 1500
+	c.MinTokensForAutoCompact = 3000
+	c.MinReclaimableTokens = 1000
+	o.Compaction = c
+}
+
+var bigText = strings.Repeat("The quick brown fox jumps over the lazy dog. ", 60) // ~2.7 KB, ~680 tokens
+
+func (f *fixture) prompt(t *testing.T, text string) Event {
+	t.Helper()
+	id, _, err := f.agent.Prompt(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.rec.turnEnd(t, id)
+}
+
+func (f *fixture) capsules(t *testing.T) []*session.Capsule {
+	var out []*session.Capsule
+	for _, e := range f.entries(t) {
+		if e.Capsule != nil {
+			out = append(out, e.Capsule)
+		}
+	}
+	return out
+}
+
+func TestAutoThresholdCompactsAtPreflight_RB2_RG5(t *testing.T) {
+	var script []providertest.Reply
+	for i := 0; i < 14; i++ {
+		script = append(script, providertest.Text("answer "+bigText))
+	}
+	f := newFixture(t, smallWindow, script...)
+	for i := 0; i < 14; i++ {
+		if end := f.prompt(t, "question "+bigText); end.Outcome != "completed" {
+			t.Fatalf("turn %d: %s %s", i, end.Outcome, end.Error)
+		}
+	}
+	caps := f.capsules(t)
+	if len(caps) == 0 {
+		t.Fatal("no compaction happened past the soft limit")
+	}
+	for _, c := range caps {
+		if c.Trigger != compaction.TriggerAutoThreshold && c.Trigger != compaction.TriggerTurnComplete {
+			t.Fatalf("trigger %s", c.Trigger)
+		}
+	}
+	// The barrier showed start, progress and end with the result line.
+	f.rec.mu.Lock()
+	var phases []string
+	for _, c := range f.rec.comps {
+		phases = append(phases, c.Phase)
+	}
+	logs := append([]string(nil), f.rec.logs...)
+	f.rec.mu.Unlock()
+	if !strings.Contains(strings.Join(phases, ","), "start,progress") || phases[len(phases)-1] != "end" {
+		t.Fatalf("phases %v", phases)
+	}
+	if !strings.Contains(strings.Join(logs, "\n"), "Compacted context · ") {
+		t.Fatalf("no result line in %q", logs)
+	}
+	// Every request stayed under the hard limit, and the one after a
+	// compaction carried the capsule.
+	found := false
+	for _, r := range f.model.Requests() {
+		if len(r.Messages) > 0 && strings.HasPrefix(r.Messages[0].Text, compaction.CapsulePreamble) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no request carried the capsule")
+	}
+	b, _ := f.agent.Budget()
+	if b.EffectiveTokens > b.HardLimit {
+		t.Fatalf("budget %d over hard limit %d", b.EffectiveTokens, b.HardLimit)
+	}
+}
+
+func TestHardLimitFailsClosed_RG4(t *testing.T) {
+	f := newFixture(t, smallWindow, providertest.Text("never sent"))
+	huge := strings.Repeat("x", 4*12000) // ~12000 tokens alone: over the hard limit
+	end := f.prompt(t, huge)
+	if end.Outcome != "failed" || !strings.Contains(end.Error, "hard limit") || !strings.Contains(end.Error, "nothing was sent") {
+		t.Fatalf("turn %s: %q", end.Outcome, end.Error)
+	}
+	if n := len(f.model.Requests()); n != 0 {
+		t.Fatalf("%d requests reached the provider; a request known to exceed the limit must never be sent", n)
+	}
+	// The user's message is kept in the transcript (nothing recorded is lost).
+	found := false
+	for _, e := range f.entries(t) {
+		if e.User != nil && e.User.Text == huge {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the prompt was not recorded")
+	}
+}
+
+func TestOverflowRecoveredOnce_RG9(t *testing.T) {
+	script := []providertest.Reply{}
+	for i := 0; i < 6; i++ {
+		script = append(script, providertest.Text("answer "+bigText))
+	}
+	script = append(script, overflowNoCount, providertest.Text("recovered"))
+	f := newFixture(t, smallWindow, script...)
+	for i := 0; i < 6; i++ {
+		f.prompt(t, "q "+bigText)
+	}
+	before := len(f.model.Requests())
+	end := f.prompt(t, "one more")
+	if end.Outcome != "completed" {
+		t.Fatalf("turn %s: %s", end.Outcome, end.Error)
+	}
+	if n := len(f.model.Requests()) - before; n != 2 {
+		t.Fatalf("%d requests in the overflowing turn, want the request and exactly one retry", n)
+	}
+	caps := f.capsules(t)
+	if len(caps) == 0 || caps[len(caps)-1].Trigger != compaction.TriggerContextOverflow {
+		t.Fatalf("no context_overflow capsule: %+v", caps)
+	}
+}
+
+func TestOverflowNotRetriedTwice_RG9(t *testing.T) {
+	script := []providertest.Reply{}
+	for i := 0; i < 6; i++ {
+		script = append(script, providertest.Text("answer "+bigText))
+	}
+	script = append(script, providertest.OverflowOpenAI(13000, 12000), providertest.OverflowOpenAI(12500, 12000))
+	f := newFixture(t, smallWindow, script...)
+	for i := 0; i < 6; i++ {
+		f.prompt(t, "q "+bigText)
+	}
+	before := len(f.model.Requests())
+	end := f.prompt(t, "one more")
+	if end.Outcome != "failed" || !strings.Contains(end.Error, "not sent again") {
+		t.Fatalf("turn %s: %q", end.Outcome, end.Error)
+	}
+	if n := len(f.model.Requests()) - before; n != 2 {
+		t.Fatalf("%d requests, want 2: the same oversized request is not sent a third time", n)
+	}
+}
+
+func TestRateLimitIsNotOverflow_RG9(t *testing.T) {
+	f := newFixture(t, smallWindow, providertest.Reply{Status: 529, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		providertest.Reply{Status: 529, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		providertest.Reply{Status: 529, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`})
+	end := f.prompt(t, "hi")
+	if end.Outcome != "failed" {
+		t.Fatalf("turn %s", end.Outcome)
+	}
+	if caps := f.capsules(t); len(caps) != 0 {
+		t.Fatal("an overload answer triggered a compaction")
+	}
+}
+
+// gatedSummarizer blocks each summary until released and records the
+// agent's state while it runs.
+type gatedSummarizer struct {
+	a       **Agent
+	release chan struct{}
+	mu      sync.Mutex
+	states  []string
+	calls   int
+}
+
+func (g *gatedSummarizer) Summarize(ctx context.Context, req compaction.SummaryRequest, progress func(int)) (string, error) {
+	g.mu.Lock()
+	g.calls++
+	g.mu.Unlock()
+	go func() { // reading the budget from the summarizer's goroutine is what an editor does
+		b, _ := (*g.a).Budget()
+		g.mu.Lock()
+		g.states = append(g.states, b.State)
+		g.mu.Unlock()
+	}()
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	return "## Goal\nkeep going\n## Done\n- things\n", nil
+}
+
+func TestExplicitCompactWaitsForPreflight_RB1_RB3(t *testing.T) {
+	var holder *Agent
+	g := &gatedSummarizer{a: &holder, release: make(chan struct{})}
+	script := []providertest.Reply{}
+	for i := 0; i < 6; i++ {
+		script = append(script, providertest.Text("answer "+bigText))
+	}
+	slow := providertest.Call("c1", "read_file", map[string]any{"path": "missing.txt"})
+	slow.Delay = 300 * time.Millisecond
+	script = append(script, slow, providertest.Text("done"), providertest.Text("queued answer"))
+	f := newFixture(t, func(o *Options) { smallWindow(o); o.Compaction.Auto = false; o.Summarizer = g }, script...)
+	holder = f.agent
+	for i := 0; i < 6; i++ {
+		f.prompt(t, "q "+bigText)
+	}
+	turn, _, _ := f.agent.Prompt("read missing.txt")
+	time.Sleep(50 * time.Millisecond) // the slow inference is streaming
+	done := make(chan compaction.CompactionResult, 1)
+	go func() {
+		r, _ := f.agent.Compact(context.Background(), "focus on the fox")
+		done <- r
+	}()
+	time.Sleep(100 * time.Millisecond)
+	g.mu.Lock()
+	early := g.calls
+	g.mu.Unlock()
+	if early != 0 {
+		t.Fatal("a summary was generated while the model was working (R-B1)")
+	}
+	// While the barrier waits, the editor is answered and prompts queue.
+	f.rec.await(t, "the barrier", func(r *recorder) bool {
+		for _, c := range r.comps {
+			if c.Phase == "start" && c.Trigger == compaction.TriggerUser {
+				return true
+			}
+		}
+		return false
+	})
+	b, err := f.agent.Budget()
+	if err != nil || b.State != compaction.StateCompacting {
+		t.Fatalf("budget during the barrier: %+v %v", b.State, err)
+	}
+	q, queued, _ := f.agent.Prompt("queued while compacting")
+	if !queued {
+		t.Fatal("a prompt during the barrier must be queued")
+	}
+	close(g.release)
+	r := <-done
+	if r.Outcome != compaction.OutcomeCompleted || r.Trigger != compaction.TriggerUser {
+		t.Fatalf("compact result %+v", r)
+	}
+	f.rec.turnEnd(t, turn)
+	if end := f.rec.turnEnd(t, q); end.Outcome != "completed" {
+		t.Fatalf("queued turn %s: %s", end.Outcome, end.Error)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, s := range g.states {
+		if s != compaction.StateCompacting {
+			t.Fatalf("state %q while summarizing, want compacting (never concurrent with generation)", s)
+		}
+	}
+}
+
+func TestCancelDuringBarrierAppendsNothing_RF2(t *testing.T) {
+	var holder *Agent
+	g := &gatedSummarizer{a: &holder, release: make(chan struct{})}
+	script := []providertest.Reply{}
+	for i := 0; i < 6; i++ {
+		script = append(script, providertest.Text("answer "+bigText))
+	}
+	f := newFixture(t, func(o *Options) { smallWindow(o); o.Compaction.Auto = false; o.Summarizer = g }, script...)
+	holder = f.agent
+	for i := 0; i < 6; i++ {
+		f.prompt(t, "q "+bigText)
+	}
+	done := make(chan compaction.CompactionResult, 1)
+	go func() { r, _ := f.agent.Compact(context.Background(), ""); done <- r }()
+	f.rec.await(t, "the barrier", func(r *recorder) bool { return len(r.comps) > 0 })
+	for {
+		g.mu.Lock()
+		c := g.calls
+		g.mu.Unlock()
+		if c > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ok, what, _ := f.agent.Cancel()
+	if !ok || what != "compaction" {
+		t.Fatalf("cancel = %v %s", ok, what)
+	}
+	close(g.release) // the summary finishes after the cancel
+	r := <-done
+	if r.Outcome != compaction.OutcomeCancelled {
+		t.Fatalf("outcome %s", r.Outcome)
+	}
+	if caps := f.capsules(t); len(caps) != 0 {
+		t.Fatal("a cancelled compaction appended a capsule")
+	}
+}
+
+func TestCalibrationFromUsage_RO1(t *testing.T) {
+	// The provider counts 1.3 × our estimate; after the first response the
+	// estimate of a new prompt is within 5 % of what it would report.
+	var f *fixture
+	reply := providertest.Text("ok")
+	f = newFixture(t, nil)
+	_ = reply
+	b0, _ := f.agent.Budget()
+	raw := b0.EffectiveTokens
+	f.model.Add(providertest.Reply{Text: "ok", Usage: usage(int(float64(raw+entryTokensOfPrompt("hello there"))*1.3), 5)})
+	f.prompt(t, "hello there")
+	// Rewind to the header: provider usage no longer applies, the estimate
+	// is calibrated.
+	es := f.entries(t)
+	if _, err := f.agent.Rewind(es[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := f.agent.Budget()
+	if b.Source != "estimated" {
+		t.Fatalf("source %s", b.Source)
+	}
+	want := 1.3 * float64(raw)
+	if d := (float64(b.EffectiveTokens) - want) / want; d > 0.05 || d < -0.05 {
+		t.Fatalf("calibrated estimate %d, provider would count ~%.0f (%.1f%% off)", b.EffectiveTokens, want, 100*d)
+	}
+}
+
+// overflowNoCount is an OpenAI-compatible overflow answer that states no
+// token counts (so calibration has nothing to learn from it).
+var overflowNoCount = providertest.Reply{Status: 400, Body: `{"error":{"message":"Request exceeds the context window of this model.","type":"invalid_request_error","code":"context_length_exceeded"}}`}
+
+func usage(in, out int) *provider.Usage { return &provider.Usage{InputTokens: in, OutputTokens: out} }
+
+// entryTokensOfPrompt estimates the user entry a prompt becomes.
+func entryTokensOfPrompt(text string) int {
+	id := "0123456789ab"
+	return entryTokens(&session.Entry{ID: id, ParentID: &id, Type: session.TypeUser, Timestamp: time.Now(), User: &session.UserMessage{Text: text}})
+}
