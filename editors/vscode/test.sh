@@ -139,7 +139,7 @@ else
 fi
 if [ -n "$scripted" ]; then
   note "integration tests against the lsp package + scripted backend"
-  SOBA_LSP=$scripted SOBA_LSP_READY=1 \
+  SOBA_LSP=$scripted SOBA_LSP_READY=1 SOBA_LSP_SCRIPTED=1 \
     npx vitest run test/integration --reporter=default --reporter=json --outputFile.json="$work/integration-scripted.json"
   vitest_counts "$work/integration-scripted.json" || fail "integration tests (scripted) produced no report"
 fi
@@ -183,7 +183,7 @@ elif ! ensure_code_server; then
 else
   note "e2e in VS Code (code-server $("$cs" --version | head -1 | cut -d' ' -f1)) against $e2e_label"
   shots=${SOBA_E2E_OUT:-$work/e2e}
-  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots timeout 300 "$here/e2e/run-e2e.sh"; then
+  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots E2E_APPROVAL=${scripted:+1} timeout 300 "$here/e2e/run-e2e.sh"; then
     pass "e2e: SOBA: Compact Context in VS Code against $e2e_label (screenshot $shots/workbench.png)"
   else
     [ -f "$shots/code-server.log" ] && tail -20 "$shots/code-server.log"

@@ -131,6 +131,27 @@ async function waitOutput(page, re, ms) {
     const outLine = await waitOutput(page, RESULT_LINE, 10000);
     check('result line in the SOBA output channel', !!outLine, outLine);
 
+    // Approvals (scripted backend: a "run: CMD" prompt asks to run bash):
+    // a modal dialog with Allow once / Allow for session / Deny.
+    if (process.env.E2E_APPROVAL === '1') {
+      await palette(page, 'SOBA: Ask');
+      const q = page.locator('.quick-input-widget input');
+      await q.waitFor({ state: 'visible', timeout: 10000 });
+      await q.fill('run: echo approved');
+      await page.keyboard.press('Enter');
+      const dialog = page.locator('.monaco-dialog-box');
+      await dialog.waitFor({ state: 'visible', timeout: 20000 }).catch(() => {});
+      const visible = await dialog.isVisible().catch(() => false);
+      const buttons = visible ? (await dialog.locator('.monaco-button').allInnerTexts()).map((t) => t.trim()).filter(Boolean) : [];
+      check('approval is a modal dialog with Allow once / Allow for session / Deny', visible && ['Allow once', 'Allow for session', 'Deny'].every((b) => buttons.includes(b)), JSON.stringify(buttons));
+      await page.screenshot({ path: path.join(SHOTS, 'approval.png') });
+      if (visible) {
+        await dialog.locator('.monaco-button', { hasText: 'Allow for session' }).first().click();
+        const done = await waitOutput(page, /SOBA: turn t2 (completed|failed)/, 20000);
+        check('the approved turn completes', /completed/.test(done), done);
+      }
+    }
+
     // The sidebar: budget gauge and the compaction row.
     const soba = page.locator('.activitybar .action-item a[aria-label^="SOBA"], .activitybar [aria-label^="SOBA"]').first();
     if (await soba.count()) {

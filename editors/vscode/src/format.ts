@@ -54,7 +54,8 @@ export function groupTokens(n: number): string {
 /** percent writes a 0..1 ratio as a whole percentage: 67%. */
 export function percent(ratio: number): string {
   if (!Number.isFinite(ratio)) return '?%';
-  return `${Math.round(ratio * 100)}%`;
+  // Floor, like the server's result line: a share is never overstated.
+  return `${Math.floor(ratio * 100 + 1e-9)}%`;
 }
 
 /** SOURCE_LABEL names the measurement source for people. */

@@ -14,6 +14,8 @@ import { makeWorkspace, startServer, waitFor, type Running } from './server';
 const binary = process.env.SOBA_LSP;
 const ready = process.env.SOBA_LSP_READY === '1';
 const fakeModel = process.env.SOBA_FAKE_MODEL_URL;
+// The scripted backend (editors/neovim/tests/scriptedlsp) asks for approval of "run: CMD" prompts.
+const scripted = process.env.SOBA_LSP_SCRIPTED === '1';
 const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
 
 describe.skipIf(!binary)('initialize against the real soba-lsp', () => {
@@ -157,5 +159,33 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     const r = (await handlers[PaletteCommand.resumeSession]()) as { sessionId: string };
     expect(r.sessionId).toBe(first);
     expect(shown()[2]).toMatch(new RegExp(`^SOBA: resumed session ${first} at `));
+  });
+});
+
+describe.skipIf(!binary || !scripted)('approvals over the wire (scripted backend)', () => {
+  let s: Running;
+  beforeAll(async () => {
+    fake.reset();
+    s = await startServer(binary!, makeWorkspace());
+  });
+  afterAll(async () => s && (await s.stop()));
+
+  it.each([
+    ['Allow for session', true, 'allowed for session'],
+    ['Deny', false, 'denied'],
+  ])('window/showMessageRequest is a modal with the three choices; %s', async (choice, ok, summary) => {
+    fake.messages = [];
+    fake.answers.message.push((_m: string, items: { title: string }[]) => items.find((i) => i.title === choice));
+    const handlers = paletteHandlers({
+      server: s.link, output: s.output, model: s.model, changed: () => {}, status: s.status,
+      workspaceRoot: () => s.workspace, fileExists: (f) => fs.existsSync(f),
+    });
+    const r = (await handlers[PaletteCommand.ask]('run: go test ./...')) as { turnId: string };
+    const ask = await waitFor('the approval dialog', () => fake.messages.find((m) => m.modal));
+    expect(ask).toMatchObject({ level: 'warning', modal: true });
+    expect(ask.message).toContain('go test ./...');
+    expect((ask.items as { title: string }[]).map((i) => i.title)).toEqual(['Allow once', 'Allow for session', 'Deny']);
+    const tool = await waitFor('the tool result', () => s.model.stream.find((i) => i.turnId === r.turnId && i.kind === 'tool' && i.text.includes('→')));
+    expect(tool.text).toBe(`bash go test ./... → ${ok ? '✓' : '✗'} ${summary}`);
   });
 });
