@@ -9,6 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fake, Uri } from '../fake/vscode';
 import { PaletteCommand, paletteHandlers, type CommandContext } from '../../src/commands';
 import { SERVER_COMMANDS, type Budget, type CompactionResult } from '../../src/protocol';
+import { SERVER_KEYS, serverSettings } from '../../src/settings';
 import { makeWorkspace, startServer, waitFor, type Running } from './server';
 
 const binary = process.env.SOBA_LSP;
@@ -187,5 +188,38 @@ describe.skipIf(!binary || !scripted)('approvals over the wire (scripted backend
     expect((ask.items as { title: string }[]).map((i) => i.title)).toEqual(['Allow once', 'Allow for session', 'Deny']);
     const tool = await waitFor('the tool result', () => s.model.stream.find((i) => i.turnId === r.turnId && i.kind === 'tool' && i.text.includes('→')));
     expect(tool.text).toBe(`bash go test ./... → ${ok ? '✓' : '✗'} ${summary}`);
+  });
+});
+
+describe.skipIf(!binary || !ready || scripted)('settings reach the real server (R-S1)', () => {
+  let s: Running;
+  // Every server key of package.json set to its default, as a user who set them all would send.
+  const props = pkg.contributes.configuration.properties as Record<string, { default: unknown }>;
+  const all = serverSettings((key) => {
+    if (key === 'compaction') return { globalValue: { auto: true, timeoutMs: 15000 } };
+    const d = props[`soba.${key}`]?.default;
+    return d === undefined ? undefined : { globalValue: d };
+  });
+  beforeAll(async () => {
+    fake.reset();
+    s = await startServer(binary!, makeWorkspace(fakeModel), all);
+  });
+  afterAll(async () => s && (await s.stop()));
+
+  it('initializationOptions with every declared key are accepted', async () => {
+    expect(Object.keys(all).sort()).toEqual(['compaction', 'model', 'sessionDir', 'tools']);
+    expect(SERVER_KEYS.length).toBeGreaterThan(5);
+    const b = await s.link.execute<Budget>('soba.budget', {});
+    expect(b.contextWindow).toBe(65000);
+  });
+
+  it('didChangeConfiguration with settings.soba applies, and a bad key is an error naming it', async () => {
+    fake.messages = [];
+    await s.conn.sendNotification('workspace/didChangeConfiguration', { settings: { soba: { compaction: { timeoutMs: 9000 } } } });
+    await s.link.execute('soba.budget', {});
+    expect(fake.messages.filter((m) => m.level === 'error')).toEqual([]);
+    await s.conn.sendNotification('workspace/didChangeConfiguration', { settings: { soba: { compaction: { bogusKey: 1 } } } });
+    const err = await waitFor('the configuration error', () => fake.messages.find((m) => m.level === 'error'), 5000);
+    expect(err.message).toContain('bogusKey');
   });
 });

@@ -65,7 +65,8 @@ export async function startServer(binary: string, workspace: string, initializat
   for (const [method, handler] of Object.entries(frontend.requestHandlers())) conn.onRequest(method, handler);
   conn.onNotification('window/logMessage', () => {});
   conn.onNotification('window/showMessage', (p: { type: number; message: string }) => {
-    void (p.type === 2 ? window.showWarningMessage(p.message) : window.showInformationMessage(p.message));
+    // As vscode-languageclient does: by message type.
+    void (p.type === 1 ? window.showErrorMessage(p.message) : p.type === 2 ? window.showWarningMessage(p.message) : window.showInformationMessage(p.message));
   });
   conn.listen();
   const init = await conn.sendRequest(InitializeRequest.type, {
