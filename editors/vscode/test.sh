@@ -64,7 +64,7 @@ vitest_counts "$work/unit.json" || fail "unit tests produced no report"
 note "esbuild bundle and vsce package"
 vsix=$work/soba-vscode.vsix
 if node esbuild.mjs --production && npx vsce package --no-dependencies -o "$vsix" >"$work/vsce.log" 2>&1 \
-  && unzip -l "$vsix" | grep -q 'extension/dist/extension.js'; then
+  && grep -qa 'extension/dist/extension.js' "$vsix" && grep -qa 'extension/package.json' "$vsix"; then
   pass "vsce package: $(basename "$vsix") ($(du -k "$vsix" | cut -f1) KiB)"
 else
   cat "$work/vsce.log"; fail "vsce package"

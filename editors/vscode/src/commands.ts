@@ -99,7 +99,10 @@ export class ResultLog {
       this.seen.add(id);
       if (this.seen.size > 200) this.seen.delete(this.seen.values().next().value as string);
     }
-    this.output.appendLine(resultLine(r));
+    let line = resultLine(r);
+    // R-F1: the user must see that the capsule is the local fallback.
+    if (r.quality === 'degraded' && !/degraded|fallback/i.test(line)) line += ' (degraded fallback)';
+    this.output.appendLine(line);
     return true;
   }
 }
