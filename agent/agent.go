@@ -62,6 +62,11 @@ type Options struct {
 	// instead of running them (replay): a call id with no recorded result
 	// fails without running anything.
 	RecordedResults map[string]session.ToolResult
+	// Memory is Project Memory; an explicit compact's validated, full
+	// capsule is mirrored there (R-C4). nil disables mirroring.
+	Memory interface {
+		Mirror(checkpointID, title string, created time.Time, markdown []byte) (string, error)
+	}
 	// Touched gives the files the editor and the file watcher saw read or
 	// modified in the session (R-C2); nil means none.
 	Touched interface {
@@ -119,6 +124,10 @@ type state struct {
 	// compacts requested while a turn runs).
 	compactWaiters []chan compaction.CompactionResult
 	instructions   string
+
+	// appended is the capsule the last compaction appended, for the
+	// Project Memory rule.
+	appended *session.Capsule
 
 	activeSkills []string
 	allowSession map[string]bool

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/agent/provider"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -310,6 +312,10 @@ func (a *Agent) finishCompaction(res compaction.CompactionResult, p compaction.P
 		}
 		r := res
 		st.lastResult = &r
+		if res.Outcome == compaction.OutcomeCompleted && st.appended != nil && st.appended.CheckpointID == res.CheckpointID {
+			a.mirror(st, *st.appended, p)
+		}
+		st.appended = nil
 		if p.Trigger == compaction.TriggerUser || p.Trigger == compaction.TriggerHardLimit {
 			for _, w := range st.compactWaiters {
 				w <- res
@@ -337,7 +343,9 @@ func (ap appender) AppendCapsule(ctx context.Context, expectedLeaf string, c ses
 			err = compaction.ErrStale
 			return
 		}
-		_, err = ap.a.appendEntry(st, session.Entry{Type: session.TypeCapsule, Capsule: &c})
+		if _, err = ap.a.appendEntry(st, session.Entry{Type: session.TypeCapsule, Capsule: &c}); err == nil {
+			st.appended = &c
+		}
 	}); e != nil {
 		return e
 	}
@@ -596,4 +604,26 @@ func recoverTurn(f func()) (err error) {
 	}()
 	f()
 	return nil
+}
+
+// mirror applies the Project Memory rule of R-C4 to an appended capsule:
+// only an explicit compact whose capsule passed validation and is not
+// degraded is mirrored; every other capsule belongs to the session only.
+func (a *Agent) mirror(st *state, c session.Capsule, p compaction.Plan) {
+	if a.opt.Memory == nil || c.Trigger != compaction.TriggerUser || c.Quality != capsule.QualityFull {
+		return
+	}
+	title := c.Title
+	if title == "" {
+		title = "Explicit compact " + c.CheckpointID
+	}
+	md := capsule.Render(capsule.Document{Meta: capsule.Meta{CheckpointID: c.CheckpointID, Title: title, Created: a.opt.Now().UTC(),
+		Session: st.sessionID, Project: filepath.Base(a.opt.Root), Trigger: c.Trigger, Quality: c.Quality}, State: c.State})
+	if err := compaction.ValidateForMemory(c.State, p.Extras, len(md)); err != nil {
+		a.opt.Notifier.Log("Project Memory: capsule " + c.CheckpointID + " not mirrored: " + err.Error())
+		return
+	}
+	if _, err := a.opt.Memory.Mirror(c.CheckpointID, title, a.opt.Now().UTC(), md); err != nil {
+		a.opt.Notifier.Warn("Project Memory: could not mirror capsule " + c.CheckpointID + ": " + err.Error())
+	}
 }

@@ -1,0 +1,356 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// CapsuleInfo is one capsule of the session (soba.capsule.list).
+type CapsuleInfo struct {
+	CheckpointID, Trigger, Title, Quality string
+	CreatedAt                             time.Time
+}
+
+// capsuleRecord is a capsule found in the transcript: a compaction, a
+// created handoff capsule, or a loaded one.
+type capsuleRecord struct {
+	info       CapsuleInfo
+	state      capsule.State
+	onLeafPath bool
+}
+
+// capsules lists every capsule of the session file, in file order. It reads
+// only capsule-bearing entries.
+func (a *Agent) capsules(st *state) ([]capsuleRecord, error) {
+	onPath := map[string]bool{}
+	for _, m := range st.path {
+		onPath[m.ID] = true
+	}
+	var out []capsuleRecord
+	for _, m := range st.store.All() {
+		switch m.Type {
+		case session.TypeCapsule, session.TypeCapsuleLoad, session.TypeCheckpoint:
+		default:
+			continue
+		}
+		e, err := st.store.Load(m.ID)
+		if err != nil {
+			return nil, err
+		}
+		r := capsuleRecord{onLeafPath: onPath[m.ID]}
+		switch {
+		case e.Capsule != nil:
+			r.info = CapsuleInfo{CheckpointID: e.Capsule.CheckpointID, Trigger: e.Capsule.Trigger, Title: e.Capsule.Title, Quality: e.Capsule.Quality, CreatedAt: e.Timestamp}
+			r.state = e.Capsule.State
+		case e.CapsuleLoad != nil:
+			r.info = CapsuleInfo{CheckpointID: e.CapsuleLoad.CheckpointID, Trigger: "load", Title: e.CapsuleLoad.Title, Quality: capsule.QualityFull, CreatedAt: e.Timestamp}
+			r.state = e.CapsuleLoad.State
+		case e.Checkpoint != nil && e.Checkpoint.State != nil:
+			r.info = CapsuleInfo{CheckpointID: e.Checkpoint.CheckpointID, Trigger: "create", Title: e.Checkpoint.Title, Quality: capsule.QualityFull, CreatedAt: e.Timestamp}
+			r.state = *e.Checkpoint.State
+		default:
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// CapsuleList lists the session's capsules.
+func (a *Agent) CapsuleList() ([]CapsuleInfo, error) {
+	var (
+		out []CapsuleInfo
+		err error
+	)
+	if e := a.do(func(st *state) {
+		var recs []capsuleRecord
+		recs, err = a.capsules(st)
+		for _, r := range recs {
+			out = append(out, r.info)
+		}
+	}); e != nil {
+		return nil, e
+	}
+	if out == nil {
+		out = []CapsuleInfo{}
+	}
+	return out, err
+}
+
+// document renders a capsule record as a portable .capsule.md document.
+func (a *Agent) document(st *state, r capsuleRecord) capsule.Document {
+	q := r.info.Quality
+	if q == "" {
+		q = capsule.QualityFull
+	}
+	return capsule.Document{Meta: capsule.Meta{
+		CheckpointID: r.info.CheckpointID, Title: r.info.Title, Created: r.info.CreatedAt.UTC(),
+		Session: st.sessionID, Project: filepath.Base(a.opt.Root), Trigger: r.info.Trigger, Quality: q,
+	}, State: r.state}
+}
+
+// findCapsule returns the capsule with this id, or with "" the newest on the
+// leaf path.
+func (a *Agent) findCapsule(st *state, id string) (capsuleRecord, error) {
+	recs, err := a.capsules(st)
+	if err != nil {
+		return capsuleRecord{}, err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if (id == "" && recs[i].onLeafPath) || (id != "" && recs[i].info.CheckpointID == id) {
+			return recs[i], nil
+		}
+	}
+	if id == "" {
+		return capsuleRecord{}, errNoCapsule
+	}
+	return capsuleRecord{}, fmt.Errorf("no capsule %s in this session (soba.capsule.list shows them)", id)
+}
+
+// CapsuleShow returns a capsule as .capsule.md text: what the model now sees.
+func (a *Agent) CapsuleShow(id string) (string, string, error) {
+	var (
+		md, ck string
+		err    error
+	)
+	if e := a.do(func(st *state) {
+		var r capsuleRecord
+		if r, err = a.findCapsule(st, id); err != nil {
+			return
+		}
+		ck = r.info.CheckpointID
+		md = string(capsule.Render(a.document(st, r)))
+	}); e != nil {
+		return "", "", e
+	}
+	return ck, md, err
+}
+
+// CapsuleExport writes a capsule of the session to path (resolved in the
+// workspace), refusing to overwrite an existing file unless overwrite.
+func (a *Agent) CapsuleExport(id, path string, overwrite bool) (string, error) {
+	if id == "" {
+		return "", errors.New("checkpointId is empty")
+	}
+	abs, err := a.resolveOut(path)
+	if err != nil {
+		return "", err
+	}
+	var data []byte
+	if e := a.do(func(st *state) {
+		var r capsuleRecord
+		if r, err = a.findCapsule(st, id); err == nil {
+			data = capsule.Render(a.document(st, r))
+		}
+	}); e != nil {
+		return "", e
+	}
+	if err != nil {
+		return "", err
+	}
+	return abs, writeNew(abs, data, overwrite)
+}
+
+// resolveOut resolves an output path in the workspace.
+func (a *Agent) resolveOut(path string) (string, error) {
+	if strings.TrimSpace(path) == "" {
+		return "", errors.New("path is empty")
+	}
+	abs, _, err := a.opt.Resolver.Resolve(path)
+	return abs, err
+}
+
+// writeNew writes data to abs atomically; an existing file is an error
+// unless overwrite.
+func writeNew(abs string, data []byte, overwrite bool) error {
+	if !overwrite {
+		if _, err := os.Stat(abs); err == nil {
+			return fmt.Errorf("%s exists; pass overwrite: true to replace it", abs)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(abs), ".capsule-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), abs)
+}
+
+var slugUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
+
+func slug(title string) string {
+	s := strings.Trim(slugUnsafe.ReplaceAllString(strings.ToLower(title), "-"), "-")
+	if len(s) > 48 {
+		s = strings.TrimRight(s[:48], "-")
+	}
+	if s == "" {
+		s = "capsule"
+	}
+	return s
+}
+
+// CapsuleCreate builds a portable capsule of the whole current state (the
+// summary model with its timeout fallback, or the deterministic builder),
+// records a checkpoint entry, and writes .soba/capsules/<ck>-<slug>.capsule.md.
+// The model input is unchanged (R-P1).
+func (a *Agent) CapsuleCreate(ctx context.Context, title string) (string, string, error) {
+	if strings.TrimSpace(title) == "" {
+		return "", "", errors.New("title is empty")
+	}
+	var (
+		view   compaction.Transcript
+		prev   *capsule.State
+		from   int
+		extras compaction.Extras
+	)
+	if err := a.do(func(st *state) {
+		from = min(st.base.Start, len(st.path))
+		view = newPathView(st.store, st.path, from, st.latest)
+		prev = st.base.State
+		extras = a.extras(st)
+	}); err != nil {
+		return "", "", err
+	}
+	b, err := compaction.FindBase(view)
+	if err != nil {
+		return "", "", err
+	}
+	stt, err := a.handoffState(ctx, view, b, prev, extras)
+	if err != nil {
+		return "", "", err
+	}
+	ck := "ck_" + newID("x")[2:8]
+	var path string
+	if e := a.do(func(st *state) {
+		rel := filepath.Join(".soba", "capsules", ck+"-"+slug(title)+".capsule.md")
+		path = filepath.Join(a.opt.Root, rel)
+		doc := capsule.Document{Meta: capsule.Meta{CheckpointID: ck, Title: title, Created: a.opt.Now().UTC(), Session: st.sessionID,
+			Project: filepath.Base(a.opt.Root), Trigger: "create", Quality: capsule.QualityFull}, State: stt}
+		if err = writeNew(path, capsule.Render(doc), false); err != nil {
+			return
+		}
+		s := stt
+		_, err = a.appendEntry(st, session.Entry{Type: session.TypeCheckpoint, Checkpoint: &session.Checkpoint{CheckpointID: ck, Kind: "capsule", Title: title, Path: rel, State: &s}})
+	}); e != nil {
+		return "", "", e
+	}
+	return ck, path, err
+}
+
+// handoffState is the portable state of everything up to the leaf.
+func (a *Agent) handoffState(ctx context.Context, view compaction.Transcript, b compaction.Base, prev *capsule.State, extras compaction.Extras) (capsule.State, error) {
+	det, err := compaction.BuildDeterministic(view, b.Start, view.Len(), prev, extras)
+	if err != nil {
+		return capsule.State{}, err
+	}
+	if a.opt.Summarizer == nil {
+		return det, nil
+	}
+	chunks, err := compaction.RenderHistory(view, b.Start, view.Len(), a.opt.SummaryWindowChars)
+	if err != nil || len(chunks) == 0 {
+		return det, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Duration(a.opt.Compaction.TimeoutMs)*time.Millisecond)
+	defer cancel()
+	acc := prev
+	var sum *capsule.State
+	for i, ch := range chunks {
+		md, err := a.opt.Summarizer.Summarize(sctx, compaction.SummaryRequest{System: compaction.SummarySystemPrompt,
+			Prompt: compaction.SummaryPrompt(compaction.SummaryPromptOptions{Previous: acc, History: ch, Part: i + 1, Parts: len(chunks)}), MaxOutputTokens: 2048}, func(int) {})
+		if err != nil {
+			a.opt.Notifier.Warn("The summary model did not produce the capsule (" + firstLineOf(err.Error(), 120) + "); SOBA used the deterministic fallback.")
+			return det, nil
+		}
+		p, err := compaction.ParseSummary(md)
+		if err != nil {
+			a.opt.Notifier.Warn("The summary model's answer was unusable; SOBA used the deterministic fallback.")
+			return det, nil
+		}
+		if sum == nil {
+			sum = &p
+		} else {
+			r := compaction.Roll(*sum, p)
+			sum = &r
+		}
+		acc = sum
+	}
+	out := compaction.MergeSummary(det, *sum)
+	if prev != nil {
+		out = compaction.Roll(*prev, out)
+	}
+	return out, nil
+}
+
+// CapsuleLoad reads a .capsule.md and appends a capsule_load entry, so the
+// next model input carries it as the newest capsule (R-P1). A malformed file
+// changes nothing (R-P2). Loading never executes anything and never follows
+// paths named inside the capsule.
+func (a *Agent) CapsuleLoad(path string) (string, string, []string, error) {
+	abs, err := a.resolveIn(path)
+	if err != nil {
+		return "", "", nil, err
+	}
+	info, err := os.Stat(abs)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("capsule load: %w", err)
+	}
+	if info.Size() > capsule.MaxSize {
+		return "", "", nil, fmt.Errorf("capsule load: %s is %d bytes, over the %d-byte limit", path, info.Size(), capsule.MaxSize)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("capsule load: %w", err)
+	}
+	doc, warnings, err := capsule.Parse(data)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("capsule load: %s: %w", path, err)
+	}
+	if warnings == nil {
+		warnings = []string{}
+	}
+	ck := doc.Meta.CheckpointID
+	if ck == "" {
+		ck = "ck_" + newID("x")[2:8]
+	}
+	if e := a.do(func(st *state) {
+		if st.turn != nil || st.compacting != nil {
+			err = errors.New("capsule load: a turn or compaction is running; try again when it ends")
+			return
+		}
+		_, err = a.appendEntry(st, session.Entry{Type: session.TypeCapsuleLoad, CapsuleLoad: &session.CapsuleLoad{
+			CheckpointID: ck, Title: doc.Meta.Title, Path: path, Warnings: warnings, State: doc.State}})
+		a.publishBudget(st)
+	}); e != nil {
+		return "", "", nil, e
+	}
+	return ck, doc.Meta.Title, warnings, err
+}
+
+func (a *Agent) resolveIn(path string) (string, error) {
+	if strings.TrimSpace(path) == "" {
+		return "", errors.New("path is empty")
+	}
+	abs, _, err := a.opt.Resolver.Resolve(path)
+	return abs, err
+}
