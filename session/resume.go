@@ -136,15 +136,29 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 				return nil
 			}
 		}
-		if _, dup := s.index[string(h.id)]; dup {
+		m := Meta{ID: string(h.id), Type: internType(string(h.typ)), Offset: ln.off, Len: n,
+			Tokens: h.tokens, Timestamp: h.ts}
+		// One map operation per entry: insert, and learn from the size whether
+		// the id was there already (rare; then the old index is restored).
+		before := len(s.index)
+		s.index[m.ID] = int32(len(s.metas))
+		if len(s.index) == before {
+			s.index[m.ID] = s.firstIndexOf(m.ID)
 			bad(ln.off, fmt.Errorf("duplicate entry id %q", h.id))
 			return nil
 		}
-		m := Meta{ID: string(h.id), Type: internType(string(h.typ)), Offset: ln.off, Len: n,
-			Tokens: h.tokens, Timestamp: h.ts}
 		parent := int32(-1)
 		if len(h.parent) > 0 {
-			if i, ok := s.index[string(h.parent)]; ok {
+			// Our writer hangs almost every entry from the one before it:
+			// try that before the map.
+			last := int32(len(s.metas) - 1)
+			if last >= 0 && s.metas[last].ID == string(h.parent) {
+				parent = last
+			} else if i, ok := s.index[string(h.parent)]; ok {
+				parent = i
+			}
+			if parent >= 0 {
+				i := parent
 				parent = i
 				m.ParentID = s.metas[i].ID // shared with the parent: no copy
 				m.Depth = s.metas[i].Depth + 1
@@ -162,7 +176,8 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 			}
 			rep.UnknownTypes[m.Type]++
 		}
-		s.add(m, parent)
+		s.metas = append(s.metas, m)
+		s.parents = append(s.parents, parent)
 		return nil
 	})
 	if err != nil {
@@ -184,4 +199,15 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 	}
 	rep.Duration = time.Since(start)
 	return rep, nil
+}
+
+// firstIndexOf finds the entry that holds id by a linear scan; only resume's
+// duplicate-id path uses it.
+func (s *Store) firstIndexOf(id string) int32 {
+	for i, m := range s.metas {
+		if m.ID == id {
+			return int32(i)
+		}
+	}
+	return -1
 }

@@ -164,7 +164,7 @@ func slowHeader(line []byte) (lineHeader, error) {
 const (
 	// scanBufSize is the read size of resume: large reads keep the syscall
 	// count low, and the buffer is the only per-file memory besides the index.
-	scanBufSize = 1 << 20
+	scanBufSize = 256 << 10
 	// prefixKeep is how much of a line longer than the buffer is kept for the
 	// header scanner; the header of our layout is well under 200 bytes.
 	prefixKeep = 512

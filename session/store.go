@@ -547,6 +547,14 @@ func (s *Store) pathThrough(parent int32) []Meta {
 	if n > 0 && s.leafPath[n-1].ID == s.metas[parent].ID {
 		return s.leafPath
 	}
+	if n == 0 {
+		// Resume: the whole path, filled from the leaf up by depth.
+		p := make([]Meta, s.metas[parent].Depth+1, s.metas[parent].Depth+1+64)
+		for i := parent; i >= 0; i = s.parents[i] {
+			p[s.metas[i].Depth] = s.metas[i]
+		}
+		return p
+	}
 	var walk []int32
 	keep := 0
 	for i := parent; i >= 0; i = s.parents[i] {
