@@ -143,8 +143,9 @@ type WatchOptions struct {
 	// zero means DefaultMaxDelay.
 	MaxDelay time.Duration
 	// OnChange receives each batch, one at a time, on the watcher's
-	// goroutine: it should hand the batch on rather than do long work. A
-	// panic in it is caught and recorded as a warning.
+	// goroutine: it should hand the batch on rather than do long work, and
+	// must not call Close (which waits for that goroutine). A panic in it
+	// is caught and recorded as a warning.
 	OnChange func(Batch)
 	// OnWarning, when set, is called with each new warning as it is
 	// recorded (see Watcher.Warnings), from NewWatcher or the watcher's

@@ -186,6 +186,26 @@ func TestWatcherIgnoredDirs(t *testing.T) {
 	}
 }
 
+// TestWatcherSkipsSymlinkedDirs checks that the walk does not follow a
+// symlinked directory (it may lead out of the workspace, or loop), while the
+// symlink itself, as an entry of its parent, is still reported.
+func TestWatcherSkipsSymlinkedDirs(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "ws")
+	mkdirs(t, base, "ws/src", "outside/sub")
+	symlink(t, filepath.Join(base, "outside"), filepath.Join(dir, "out"))
+	symlink(t, ".", filepath.Join(dir, "src", "loop"))
+	w, c := startWatcher(t, dir, WatchOptions{})
+	if got := w.WatchList(); !slices.Equal(got, []string{".", "src"}) {
+		t.Errorf("WatchList() = %v, want [. src]", got)
+	}
+	symlink(t, filepath.Join(base, "outside"), filepath.Join(dir, "src", "out2"))
+	eventually(t, "src/out2", func() bool { return c.seen("src/out2", "created") })
+	if got := w.WatchList(); !slices.Equal(got, []string{".", "src"}) {
+		t.Errorf("WatchList() after a new symlink = %v", got)
+	}
+}
+
 // TestIgnoreMatch checks the ignore rules on their own, with git's
 // directory-only and anchored patterns.
 func TestIgnoreMatch(t *testing.T) {
