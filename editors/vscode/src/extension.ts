@@ -113,6 +113,7 @@ export class SobaExtension {
     this.client = client;
     try {
       await client.start();
+      this.status.setConnected(true);
       const info = client.initializeResult?.serverInfo;
       this.output.appendLine(`SOBA: connected to ${info?.name ?? 'soba-lsp'} ${info?.version ?? ''}`.trimEnd());
       // The first budget, without a message: soba/budget keeps it current.

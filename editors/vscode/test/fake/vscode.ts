@@ -251,6 +251,11 @@ export const commands = {
 
 const configChanged = new EventEmitter<{ affectsConfiguration(s: string): boolean }>();
 
+/** changeConfiguration fires onDidChangeConfiguration for these dotted keys. */
+export function changeConfiguration(keys: string[]): void {
+  configChanged.fire({ affectsConfiguration: (s: string) => keys.some((k) => k === s || k.startsWith(s + '.')) });
+}
+
 export const workspace = {
   workspaceFolders: undefined as { uri: Uri }[] | undefined,
   openTextDocument(options: { language?: string; content: string }) {

@@ -1,0 +1,130 @@
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { changeConfiguration, fake, Uri } from '../fake/vscode';
+
+// vscode-languageclient needs the editor; the extension's use of it is checked
+// against this recording fake of its LanguageClient.
+const clients: FakeClient[] = [];
+class FakeClient {
+  features: { initialize(): void }[] = [];
+  notifications: { method: string; params: unknown }[] = [];
+  requestHandlers = new Map<string, unknown>();
+  notificationHandlers = new Map<string, unknown>();
+  running = false;
+  initializeResult = { serverInfo: { name: 'soba-lsp', version: 'test' } };
+  constructor(readonly id: string, readonly name: string, readonly serverOptions: any, readonly clientOptions: any) {
+    clients.push(this);
+  }
+  registerFeature(f: { initialize(): void }) { this.features.push(f); }
+  onNotification(m: string, h: unknown) { this.notificationHandlers.set(m, h); return { dispose() {} }; }
+  onRequest(m: string, h: unknown) { this.requestHandlers.set(m, h); return { dispose() {} }; }
+  onDidChangeState() { return { dispose() {} }; }
+  async start() { this.running = true; for (const f of this.features) f.initialize(); }
+  async stop() { this.running = false; }
+  isRunning() { return this.running; }
+  async sendNotification(method: string, params: unknown) { this.notifications.push({ method, params }); }
+  async sendRequest(method: string, params: any) {
+    if (method === 'workspace/executeCommand' && params.command === 'soba.budget') {
+      return { effectiveTokens: 1000, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000, safetyReserveTokens: 8192, source: 'estimated', autoCompact: true, pending: [], state: 'idle', lastCompaction: null };
+    }
+    throw new Error(`unexpected ${method}`);
+  }
+}
+vi.mock('vscode-languageclient/node', () => ({
+  LanguageClient: FakeClient,
+  RevealOutputChannelOn: { Never: 4 },
+  State: { Stopped: 1, Running: 2, Starting: 3 },
+  TransportKind: { stdio: 0 },
+}));
+
+const { activate, deactivate } = await import('../../src/extension');
+
+let last: { subscriptions: { dispose(): void }[] } | undefined;
+function context(extensionPath: string) {
+  last = { subscriptions: [] as { dispose(): void }[], extensionPath, extensionUri: Uri.file(extensionPath) } as any;
+  return last as any;
+}
+
+/** fakeServer writes an executable stand-in for soba-lsp. */
+function fakeServer(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'soba-ext-'));
+  const bin = path.join(dir, 'soba-lsp');
+  fs.writeFileSync(bin, '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+  return bin;
+}
+
+beforeEach(async () => {
+  await deactivate();
+  // What VS Code does on deactivation.
+  for (const d of last?.subscriptions ?? []) d.dispose();
+  fake.reset();
+  clients.length = 0;
+});
+
+describe('activation', () => {
+  it('starts soba.serverPath over stdio with the settings the user set as initializationOptions', async () => {
+    const bin = fakeServer();
+    fake.configuration['soba.serverPath'] = { globalValue: bin };
+    fake.configuration['soba.model.name'] = { globalValue: 'qwen2.5-coder:14b', defaultValue: 'qwen2.5-coder:7b' };
+    fake.configuration['soba.model.provider'] = { defaultValue: 'ollama' };
+    fake.configuration['soba.tools.approval'] = { workspaceValue: 'auto' };
+    await activate(context('/nonexistent-ext'));
+    expect(clients).toHaveLength(1);
+    const c = clients[0];
+    expect(c.serverOptions).toMatchObject({ command: bin, transport: 0 });
+    expect(c.clientOptions.initializationOptions).toStrictEqual({ model: { name: 'qwen2.5-coder:14b' }, tools: { approval: 'auto' } });
+    expect(c.clientOptions.documentSelector).toEqual([{ scheme: 'file' }]);
+    // Our handlers replace the client's for progress and approvals.
+    expect([...c.requestHandlers.keys()].sort()).toEqual(['window/showMessageRequest', 'window/workDoneProgress/create']);
+    expect([...c.notificationHandlers.keys()].sort()).toEqual(['soba/budget', 'soba/compaction', 'soba/event']);
+    await vi.waitFor(() => expect(fake.statusItems[0].text).toBe('$(dashboard) 1k / 48.8k'));
+    expect(fake.messages).toEqual([]); // the first budget comes without a message
+  });
+
+  it('forwards setting changes as didChangeConfiguration with settings.soba', async () => {
+    fake.configuration['soba.serverPath'] = { globalValue: fakeServer() };
+    await activate(context('/nonexistent-ext'));
+    fake.configuration['soba.compaction'] = { globalValue: { timeoutMs: 9000 } };
+    changeConfiguration(['soba.compaction']);
+    expect(clients[0].notifications).toEqual([{ method: 'workspace/didChangeConfiguration', params: { settings: { soba: { compaction: { timeoutMs: 9000 } } } } }]);
+    changeConfiguration(['editor.fontSize']);
+    expect(clients[0].notifications).toHaveLength(1);
+  });
+
+  it('restarts the server when soba.serverPath changes', async () => {
+    fake.configuration['soba.serverPath'] = { globalValue: fakeServer() };
+    await activate(context('/nonexistent-ext'));
+    const other = fakeServer();
+    fake.configuration['soba.serverPath'] = { globalValue: other };
+    changeConfiguration(['soba.serverPath']);
+    await vi.waitFor(() => expect(clients).toHaveLength(2));
+    expect(clients[0].running).toBe(false);
+    expect(clients[1].serverOptions.command).toBe(other);
+  });
+
+  it('uses the binary bundled in the extension when no setting is given', async () => {
+    const bin = fakeServer();
+    const ext = path.dirname(path.dirname(bin));
+    fs.mkdirSync(path.join(ext, 'bin'), { recursive: true });
+    fs.copyFileSync(bin, path.join(ext, 'bin', 'soba-lsp'));
+    fs.chmodSync(path.join(ext, 'bin', 'soba-lsp'), 0o755);
+    await activate(context(ext));
+    expect(clients[0].serverOptions.command).toBe(path.join(ext, 'bin', 'soba-lsp'));
+  });
+
+  it('a missing server is a clear error with the fix, and no client', async () => {
+    const saved = process.env.PATH;
+    process.env.PATH = '/nonexistent';
+    try {
+      await activate(context('/nonexistent-ext'));
+    } finally {
+      process.env.PATH = saved;
+    }
+    expect(clients).toHaveLength(0);
+    expect(fake.messages[0]).toMatchObject({ level: 'error', items: ['Open Settings', 'Show Output'] });
+    expect(fake.messages[0].message).toContain('go install github.com/soba-agent/soba-lsp/cmd/soba-lsp@latest');
+    expect(fake.statusItems[0].text).toBe('$(debug-disconnect) SOBA');
+  });
+});
