@@ -79,6 +79,8 @@ func FuzzOpen(f *testing.F) {
 		f.Add(file[:len(file)*2/3])
 		f.Add(append(bytes.Clone(file), "garbage\n{\"id\":\"x\"}\n{}"...))
 	}
+	f.Add([]byte(`{"id":"a","parentId":"a","type":"user","timestamp":"2026-07-01T12:00:00Z","user":{}}` + "\n" +
+		`{"id":"b","parentId":"a","type":"x","timestamp":"2026-07-01T12:00:00Z"}` + "\r\n" + `{"id":"b"` + " #torn\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "s.jsonl")
 		if err := os.WriteFile(path, data, 0o600); err != nil {

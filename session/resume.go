@@ -154,8 +154,8 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 			last := int32(len(s.metas) - 1)
 			if last >= 0 && s.metas[last].ID == string(h.parent) {
 				parent = last
-			} else if i, ok := s.index[string(h.parent)]; ok {
-				parent = i
+			} else if i, ok := s.index[string(h.parent)]; ok && int(i) < len(s.metas) {
+				parent = i // (an entry naming itself as parent is not its own parent)
 			}
 			if parent >= 0 {
 				i := parent

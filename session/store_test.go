@@ -704,3 +704,44 @@ func TestList(t *testing.T) {
 		t.Fatalf("after heal: %+v", got[0])
 	}
 }
+
+// TestDamagedLines_RT3 feeds resume lines that are not entries, or entries
+// with impossible links: each is skipped or kept as a root and reported,
+// never fatal.
+func TestDamagedLines_RT3(t *testing.T) {
+	const ts = `"timestamp":"2026-07-01T12:00:00Z"`
+	lines := []string{
+		`{"id":"r","parentId":null,"type":"session",` + ts + `,"session":{"version":1,"sessionId":"d"}}`,
+		`{"id":"self","parentId":"self","type":"user",` + ts + `,"user":{"text":"own parent"}}`,
+		`{"id":"orphan","parentId":"gone","type":"user",` + ts + `,"user":{"text":"x"}}`,
+		`not json at all`,
+		`{"parentId":"r","type":"user",` + ts + `}`,
+		`{"id":"r","parentId":null,"type":"user",` + ts + `,"user":{"text":"dup"}}`,
+		`{"id":"notype","parentId":"r",` + ts + `}`,
+		``,
+		`{"id":"child","parentId":"orphan","type":"user",` + ts + `,"user":{"text":"y"}}`,
+	}
+	path := filepath.Join(t.TempDir(), "d.jsonl")
+	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+	s, rep, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if rep.Entries != 4 || rep.BadLineCount != 4 || rep.MissingParentCount != 2 {
+		t.Fatalf("report %v", rep)
+	}
+	var badAt []int
+	for _, b := range rep.BadLines {
+		badAt = append(badAt, b.Line)
+	}
+	if !reflect.DeepEqual(badAt, []int{4, 5, 6, 7}) || !strings.Contains(rep.BadLines[2].Err.Error(), `duplicate entry id "r"`) {
+		t.Fatalf("bad lines %+v", rep.BadLines)
+	}
+	if got := pathIDs(s.Path()); !reflect.DeepEqual(got, []string{"orphan", "child"}) {
+		t.Fatalf("path %v", got)
+	}
+	if m, _ := s.Meta("r"); m.Type != TypeSession {
+		t.Fatalf("duplicate replaced the first entry: %+v", m)
+	}
+}
