@@ -50,6 +50,7 @@ type cmdEnv struct {
 // subcommands is the dispatcher's table. The first entry is the default.
 var subcommands = []subcommand{
 	{name: "serve", summary: "serve LSP on stdin/stdout (the default)", run: runServe},
+	{name: "replay", summary: "re-run a recorded session (default: the built-in sample) through the agent and compaction engine; needs no model server", run: runReplay},
 }
 
 func findSubcommand(name string) (subcommand, bool) {

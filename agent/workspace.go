@@ -1,0 +1,242 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/soba-agent/soba-lsp/agent/provider"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/workspace"
+)
+
+// ModelSettings name a model and its limits (PROTOCOL.md `model`).
+type ModelSettings struct {
+	Provider, BaseURL, Name, APIKeyEnv string
+	ContextWindow, MaxOutputTokens     int
+}
+
+// Settings are a workspace's resolved configuration.
+type Settings struct {
+	Model ModelSettings
+	// SummaryModel writes capsule summaries; nil means Model.
+	SummaryModel *ModelSettings
+	Compaction   compaction.Config
+	Approval     string
+	// SessionDir is absolute.
+	SessionDir string
+}
+
+// SettingsLoader resolves the configuration layers: the files, then
+// initializationOptions, then didChangeConfiguration's settings.soba (nil
+// when absent). An error names the key and where it came from.
+type SettingsLoader func(initOptions, didChange json.RawMessage) (Settings, []string, error)
+
+// WorkspaceOptions open a Workspace.
+type WorkspaceOptions struct {
+	Root        string
+	InitOptions json.RawMessage
+	Load        SettingsLoader
+	Notifier    Notifier
+	Approver    Approver
+	Counter     compaction.Counter
+	EntryTokens func(*session.Entry) int
+}
+
+// Workspace is SOBA in one editor workspace: the configuration, the file
+// watcher and document tracking, Project Memory, and the agent of the
+// current session (replaced by session new / resume).
+type Workspace struct {
+	opt     WorkspaceOptions
+	root    *workspace.Root
+	touched *workspace.Touched
+	watcher *workspace.Watcher
+	memory  *workspace.Memory
+
+	mu        sync.Mutex // guards settings, didChange, agent
+	settings  Settings
+	didChange json.RawMessage
+	agent     *Agent
+}
+
+// OpenWorkspace loads the configuration, starts the watcher and a new
+// session. With no model server reachable it still starts: budget,
+// capsules, sessions and replay work, and a prompt fails naming the endpoint.
+func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
+	if opt.Root == "" {
+		return nil, nil, errors.New("no workspace root: open a folder (rootUri or workspaceFolders)")
+	}
+	root, err := workspace.NewRoot(opt.Root)
+	if err != nil {
+		return nil, nil, err
+	}
+	settings, warnings, err := opt.Load(opt.InitOptions, nil)
+	if err != nil {
+		return nil, warnings, err
+	}
+	if _, err := workspace.EnsureSobaDir(root); err != nil {
+		return nil, warnings, err
+	}
+	w := &Workspace{opt: opt, root: root, settings: settings}
+	if w.memory, err = workspace.OpenMemory(root); err != nil {
+		return nil, warnings, err
+	}
+	ig, err := workspace.NewIgnore(root)
+	if err != nil {
+		return nil, warnings, err
+	}
+	w.touched = workspace.NewTouched(root, ig)
+	w.watcher, err = workspace.NewWatcher(root, workspace.WatchOptions{Ignore: ig, OnChange: w.touched.FromWatcher,
+		OnWarning: func(m string) { opt.Notifier.Warn(m) }})
+	if err != nil {
+		// A watcher that cannot start degrades to document events.
+		warnings = append(warnings, "file watcher unavailable: "+err.Error()+"; files changed outside the editor are not tracked")
+		w.watcher = nil
+	}
+	a, err := New(w.agentOptions(settings))
+	if err != nil {
+		w.closeWatcher()
+		return nil, warnings, err
+	}
+	w.agent = a
+	return w, warnings, nil
+}
+
+func (w *Workspace) closeWatcher() {
+	if w.watcher != nil {
+		w.watcher.Close()
+	}
+}
+
+// agentOptions turns settings into the agent's options, making the model
+// clients. A model that cannot be configured leaves Model nil with the
+// reason, so everything but prompts still works.
+func (w *Workspace) agentOptions(s Settings) Options {
+	o := Options{
+		Root: w.root.Dir(), Resolver: w.root, SessionDir: s.SessionDir, FlightDir: filepath.Join(w.root.Dir(), ".soba", "flight"),
+		Compaction: s.Compaction, Approval: s.Approval, Approver: w.opt.Approver, Notifier: w.opt.Notifier,
+		Counter: w.opt.Counter, EntryTokens: w.opt.EntryTokens, Touched: w.touched, Memory: w.memory,
+		SystemPrompt: w.memory.Summary(), ModelName: s.Model.Name, ProviderName: s.Model.Provider,
+	}
+	model, err := newProvider(s.Model)
+	if err != nil {
+		o.ModelUnavailable = "model: " + err.Error()
+	} else {
+		o.Model = model
+	}
+	sm := s.Model
+	if s.SummaryModel != nil {
+		sm = *s.SummaryModel
+	}
+	if sp, err := newProvider(sm); err == nil {
+		o.Summarizer = &ModelSummarizer{Provider: sp, Model: sm.Name, ContextWindow: sm.ContextWindow}
+		// One summary request holds at most half the summary model's window.
+		o.SummaryWindowChars = max(8000, sm.ContextWindow*4/2)
+	}
+	return o
+}
+
+func newProvider(m ModelSettings) (provider.Provider, error) {
+	return provider.New(provider.Config{Provider: m.Provider, BaseURL: m.BaseURL, Model: m.Name, APIKeyEnv: m.APIKeyEnv,
+		ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens})
+}
+
+// Agent is the current session's agent.
+func (w *Workspace) Agent() *Agent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.agent
+}
+
+// Root is the workspace root.
+func (w *Workspace) Root() *workspace.Root { return w.root }
+
+// Touched tracks documents and files.
+func (w *Workspace) Touched() *workspace.Touched { return w.touched }
+
+// Configure applies didChangeConfiguration settings: the new layer is
+// validated whole; on error the previous configuration stays in force.
+// Changed settings take effect with the next session.
+func (w *Workspace) Configure(didChange json.RawMessage) ([]string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s, warnings, err := w.opt.Load(w.opt.InitOptions, didChange)
+	if err != nil {
+		return warnings, err
+	}
+	w.didChange, w.settings = didChange, s
+	return warnings, nil
+}
+
+// NewSession closes the current session and starts a new one with the
+// current settings.
+func (w *Workspace) NewSession() (SessionInfo, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a, err := New(w.agentOptions(w.settings))
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	old := w.agent
+	w.agent = a
+	old.Close()
+	return a.Info()
+}
+
+// ResumeSession reopens a session of this workspace by id (R-T4).
+func (w *Workspace) ResumeSession(id string) (SessionInfo, *session.OpenReport, error) {
+	if id == "" || strings.ContainsAny(id, `/\`) || strings.Contains(id, "..") {
+		return SessionInfo{}, nil, fmt.Errorf("bad session id %q", id)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	path := filepath.Join(w.settings.SessionDir, id+".jsonl")
+	if cur, _ := w.agent.Info(); cur.SessionID == id {
+		return cur, nil, nil
+	}
+	// The current session is closed first: its lock must not block a
+	// resume of the same file from another window's record.
+	a, rep, err := Resume(w.agentOptions(w.settings), path)
+	if err != nil {
+		return SessionInfo{}, rep, err
+	}
+	old := w.agent
+	w.agent = a
+	old.Close()
+	info, err := a.Info()
+	return info, rep, err
+}
+
+// Sessions lists the workspace's sessions.
+func (w *Workspace) Sessions() ([]session.Info, error) {
+	w.mu.Lock()
+	dir := w.settings.SessionDir
+	w.mu.Unlock()
+	return session.List(dir)
+}
+
+// Document events from the editor (R-C2).
+func (w *Workspace) DidOpen(uri string)   { w.doc(uri, w.touched.Opened) }
+func (w *Workspace) DidChange(uri string) { w.doc(uri, w.touched.Changed) }
+func (w *Workspace) DidSave(uri string)   { w.doc(uri, w.touched.Saved) }
+func (w *Workspace) DidClose(uri string)  { w.doc(uri, w.touched.Closed) }
+
+func (w *Workspace) doc(uri string, f func(string)) {
+	if rel, err := w.root.URIToRel(uri); err == nil {
+		f(rel)
+	}
+}
+
+// Close ends the session and the watcher; every appended entry is on disk.
+func (w *Workspace) Close() error {
+	w.mu.Lock()
+	a := w.agent
+	w.mu.Unlock()
+	err := a.Close()
+	w.closeWatcher()
+	return err
+}
