@@ -16,7 +16,7 @@ if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; 
 echo "== go: tests (race)"
 go test -race -count=1 ./...
 
-for suite in editors/neovim/test.sh editors/vscode/test.sh; do
+for suite in lsp/conformance/test.sh editors/neovim/test.sh editors/vscode/test.sh; do
   if [ -x "$suite" ]; then
     echo "== $suite"
     "$suite"
