@@ -1,0 +1,249 @@
+package lsp
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/conc"
+
+	"github.com/soba-agent/soba-lsp/agent"
+	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/compaction/tokens"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// agentEnv is the real server with the real agent backend, a fake editor,
+// and a fake model server speaking the OpenAI wire format.
+type agentEnv struct {
+	*Editor
+	dir     string
+	model   *providertest.Server
+	summary *providertest.Server
+}
+
+// smallSettings make a few kilobytes of history meaningful: hard limit
+// 10000, soft 8000, keep 1500.
+func smallSettings(dir, modelURL, summaryURL string) agent.Settings {
+	c := compaction.DefaultConfig()
+	c.ContextWindow, c.MaxOutputTokens, c.SafetyReserveTokens = 12000, 1000, 1000
+	c.KeepRecentTokens, c.MinTokensForAutoCompact, c.MinReclaimableTokens = 1500, 3000, 1000
+	s := agent.Settings{Model: agent.ModelSettings{Provider: "openai", BaseURL: modelURL, Name: "m", ContextWindow: 12000, MaxOutputTokens: 1000},
+		Compaction: c, Approval: "auto", SessionDir: filepath.Join(dir, ".soba", "sessions")}
+	if summaryURL != "" {
+		s.SummaryModel = &agent.ModelSettings{Provider: "openai", BaseURL: summaryURL, Name: "s", ContextWindow: 12000, MaxOutputTokens: 1000}
+	}
+	return s
+}
+
+func runAgentServer(t *testing.T, mod func(*agent.Settings), script []providertest.Reply, summaries []providertest.Reply) *agentEnv {
+	t.Helper()
+	dir := t.TempDir()
+	model := providertest.NewOpenAI(t, script...)
+	var summary *providertest.Server
+	summaryURL := ""
+	if summaries != nil {
+		summary = providertest.NewOpenAI(t, summaries...)
+		summaryURL = summary.URL
+	}
+	load := func(init, change json.RawMessage) (agent.Settings, []string, error) {
+		s := smallSettings(dir, model.URL, summaryURL)
+		if mod != nil {
+			mod(&s)
+		}
+		return s, nil, nil
+	}
+	counter := tokens.Default()
+	factory := AgentBackendFactory(load, counter, tokens.Estimator{Counter: counter}.EntryTokens)
+	srvEnd, edEnd := net.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := NewServer(factory, WithVersion("test"), WithBudgetInterval(20*time.Millisecond))
+	e := &agentEnv{Editor: newEditor(t, edEnd), dir: dir, model: model, summary: summary}
+	var wg conc.WaitGroup
+	wg.Go(func() { s.Serve(ctx, srvEnd) })
+	t.Cleanup(func() {
+		cancel()
+		e.Editor.Close()
+		_ = srvEnd.Close()
+		wg.Wait()
+	})
+	var result map[string]any
+	params := map[string]any{"processId": nil, "rootUri": (&url.URL{Scheme: "file", Path: dir}).String(),
+		"capabilities": map[string]any{"window": map[string]any{"workDoneProgress": true}}}
+	if err := e.Call(methodInitialize, params, &result); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	e.Notify(methodInitialized, map[string]any{})
+	return e
+}
+
+func eventsOf(s editorState, typ string) []agent.Event {
+	var out []agent.Event
+	for _, n := range of(s.notes, methodEvent) {
+		var ev agent.Event
+		_ = json.Unmarshal(n.Params, &ev)
+		if typ == "" || ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (e *agentEnv) prompt(t *testing.T, text string) agent.Event {
+	t.Helper()
+	var r PromptResult
+	if err := e.Command(CommandPrompt, map[string]any{"text": text}, &r); err != nil {
+		t.Fatalf("soba.prompt: %v", err)
+	}
+	var end agent.Event
+	e.Await(func(s editorState) bool {
+		for _, ev := range eventsOf(s, "turn_end") {
+			if ev.TurnID == r.TurnID {
+				end = ev
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second)
+	return end
+}
+
+func TestAgentBackendFullTurnWithTools(t *testing.T) {
+	e := runAgentServer(t, nil, []providertest.Reply{
+		providertest.Call("c1", "write_file", map[string]any{"path": "notes.txt", "content": "hello"}),
+		providertest.Call("c2", "read_file", map[string]any{"path": "notes.txt"}),
+		providertest.Text("Wrote and read notes.txt."),
+	}, nil)
+	end := e.prompt(t, "write notes.txt then read it")
+	if end.Outcome != "completed" {
+		t.Fatalf("turn %s: %s", end.Outcome, end.Error)
+	}
+	s := e.Snapshot()
+	calls, results, texts := eventsOf(s, "tool_call"), eventsOf(s, "tool_result"), eventsOf(s, "text")
+	if len(calls) != 2 || calls[0].Name != "write_file" || len(results) != 2 || !*results[1].OK || len(texts) == 0 {
+		t.Fatalf("events: %d calls, %d results, %d texts", len(calls), len(results), len(texts))
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.dir, "notes.txt")); string(b) != "hello" {
+		t.Fatalf("notes.txt = %q", b)
+	}
+	var info SessionInfo
+	if err := e.Command(CommandSessionInfo, nil, &info); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(info.Path)
+	if n := strings.Count(string(data), `"type":"tool_result"`); n != 2 {
+		t.Fatalf("%d tool results in the transcript", n)
+	}
+}
+
+var filler = strings.Repeat("The quick brown fox jumps over the lazy dog. ", 60)
+
+func TestAgentBackendAutoCompactionShowsProgress_RB3(t *testing.T) {
+	var script []providertest.Reply
+	for i := 0; i < 14; i++ {
+		script = append(script, providertest.Text("answer "+filler))
+	}
+	e := runAgentServer(t, nil, script, []providertest.Reply{providertest.Text("## Goal\nanswer the questions\n## Done\n- answered\n")})
+	e.summary.RepeatLast()
+	for i := 0; i < 14; i++ {
+		e.prompt(t, "question "+filler)
+	}
+	s := e.Snapshot()
+	var begin, end map[string]any
+	for _, p := range of(s.notes, methodProgress) {
+		var pp struct {
+			Value map[string]any `json:"value"`
+		}
+		_ = json.Unmarshal(p.Params, &pp)
+		switch pp.Value["kind"] {
+		case "begin":
+			begin = pp.Value
+		case "end":
+			end = pp.Value
+		}
+	}
+	if begin == nil || begin["title"] != "Compacting context before response" || begin["cancellable"] != true {
+		t.Fatalf("progress begin %v", begin)
+	}
+	if end == nil || !strings.HasPrefix(end["message"].(string), "Compaction") && !strings.HasPrefix(end["message"].(string), "Compacted context · ") {
+		t.Fatalf("progress end %v", end)
+	}
+	if len(of(s.requests, methodWorkDoneCreate)) == 0 {
+		t.Fatal("no window/workDoneProgress/create")
+	}
+	logged := false
+	for _, m := range of(s.notes, methodLogMessage) {
+		if strings.Contains(string(m.Params), "Compacted context · ") {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Fatal("the result line was not logged")
+	}
+	var b compaction.Budget
+	if err := e.Command(CommandBudget, nil, &b); err != nil || b.LastCompaction == nil {
+		t.Fatalf("budget %+v %v", b, err)
+	}
+}
+
+func TestAgentBackendCancelDuringBarrier_RF2(t *testing.T) {
+	var script []providertest.Reply
+	for i := 0; i < 6; i++ {
+		script = append(script, providertest.Text("answer "+filler))
+	}
+	slow := providertest.Text("## Goal\nlate\n")
+	slow.Delay = 10 * time.Second
+	e := runAgentServer(t, func(s *agent.Settings) { s.Compaction.Auto = false }, script, []providertest.Reply{slow})
+	for i := 0; i < 6; i++ {
+		e.prompt(t, "q "+filler)
+	}
+	ch, _ := e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact, "arguments": []any{map[string]any{}}})
+	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) > 0 }, 10*time.Second)
+	var c CancelResult
+	if err := e.Command(CommandCancel, nil, &c); err != nil || !c.Cancelled || c.What != "compaction" {
+		t.Fatalf("cancel %+v %v", c, err)
+	}
+	var r compaction.CompactionResult
+	if err := e.wait(CommandCompact, ch, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != compaction.OutcomeCancelled {
+		t.Fatalf("outcome %s", r.Outcome)
+	}
+	var info SessionInfo
+	e.Command(CommandSessionInfo, nil, &info)
+	data, _ := os.ReadFile(info.Path)
+	if strings.Contains(string(data), `"type":"capsule"`) {
+		t.Fatal("a cancelled compaction appended a capsule")
+	}
+	_ = session.TypeCapsule
+}
+
+func TestAgentBackendBudgetWhileStreaming(t *testing.T) {
+	slow := providertest.Text(strings.Repeat("word ", 400))
+	slow.ChunkDelay = 5 * time.Millisecond
+	e := runAgentServer(t, nil, []providertest.Reply{slow}, nil)
+	var r PromptResult
+	if err := e.Command(CommandPrompt, map[string]any{"text": "talk"}, &r); err != nil {
+		t.Fatal(err)
+	}
+	e.Await(func(s editorState) bool { return len(eventsOf(s, "text")) > 2 }, 10*time.Second)
+	start := time.Now()
+	var b compaction.Budget
+	if err := e.Command(CommandBudget, nil, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.State != compaction.StateGenerating {
+		t.Fatalf("state %s while streaming", b.State)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("soba.budget took %v while a turn streamed", d)
+	}
+}
