@@ -163,6 +163,8 @@ func TestRoundTripText_RP2(t *testing.T) {
 		"line\n===", "line\n---", "line\n    code", "  - nested\n    - deeper", "```\ncode\n```",
 		"\u00a0nbsp", "nbsp\u00a0", "日本語", "emoji 🎉", "_none_", "*none*", "(exit 1)", "`x` — failed (exit 1)",
 		"    four", "\t\ttabs\n\t\tmore", "a\n\n\nb", "trailing   \n   \n", "\\`",
+		strings.Repeat(">", 40) + " deep quote", strings.Repeat("> ", 40), strings.Repeat(" ", 300) + "- far\n" + strings.Repeat("\t", 80) + "> far",
+		"```\n" + strings.Repeat("- ", 50) + "\n```",
 	}
 	for _, s := range texts {
 		doc := Document{Meta: Meta{Title: s}, State: State{
@@ -238,8 +240,10 @@ func TestChecksum_RP2(t *testing.T) {
 		"moved item":    func(s *State) { s.Done = []string{s.Done[1], s.Done[0]} },
 		"item to other": func(s *State) { s.Pending, s.NextSteps = s.NextSteps, s.Pending },
 		"rationale":     func(s *State) { s.Decisions = append([]Decision{{Decision: "x", Rationale: "y"}}, s.Decisions[1:]...) },
-		"exit code":     func(s *State) { s.Verification = []Verification{{Command: "go vet ./workspace/", ExitCode: 1, Outcome: "passed"}} },
-		"split text":    func(s *State) { s.Notes = []string{"inotify limits here:", "192,530 watches, 128 instances"} },
+		"exit code": func(s *State) {
+			s.Verification = []Verification{{Command: "go vet ./workspace/", ExitCode: 1, Outcome: "passed"}}
+		},
+		"split text": func(s *State) { s.Notes = []string{"inotify limits here:", "192,530 watches, 128 instances"} },
 	}
 	for name, edit := range edits {
 		s := base

@@ -209,7 +209,7 @@ func (p *parse) frontMatter(data []byte) (frontMatter, error) {
 			closed = true
 			break
 		}
-		if strings.TrimSpace(s) == "" || strings.HasPrefix(s, "#") {
+		if strings.TrimSpace(s) == "" {
 			continue
 		}
 		m := keyLine.FindStringSubmatch(s)
@@ -295,52 +295,121 @@ func parseSectionHashes(v string) map[string]string {
 }
 
 // checkNesting bounds the nesting the Markdown parser will see (see the
-// limits above), so hostile input costs bounded time.
+// limits above), so hostile input costs bounded time. Lines inside a
+// top-level fenced block are text, not structure, and are not counted: that
+// is where Render puts any text that is not one plain line. The scan follows
+// fences only while it can be sure the Markdown parser sees the same fences
+// (fences at column 0, no HTML block at the top level); after a construct
+// that could make them differ, every line is checked.
 func (p *parse) checkNesting() error {
 	line := p.lineBase
+	var (
+		fenceChar byte // the open fence's character, 0 outside a fence
+		fenceLen  int
+		strict    bool
+	)
 	for rest := p.src; len(rest) > 0; {
 		var l []byte
 		l, rest, _ = bytes.Cut(rest, []byte("\n"))
 		line++
-		col, markers := 0, 0
-		for i := 0; i < len(l); {
-			c := l[i]
-			switch {
-			case c == ' ':
-				col++
-				i++
-				continue
-			case c == '\t':
-				col += 4 - col%4
-				i++
-				continue
-			case c == '>':
-				i++
-			case (c == '-' || c == '+' || c == '*') && (i+1 == len(l) || l[i+1] == ' ' || l[i+1] == '\t'):
-				i++
-			case c >= '0' && c <= '9':
-				j := i
-				for j < len(l) && j-i < 10 && l[j] >= '0' && l[j] <= '9' {
-					j++
-				}
-				if j < len(l) && (l[j] == '.' || l[j] == ')') && (j+1 == len(l) || l[j+1] == ' ' || l[j+1] == '\t') {
-					i = j + 1
-					break
-				}
-				i = len(l)
-				continue
-			default:
-				i = len(l)
+		col, start := indentOf(l)
+		if fenceChar != 0 {
+			if col <= 3 && fenceRun(l[start:], fenceChar) >= fenceLen &&
+				len(bytes.Trim(l[start:], string(fenceChar)+" \t")) == 0 {
+				fenceChar = 0
+			}
+			continue
+		}
+		if err := checkMarkers(l, line); err != nil {
+			return err
+		}
+		if strict || start == len(l) {
+			continue
+		}
+		c := l[start]
+		switch {
+		case col <= 3 && c == '<':
+			strict = true
+		case c == '`' || c == '~':
+			n := fenceRun(l[start:], c)
+			if n < 3 || c == '`' && bytes.IndexByte(l[start+n:], '`') >= 0 {
 				continue
 			}
-			markers++
-			if markers > maxLineMarkers {
-				return errf(line, "quotes or lists nested more than %d deep on one line", maxLineMarkers)
-			}
-			if col > maxMarkerIndent {
-				return errf(line, "quote or list marker indented more than %d columns", maxMarkerIndent)
+			if col == 0 {
+				fenceChar, fenceLen = c, n
+			} else if col <= 3 {
+				strict = true
 			}
 		}
+	}
+	return nil
+}
+
+// indentOf returns the indentation of l in columns (tabs to multiples of 4)
+// and the offset of its first other byte.
+func indentOf(l []byte) (col, start int) {
+	for start < len(l) {
+		switch l[start] {
+		case ' ':
+			col++
+		case '\t':
+			col += 4 - col%4
+		default:
+			return col, start
+		}
+		start++
+	}
+	return col, start
+}
+
+// fenceRun is the number of c at the start of l.
+func fenceRun(l []byte, c byte) int {
+	n := 0
+	for n < len(l) && l[n] == c {
+		n++
+	}
+	return n
+}
+
+// checkMarkers checks one line's quote and list markers against the limits.
+func checkMarkers(l []byte, line int) error {
+	col, markers := 0, 0
+	for i := 0; i < len(l); {
+		c := l[i]
+		switch {
+		case c == ' ':
+			col++
+			i++
+			continue
+		case c == '\t':
+			col += 4 - col%4
+			i++
+			continue
+		case c == '>':
+			i++
+		case (c == '-' || c == '+' || c == '*') && (i+1 == len(l) || l[i+1] == ' ' || l[i+1] == '\t'):
+			i++
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(l) && j-i < 10 && l[j] >= '0' && l[j] <= '9' {
+				j++
+			}
+			if j < len(l) && (l[j] == '.' || l[j] == ')') && (j+1 == len(l) || l[j+1] == ' ' || l[j+1] == '\t') {
+				i = j + 1
+				break
+			}
+			return nil
+		default:
+			return nil
+		}
+		markers++
+		if markers > maxLineMarkers {
+			return errf(line, "quotes or lists nested more than %d deep on one line", maxLineMarkers)
+		}
+		if col > maxMarkerIndent {
+			return errf(line, "quote or list marker indented more than %d columns", maxMarkerIndent)
+		}
+		col++
 	}
 	return nil
 }
