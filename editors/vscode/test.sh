@@ -25,7 +25,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-note() { echo "== vscode: $*"; }
+t0=$SECONDS
+note() { echo "== vscode [$((SECONDS - t0))s]: $*"; }
 pass() { passed=$((passed + 1)); echo "PASS $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
 skip() { skipped=$((skipped + 1)); echo "SKIP $*"; }
@@ -47,9 +48,16 @@ vitest_counts() {
 cd "$here"
 
 # ---- dependencies --------------------------------------------------------
-note "npm ci"
-if ! npm ci --no-audit --no-fund >"$work/npm.log" 2>&1; then
-  cat "$work/npm.log"; fail "npm ci"; summary
+# npm ci, unless node_modules was installed by npm ci from this very lock file.
+lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ "$(cat node_modules/.soba-lock-sum 2>/dev/null)" = "$lock_sum" ]; then
+  note "node_modules is current with package-lock.json"
+else
+  note "npm ci"
+  if ! npm ci --no-audit --no-fund >"$work/npm.log" 2>&1; then
+    cat "$work/npm.log"; fail "npm ci"; summary
+  fi
+  echo "$lock_sum" >node_modules/.soba-lock-sum
 fi
 
 note "tsc --noEmit"
@@ -191,4 +199,5 @@ else
   fi
 fi
 
+note "done"
 summary
