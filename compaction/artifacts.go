@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/soba-agent/soba-lsp/compaction/capsule"
 	"github.com/soba-agent/soba-lsp/session"
@@ -33,10 +35,28 @@ var verificationPattern = regexp.MustCompile(`(?i)(^|[\s;&|(/])(` +
 	`dotnet (test|build)|rspec|bundle exec (rspec|rake)|mix test|swift (test|build)|zig build|bazel (test|build)` +
 	`)($|[\s;&|)])`)
 
+// verificationSeen memoises IsVerificationCommand: sessions run the same
+// few commands over and over, and the pattern is costly.
+var (
+	verificationSeen  sync.Map // command → bool
+	verificationCount atomic.Int32
+)
+
+// maxVerificationMemo bounds the memo in a long-running server.
+const maxVerificationMemo = 4096
+
 // IsVerificationCommand reports whether a shell command verifies the work
 // (tests, build, lint), so its last outcome belongs in the capsule (R-C1).
 func IsVerificationCommand(cmd string) bool {
-	return verificationPattern.MatchString(strings.TrimSpace(cmd))
+	if v, ok := verificationSeen.Load(cmd); ok {
+		return v.(bool)
+	}
+	ok := verificationPattern.MatchString(strings.TrimSpace(cmd))
+	if len(cmd) <= 512 && verificationCount.Load() < maxVerificationMemo {
+		verificationCount.Add(1)
+		verificationSeen.Store(cmd, ok)
+	}
+	return ok
 }
 
 // Outcome names for verification commands.

@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -123,3 +124,55 @@ type cachedTranscript struct {
 func (c *cachedTranscript) LatestCapsule() int { return c.latest }
 
 var _ = session.TypeUser
+
+// BenchmarkBarrierDeterministic measures a whole barrier run (plan, build,
+// post gate, append) with the deterministic summarizer over ~200k
+// compactable tokens.
+func BenchmarkBarrierDeterministic(b *testing.B) {
+	s := benchSession(1)
+	for total := 0; total < 220000; {
+		before := len(s.es)
+		s = growBench(s)
+		for _, e := range s.es[before:] {
+			total += e.Tokens
+		}
+	}
+	cfg := DefaultConfig()
+	bar := &Barrier{Counter: quarterCounter{}}
+	leaf := s.es[len(s.es)-1].ID
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := MakePlan(s.es, quarterCounter{}, PlanRequest{Trigger: TriggerUser, Config: cfg, CheckpointID: "ck_b", ExpectedLeaf: leaf})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res := bar.Run(context.Background(), RunInput{Plan: p, Transcript: s.es, Appender: &ownerAppender{leaf: leaf}})
+		if res.Outcome != OutcomeCompleted {
+			b.Fatal(res.Reason)
+		}
+	}
+}
+
+// BenchmarkTimeoutToDegradedCapsule measures the time from the summary
+// deadline to the degraded capsule appended: the summarizer never answers
+// and timeoutMs is 1, so each run is the fallback path plus that 1 ms.
+func BenchmarkTimeoutToDegradedCapsule(b *testing.B) {
+	s := benchSession(2000)
+	cfg := DefaultConfig()
+	cfg.TimeoutMs = 1
+	gate := make(chan struct{})
+	defer close(gate)
+	bar := &Barrier{Counter: quarterCounter{}, Summarizer: &fakeSummarizer{gate: gate, ignoreCtx: true}}
+	leaf := s.es[len(s.es)-1].ID
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := MakePlan(s.es, quarterCounter{}, PlanRequest{Trigger: TriggerUser, Config: cfg, CheckpointID: "ck_t", ExpectedLeaf: leaf})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res := bar.Run(context.Background(), RunInput{Plan: p, Transcript: s.es, Appender: &ownerAppender{leaf: leaf}})
+		if res.Quality != "degraded" {
+			b.Fatal(res.Outcome, res.Reason)
+		}
+	}
+}

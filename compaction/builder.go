@@ -29,8 +29,35 @@ type Extras struct {
 	ActiveSkills  []string
 }
 
-// constraintPattern finds the user's rules in their own words.
-var constraintPattern = regexp.MustCompile(`(?i)\b(must|must not|never|always|do not|don't|dont|only|without|avoid|keep|make sure|should not|shouldn't|no more than|at most|at least)\b`)
+// constraintWords mark the user's rules in their own words.
+var constraintWords = []string{"must", "never", "always", "do not", "don't", "dont", "only", "without", "avoid", "keep",
+	"make sure", "should not", "shouldn't", "no more than", "at most", "at least"}
+
+// isConstraint reports whether a sentence states a rule: it holds one of
+// constraintWords as a whole word (a plain scan; a regexp was the
+// capsule builder's hottest spot).
+func isConstraint(s string) bool {
+	l := strings.ToLower(s)
+	for _, w := range constraintWords {
+		for off := 0; ; {
+			i := strings.Index(l[off:], w)
+			if i < 0 {
+				break
+			}
+			i += off
+			end := i + len(w)
+			if (i == 0 || !isWordByte(l[i-1])) && (end == len(l) || !isWordByte(l[end])) {
+				return true
+			}
+			off = i + 1
+		}
+	}
+	return false
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 0x80
+}
 
 // BuildDeterministic builds the best capsule it can from the entries alone,
 // with no model: the goal from the user's messages, work and blockers from
@@ -159,7 +186,7 @@ func rollKeepingGoal(prev, next capsule.State) capsule.State {
 func Roll(prev, next capsule.State) capsule.State {
 	out := capsule.State{
 		Goal:        firstNonEmpty(next.Goal, prev.Goal),
-		Constraints: union(prev.Constraints, next.Constraints),
+		Constraints: lastN(dedupeFold(union(prev.Constraints, next.Constraints)), maxListItems),
 		Done:        lastN(union(prev.Done, next.Done), 2*maxListItems),
 		InProgress:  orElse(next.InProgress, prev.InProgress),
 		NextSteps:   orElse(next.NextSteps, prev.NextSteps),
@@ -195,16 +222,33 @@ func Roll(prev, next capsule.State) capsule.State {
 
 func constraintsFrom(users []string) []string {
 	var out []string
-	seen := map[string]bool{}
 	for _, u := range users {
 		for _, s := range sentences(u) {
-			if constraintPattern.MatchString(s) && !seen[s] {
-				seen[s] = true
+			if s = leadingAside.ReplaceAllString(s, ""); isConstraint(s) {
 				out = append(out, clip(s, maxItemChars))
 			}
 		}
 	}
-	return lastN(out, maxListItems/2)
+	return lastN(dedupeFold(out), maxListItems/2)
+}
+
+// leadingAside matches parenthesised asides that open a sentence, such as
+// "(step 3)", so a rule repeated across messages is recognised as one.
+var leadingAside = regexp.MustCompile(`^(\([^)]{0,40}\)\s*)+`)
+
+// dedupeFold removes later duplicates that differ only in case and
+// surrounding space or punctuation, keeping the first spelling.
+func dedupeFold(xs []string) []string {
+	seen := make(map[string]bool, len(xs))
+	out := xs[:0:0]
+	for _, x := range xs {
+		k := strings.ToLower(strings.Trim(x, " .;:!"))
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 var sentenceEnd = regexp.MustCompile(`[.!?\n]+\s*`)
