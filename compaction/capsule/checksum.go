@@ -16,29 +16,35 @@ const sectionHashLen = 8
 // states that render to the same file have the same checksum.
 func Checksum(st State) string {
 	st = normState(st)
-	h := sha256.New()
-	var buf []byte
-	buf = append(buf, Format...)
-	buf = append(buf, '\n')
-	for i := range sections {
-		buf = appendCanonicalSection(buf, &st, i)
-		h.Write(buf)
-		buf = buf[:0]
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	sum, _ := canonicalHashes(&st, false)
+	return sum
 }
 
 // sectionHashes returns the short hash of each section's canonical form, in
 // section order. st must be normalised.
 func sectionHashes(st *State) [numSections]string {
-	var out [numSections]string
-	var buf []byte
+	_, hs := canonicalHashes(st, true)
+	return hs
+}
+
+// canonicalHashes hashes the canonical form of st (which must be normal),
+// and with sections also each section's block, in one pass.
+func canonicalHashes(st *State, withSections bool) (string, [numSections]string) {
+	var hs [numSections]string
+	h := sha256.New()
+	buf := make([]byte, 0, 4096)
+	buf = append(buf, Format...)
+	buf = append(buf, '\n')
+	h.Write(buf)
 	for i := range sections {
 		buf = appendCanonicalSection(buf[:0], st, i)
-		sum := sha256.Sum256(buf)
-		out[i] = hex.EncodeToString(sum[:])[:sectionHashLen]
+		h.Write(buf)
+		if withSections {
+			sum := sha256.Sum256(buf)
+			hs[i] = hex.EncodeToString(sum[:sectionHashLen/2])
+		}
 	}
-	return out
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), hs
 }
 
 // appendCanonicalSection appends one section's canonical form: the line

@@ -88,6 +88,12 @@ const noneMarker = "_none_"
 // control characters and invalid UTF-8, empty lists nil, Created in UTC,
 // Format set and Checksum computed.
 func Normalize(doc Document) Document {
+	doc, _ = normalize(doc, false)
+	return doc
+}
+
+// normalize is Normalize, also returning the section hashes when asked.
+func normalize(doc Document, withSections bool) (Document, [numSections]string) {
 	m := doc.Meta
 	m.Format = Format
 	m.CheckpointID = normLine(m.CheckpointID)
@@ -100,8 +106,9 @@ func Normalize(doc Document) Document {
 		m.Created = m.Created.UTC()
 	}
 	st := normState(doc.State)
-	m.Checksum = Checksum(st)
-	return Document{Meta: m, State: st}
+	var hs [numSections]string
+	m.Checksum, hs = canonicalHashes(&st, withSections)
+	return Document{Meta: m, State: st}, hs
 }
 
 // normState cleans every string of st (see normText) and drops empty lists.
@@ -265,7 +272,7 @@ func normLine(s string) string {
 // output depends only on the normalised document, and Parse gives back
 // Normalize(doc).
 func Render(doc Document) []byte {
-	doc = Normalize(doc)
+	doc, hs := normalize(doc, true)
 	m := &doc.Meta
 	var b strings.Builder
 	b.Grow(estimateSize(&doc.State) + 512)
@@ -293,7 +300,6 @@ func Render(doc Document) []byte {
 	kv("quality", m.Quality)
 	kv("checksum", m.Checksum)
 	b.WriteString("sections: ")
-	hs := sectionHashes(&doc.State)
 	for i := range sections {
 		if i > 0 {
 			b.WriteByte(',')
@@ -503,6 +509,11 @@ func writeRepeat(b *strings.Builder, c byte, n int) {
 }
 
 func longestRun(s string, c byte) int {
+	i := strings.IndexByte(s, c)
+	if i < 0 {
+		return 0
+	}
+	s = s[i:]
 	best, cur := 0, 0
 	for i := 0; i < len(s); i++ {
 		if s[i] == c {

@@ -20,10 +20,10 @@ import (
 // needs (docs/capsule-format.md "Limits").
 const (
 	// maxLineMarkers bounds the quote and list markers that open one line.
-	maxLineMarkers = 32
+	maxLineMarkers = 16
 	// maxMarkerIndent bounds the indentation (in columns) of a line that
 	// starts with a quote or list marker.
-	maxMarkerIndent = 256
+	maxMarkerIndent = 64
 	// maxWarnings bounds the warnings of one Parse; the rest are counted.
 	maxWarnings = 20
 )

@@ -262,10 +262,10 @@ func TestMalformed_RP2(t *testing.T) {
 		{"NUL byte", strings.Replace(good, "Done", "Do\x00ne", 1), "binary data: NUL byte"},
 		{"invalid UTF-8", strings.Replace(good, "Done", "Do\xffne", 1), "binary data: invalid UTF-8"},
 		{"oversized", good + "\n" + strings.Repeat("x", MaxSize), "over the 1048576-byte limit"},
-		{"deep quote nesting", good + "\n" + strings.Repeat("> ", 5000) + "x\n", "nested more than 32 deep"},
-		{"deep nesting after top-level HTML", good + "\n<div>\n```\n\n" + strings.Repeat("> ", 40) + "\n", "nested more than 32 deep"},
-		{"deep nesting after an indented fence", good + "\n  ```\n" + strings.Repeat("> ", 40) + "\n", "nested more than 32 deep"},
-		{"deep list indentation", good + "\n" + deepIndentList(200), "indented more than 256 columns"},
+		{"deep quote nesting", good + "\n" + strings.Repeat("> ", 5000) + "x\n", "nested more than 16 deep"},
+		{"deep nesting after top-level HTML", good + "\n<div>\n```\n\n" + strings.Repeat("> ", 40) + "\n", "nested more than 16 deep"},
+		{"deep nesting after an indented fence", good + "\n  ```\n" + strings.Repeat("> ", 40) + "\n", "nested more than 16 deep"},
+		{"deep list indentation", good + "\n" + deepIndentList(200), "indented more than 64 columns"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -320,8 +320,8 @@ func TestHostileInput_RP2(t *testing.T) {
 		"one huge line":        head + "## Notes\n\n- " + strings.Repeat("a", MaxSize-4096) + "\n",
 		"huge backtick run":    head + "## Notes\n\n" + strings.Repeat("`", MaxSize-64) + "\n",
 		"nested brackets":      head + "## Notes\n\n- " + strings.Repeat("[", 200000) + strings.Repeat("]", 200000) + "\n",
-		"nested lists by line": head + "## Notes\n\n" + deepIndentList(128),
-		"quotes at the limit":  head + "## Notes\n\n" + strings.Repeat(strings.Repeat("> ", 32)+"x\n", 10000),
+		"nested lists by line": head + "## Notes\n\n" + deepIndentList(32),
+		"quotes at the limit":  head + "## Notes\n\n" + strings.Repeat(strings.Repeat("> ", 16)+"x\n", 10000),
 		"thousands of sections": head + strings.Repeat("## Unknown\n\ntext\n\n", 40000) +
 			strings.Repeat("## Notes\n\n- n\n\n", 1),
 		"thousands of bullets": head + "## Notes\n\n" + strings.Repeat("- n\n", 200000),
