@@ -31,10 +31,11 @@ type Settings struct {
 	SessionDir string
 }
 
-// SettingsLoader resolves the configuration layers: the files, then
-// initializationOptions, then didChangeConfiguration's settings.soba (nil
-// when absent). An error names the key and where it came from.
-type SettingsLoader func(initOptions, didChange json.RawMessage) (Settings, []string, error)
+// SettingsLoader resolves the configuration layers of the workspace at
+// root: the files, then initializationOptions, then
+// didChangeConfiguration's settings.soba (nil when absent). An error names
+// the key and where it came from.
+type SettingsLoader func(root string, initOptions, didChange json.RawMessage) (Settings, []string, error)
 
 // WorkspaceOptions open a Workspace.
 type WorkspaceOptions struct {
@@ -74,7 +75,7 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	settings, warnings, err := opt.Load(opt.InitOptions, nil)
+	settings, warnings, err := opt.Load(root.Dir(), opt.InitOptions, nil)
 	if err != nil {
 		return nil, warnings, err
 	}
@@ -164,7 +165,7 @@ func (w *Workspace) Touched() *workspace.Touched { return w.touched }
 func (w *Workspace) Configure(didChange json.RawMessage) ([]string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s, warnings, err := w.opt.Load(w.opt.InitOptions, didChange)
+	s, warnings, err := w.opt.Load(w.root.Dir(), w.opt.InitOptions, didChange)
 	if err != nil {
 		return warnings, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/agent"
@@ -22,6 +23,16 @@ type AgentBackend struct {
 // AgentBackendFactory returns the factory that cmd/soba-lsp serves with.
 func AgentBackendFactory(load agent.SettingsLoader, counter compaction.Counter, entryTokens func(*session.Entry) int) BackendFactory {
 	return func(ctx context.Context, opts BackendOptions) (Backend, error) {
+		if opts.Root == "" {
+			// A client that names no folder (a single file) gets the
+			// server's working directory as its workspace.
+			wd, err := os.Getwd()
+			if err != nil {
+				return nil, fmt.Errorf("no workspace root, and the working directory is unknown: %w", err)
+			}
+			opts.Root = wd
+			opts.Notifier.Log("soba: the client named no workspace folder; using " + wd)
+		}
 		ws, warnings, err := agent.OpenWorkspace(agent.WorkspaceOptions{Root: opts.Root, InitOptions: opts.InitializationOptions,
 			Load: load, Notifier: opts.Notifier, Approver: opts.Approver, Counter: counter, EntryTokens: entryTokens})
 		for _, w := range warnings {

@@ -53,7 +53,7 @@ func runAgentServer(t *testing.T, mod func(*agent.Settings), script []providerte
 		summary = providertest.NewOpenAI(t, summaries...)
 		summaryURL = summary.URL
 	}
-	load := func(init, change json.RawMessage) (agent.Settings, []string, error) {
+	load := func(root string, init, change json.RawMessage) (agent.Settings, []string, error) {
 		s := smallSettings(dir, model.URL, summaryURL)
 		if mod != nil {
 			mod(&s)

@@ -46,9 +46,17 @@ type proc struct {
 	out *bufio.Reader
 }
 
+// start runs the binary in a fresh workspace directory (the root when the
+// client names none) whose configuration points the model at a closed
+// loopback port, with a private HOME.
 func start(t *testing.T) *proc {
 	t.Helper()
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".soba"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".soba", "config.json"), []byte(`{"model":{"provider":"openai","baseURL":"http://127.0.0.1:9/v1","name":"m"}}`), 0o644)
 	cmd := exec.Command(binary, "--log-file", filepath.Join(t.TempDir(), "soba.log"))
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME=")
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +102,34 @@ func (p *proc) response(id int) map[string]any {
 			return m
 		}
 	}
+}
+
+// notification reads messages until a notification of method whose params
+// satisfy match.
+func (p *proc) notification(method string, match func(map[string]any) bool) map[string]any {
+	p.t.Helper()
+	tp := textproto.NewReader(p.out)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		hdr, err := tp.ReadMIMEHeader()
+		if err != nil {
+			p.t.Fatalf("reading %s: %v", method, err)
+		}
+		n, _ := strconv.Atoi(hdr.Get("Content-Length"))
+		body := make([]byte, n)
+		if _, err := io.ReadFull(p.out, body); err != nil {
+			p.t.Fatalf("reading body: %v", err)
+		}
+		var m struct {
+			Method string         `json:"method"`
+			Params map[string]any `json:"params"`
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method == method && match(m.Params) {
+			return m.Params
+		}
+	}
+	p.t.Fatalf("no %s notification", method)
+	return nil
 }
 
 func (p *proc) initialize() {
@@ -159,15 +195,23 @@ func TestStdinEOF_Ends(t *testing.T) {
 	}
 }
 
-func TestUnavailableCommand_RequestFailed(t *testing.T) {
+// With no model server reachable the server still serves, and a prompt's
+// turn fails with an error naming the endpoint (PROTOCOL.md Configuration).
+func TestPromptWithoutModelServer_NamesEndpoint(t *testing.T) {
 	p := start(t)
 	p.initialize()
 	p.send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": map[string]any{
 		"command": "soba.prompt", "arguments": []any{map[string]any{"text": "hi"}}}})
-	r := p.response(2)
-	e, _ := r["error"].(map[string]any)
-	if e == nil || e["code"] != -32803.0 || !strings.Contains(e["message"].(string), "not available yet") {
-		t.Errorf("prompt on the temporary backend = %v, want -32803 not available yet", r)
+	if r := p.response(2); r["result"] == nil {
+		t.Fatalf("soba.prompt = %v", r)
+	}
+	end := p.notification("soba/event", func(params map[string]any) bool { return params["type"] == "turn_end" })
+	if end["outcome"] != "failed" || !strings.Contains(fmt.Sprint(end["error"]), "127.0.0.1:9") {
+		t.Fatalf("turn_end = %v, want a failure naming the endpoint", end)
+	}
+	p.send(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "workspace/executeCommand", "params": map[string]any{"command": "soba.session.info"}})
+	if r := p.response(3); r["result"] == nil {
+		t.Fatalf("the server must keep serving: %v", r)
 	}
 }
 

@@ -9,13 +9,12 @@ import (
 	"github.com/soba-agent/soba-lsp/lsp"
 )
 
-// newBackend creates the backend the server drives.
-//
-// TEMPORARY: until the agent package provides the real backend, the server
-// runs on unavailableBackend (soba.budget answers the default budget, every
-// other command fails with -32803 "not available yet"). The agent engineer
-// replaces this line with the agent's factory.
-var newBackend lsp.BackendFactory = newUnavailableBackend
+// newBackend creates the backend the server drives: the agent of the
+// workspace, configured from its layers.
+var newBackend = func() lsp.BackendFactory {
+	c := newCounter()
+	return lsp.AgentBackendFactory(loadSettings, c, entryTokens(c))
+}()
 
 func runServe(ctx context.Context, env *cmdEnv, args []string) int {
 	if len(args) > 0 {
