@@ -27,10 +27,14 @@ if [ -n "${FAKE_MODEL_URL:-}" ]; then
 fi
 cat >"$W/ws/.soba/config.json" <<JSON
 { $model
-  "compaction": { "keepRecentTokens": 600, "minReclaimableTokens": 100, "minSavingsRatio": 0.1, "timeoutMs": 15000 },
+  "compaction": { "keepRecentTokens": 200, "minReclaimableTokens": 100, "minSavingsRatio": 0.1, "timeoutMs": 15000 },
   "tools": { "approval": "auto" } }
 JSON
-printf '# Notes\n\nThe end-to-end test opens this workspace.\n' >"$W/ws/notes.md"
+{
+  printf '# Notes\n\nThe end-to-end test opens this workspace.\n\n'
+  # Long enough that the turn which reads it leaves history worth compacting.
+  for i in $(seq 1 120); do echo "- Note $i: the parser keeps token counts per entry and the budget is checked before each inference."; done
+} >"$W/ws/notes.md"
 
 timeout 120 "$CS" --user-data-dir "$W/data" --extensions-dir "$W/exts" --install-extension "$VSIX" >"$OUT/install.log" 2>&1 \
   || { cat "$OUT/install.log"; exit 1; }

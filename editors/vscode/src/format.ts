@@ -54,8 +54,8 @@ export function groupTokens(n: number): string {
 /** percent writes a 0..1 ratio as a whole percentage: 67%. */
 export function percent(ratio: number): string {
   if (!Number.isFinite(ratio)) return '?%';
-  // Floor, like the server's result line: a share is never overstated.
-  return `${Math.floor(ratio * 100 + 1e-9)}%`;
+  // Rounded, as the server's result line does (0.7856 → 79%).
+  return `${Math.round(ratio * 100)}%`;
 }
 
 /** SOURCE_LABEL names the measurement source for people. */

@@ -63,7 +63,11 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     };
     handlers = paletteHandlers(ctx);
   });
-  afterAll(async () => s && (await s.stop()));
+  afterAll(async () => {
+    // SOBA_IT_VERBOSE=1 prints what the SOBA output channel received.
+    if (process.env.SOBA_IT_VERBOSE && s) console.log(s.output.lines.join('\n'));
+    if (s) await s.stop();
+  });
   beforeEach(() => {
     fake.messages = [];
   });

@@ -40,14 +40,16 @@ export function makeWorkspace(fakeModelURL?: string): string {
   const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'soba-vscode-it-'));
   fs.mkdirSync(path.join(ws, '.soba'));
   const config: Record<string, unknown> = {
-    compaction: { keepRecentTokens: 600, minReclaimableTokens: 100, minSavingsRatio: 0.1, timeoutMs: 15000 },
+    compaction: { keepRecentTokens: 200, minReclaimableTokens: 100, minSavingsRatio: 0.1, timeoutMs: 15000 },
     tools: { approval: 'auto' },
   };
   if (fakeModelURL) {
     config.model = { provider: 'openai', baseURL: fakeModelURL, name: 'fake-model', apiKeyEnv: 'SOBA_TEST_API_KEY', contextWindow: 65000, maxOutputTokens: 8000 };
   }
   fs.writeFileSync(path.join(ws, '.soba/config.json'), JSON.stringify(config, null, 2));
-  fs.writeFileSync(path.join(ws, 'notes.md'), '# Notes\n\nThe test reads this file.\n');
+  // Long enough that the turn which reads it leaves history worth compacting.
+  const body = Array.from({ length: 120 }, (_, i) => `- Note ${i + 1}: the parser keeps token counts per entry and the budget is checked before each inference.`).join('\n');
+  fs.writeFileSync(path.join(ws, 'notes.md'), `# Notes\n\nThe test reads this file.\n\n${body}\n`);
   return ws;
 }
 

@@ -126,6 +126,11 @@ describe('resultLine (R-B3)', () => {
       resultLine({ trigger: 'auto_threshold', outcome: 'completed', tokensBefore: 45210, tokensAfter: 14870, reclaimedRatio: 0.671, checkpointId: 'ck_8f2a1c' }),
     ).toBe('Compacted context · auto_threshold · 45,210 → 14,870 tokens (67% reclaimed) · ck_8f2a1c');
   });
+  it('rounds the reclaimed share as the server does', () => {
+    expect(resultLine({ trigger: 'user', outcome: 'completed', tokensBefore: 3134, tokensAfter: 672, reclaimedRatio: 2462 / 3134, checkpointId: 'ck_1' })).toBe(
+      'Compacted context · user · 3,134 → 672 tokens (79% reclaimed) · ck_1',
+    );
+  });
   it('names the outcome and the reason of anything but completed', () => {
     expect(resultLine({ trigger: 'user', outcome: 'skipped', reason: 'nothing to reclaim' })).toBe('Compaction skipped · user · nothing to reclaim');
   });
