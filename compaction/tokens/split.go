@@ -10,8 +10,10 @@ import (
 //
 //	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //
-// would cut it (leftmost-first alternation, as the backtracking matcher of
-// the tokenizer library does). It is a hand-written scanner because the
+// would cut it, the way the tokenizer library's generated matcher does
+// (leftmost-first alternation; see the \s*[\r\n]+ case below for where it
+// differs from OpenAI's tiktoken, and DEL, which the library skips and we
+// count as the byte token it is). It is a hand-written scanner because the
 // library's regular-expression engine allocates per match and runs at about
 // 1 MB/s, which is too slow for a count made on every appended entry; the
 // tests check it piece for piece against the library on large corpora and
