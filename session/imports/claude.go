@@ -1,0 +1,332 @@
+package imports
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// Claude Code's project JSONL (~/.claude/projects/<dir>/<session>.jsonl):
+// `user` and `assistant` entries carrying an Anthropic message
+// (message.content blocks text, thinking, tool_use; tool_result blocks in
+// user entries), linked by uuid/parentUuid; `system` entries (a
+// compact_boundary starts a new chain with parentUuid null and
+// logicalParentUuid naming the old leaf; the next user entry, with
+// isCompactSummary, holds the summary); `summary` entries title a
+// conversation (summary, leafUuid); file-history-snapshot and other
+// bookkeeping entries. One response is written as several assistant entries,
+// one per content block, sharing message.id.
+//
+// The import keeps the active conversation: the chain from the last
+// main-line entry back to the first, through compact boundaries. Sidechain
+// entries (isSidechain: true, a Task subagent's own conversation) and
+// branches abandoned by a rewind are skipped and counted; the subagent's
+// work stays visible as the Task call's result.
+
+type claudeLine struct {
+	no                int
+	Type              string          `json:"type"`
+	Subtype           string          `json:"subtype"`
+	UUID              string          `json:"uuid"`
+	ParentUUID        *string         `json:"parentUuid"`
+	LogicalParentUUID *string         `json:"logicalParentUuid"`
+	IsSidechain       bool            `json:"isSidechain"`
+	IsMeta            bool            `json:"isMeta"`
+	IsCompactSummary  bool            `json:"isCompactSummary"`
+	IsAPIErrorMessage bool            `json:"isApiErrorMessage"`
+	Timestamp         string          `json:"timestamp"`
+	SessionID         string          `json:"sessionId"`
+	Cwd               string          `json:"cwd"`
+	Message           *claudeMessage  `json:"message"`
+	Summary           string          `json:"summary"`
+	ToolUseResult     json.RawMessage `json:"toolUseResult"`
+	CompactMetadata   *struct {
+		Trigger   string `json:"trigger"`
+		PreTokens int    `json:"preTokens"`
+	} `json:"compactMetadata"`
+}
+
+type claudeMessage struct {
+	ID         string          `json:"id"`
+	Role       string          `json:"role"`
+	Model      string          `json:"model"`
+	Content    json.RawMessage `json:"content"`
+	StopReason string          `json:"stop_reason"`
+	Usage      *struct {
+		InputTokens   int `json:"input_tokens"`
+		OutputTokens  int `json:"output_tokens"`
+		CacheCreation int `json:"cache_creation_input_tokens"`
+		CacheRead     int `json:"cache_read_input_tokens"`
+	} `json:"usage"`
+}
+
+type claudeBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+func convertClaude(b *builder, data []byte) error {
+	var lines []*claudeLine
+	byUUID := map[string]int{}
+	eachLine(data, func(no int, raw []byte) bool {
+		b.res.Stats.Lines++
+		l := &claudeLine{no: no}
+		if err := json.Unmarshal(raw, l); err != nil {
+			b.problem(no, "not a JSON entry: %v", err)
+			return true
+		}
+		if l.Type == "" {
+			b.problem(no, `entry has no "type": skipped`)
+			return true
+		}
+		if l.UUID != "" {
+			if _, dup := byUUID[l.UUID]; dup {
+				b.problem(no, "duplicate uuid %q: skipped", l.UUID)
+				return true
+			}
+			byUUID[l.UUID] = len(lines)
+		}
+		if b.res.SourceID == "" && l.SessionID != "" {
+			b.res.SourceID = l.SessionID
+		}
+		if b.res.Cwd == "" && l.Cwd != "" {
+			b.res.Cwd = l.Cwd
+		}
+		lines = append(lines, l)
+		return true
+	})
+
+	// The active conversation ends at the last main-line entry.
+	leaf := -1
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := lines[i]; l.UUID != "" && !l.IsSidechain && (l.Type == "user" || l.Type == "assistant" || l.Type == "system") {
+			leaf = i
+			break
+		}
+	}
+	onPath := make([]bool, len(lines))
+	var path []int
+	for i := leaf; i >= 0; {
+		if onPath[i] {
+			b.problem(lines[i].no, "parentUuid chain loops back to %q: cut there", lines[i].UUID)
+			break
+		}
+		onPath[i] = true
+		path = append(path, i)
+		l := lines[i]
+		next := ""
+		switch {
+		case l.ParentUUID != nil && *l.ParentUUID != "":
+			next = *l.ParentUUID
+		case l.LogicalParentUUID != nil && *l.LogicalParentUUID != "":
+			next = *l.LogicalParentUUID // across a compact boundary
+		}
+		if next == "" {
+			break
+		}
+		j, ok := byUUID[next]
+		if !ok {
+			b.problem(l.no, "parent %q of entry %q is not in the file: the conversation starts here", next, l.UUID)
+			break
+		}
+		i = j
+	}
+	for i, l := range lines {
+		if onPath[i] {
+			continue
+		}
+		switch {
+		case l.Type == "summary":
+			b.res.Title = l.Summary // the title of a conversation, not a compaction
+			b.skip("summary (title)")
+		case l.IsSidechain:
+			b.skip("sidechain")
+		case l.Type == "user" || l.Type == "assistant" || l.Type == "system":
+			b.skip("off the active branch")
+		default:
+			b.skip(l.Type)
+		}
+	}
+
+	c := claudeState{b: b}
+	for k := len(path) - 1; k >= 0; k-- {
+		c.entry(path[k], lines[path[k]])
+	}
+	b.res.Leaf = c.last
+	if len(b.res.Entries) == 0 {
+		return fmt.Errorf("import: no Claude Code conversation entries found (%d problems; first: %v)", len(b.res.Problems), firstProblem(b.res.Problems))
+	}
+	return nil
+}
+
+// claudeState walks the active conversation, writing linearly.
+type claudeState struct {
+	b    *builder
+	last string
+	// response and responseEntry are the message.id of the newest assistant
+	// response and its entry, so later blocks of the same response join it.
+	response, responseEntry string
+	boundary                *claudeLine
+}
+
+func (c *claudeState) entry(ord int, l *claudeLine) {
+	b := c.b
+	ts := parseTime(l.Timestamp)
+	switch l.Type {
+	case "system":
+		if l.Subtype == "compact_boundary" {
+			c.boundary = l
+			return
+		}
+		b.skip("system " + l.Subtype)
+		return
+	case "user", "assistant":
+	default:
+		b.skip(l.Type)
+		return
+	}
+	if l.Message == nil {
+		b.problem(l.no, "%s entry without a message: skipped", l.Type)
+		return
+	}
+	if l.Type == "assistant" {
+		c.assistant(ord, l)
+		return
+	}
+	text, blocks := piText(l.Message.Content)
+	switch {
+	case l.IsCompactSummary:
+		fc := foreignCompaction{summary: text, keepFrom: -1, trigger: compaction.TriggerAutoThreshold, title: "Imported Claude Code compaction"}
+		if c.boundary != nil && c.boundary.CompactMetadata != nil {
+			fc.tokensBefore = c.boundary.CompactMetadata.PreTokens
+			if c.boundary.CompactMetadata.Trigger == "manual" {
+				fc.trigger = compaction.TriggerUser
+			}
+		}
+		c.boundary = nil
+		c.last = b.addCapsule(c.last, ord, fc)
+		c.response = ""
+		return
+	case l.IsMeta:
+		b.skip("meta") // notes the harness wrote, not the user
+		return
+	}
+	var words []string
+	for _, bl := range claudeBlocks(blocks, l.Message.Content) {
+		switch bl.Type {
+		case "tool_result":
+			content, _ := piText(bl.Content)
+			if id := b.addResult(l.no, bl.ToolUseID, "", !bl.IsError, content, c.exit(bl, content, l.ToolUseResult), ts, c.last, ord); id != "" {
+				c.last = id
+			}
+		case "text":
+			words = append(words, bl.Text)
+		case "image":
+			words = append(words, "[image]")
+		}
+	}
+	if len(blocks) == 0 && text != "" {
+		words = append(words, text) // content was a plain string
+	}
+	if len(words) > 0 {
+		c.last = b.addUser(strings.Join(words, "\n"), ts, c.last, ord, false)
+		c.response = ""
+	}
+}
+
+// claudeBlocks decodes content blocks with Claude's field names.
+func claudeBlocks(pi []piBlock, raw json.RawMessage) []claudeBlock {
+	if pi == nil {
+		return nil
+	}
+	var out []claudeBlock
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+// exit reads a Bash result's exit code: nil when interrupted, 0 when it
+// succeeded, the code in an error's text ("Exit code N"), else 1.
+func (c *claudeState) exit(bl claudeBlock, content string, meta json.RawMessage) *int {
+	call := c.b.calls[bl.ToolUseID]
+	if call == nil || call.kind != kindShell {
+		return nil
+	}
+	var m struct {
+		Interrupted bool `json:"interrupted"`
+	}
+	if json.Unmarshal(meta, &m) == nil && m.Interrupted {
+		return nil
+	}
+	if !bl.IsError {
+		return intPtr(0)
+	}
+	if n, ok := exitFrom(claudeExitPattern, content); ok {
+		return intPtr(n)
+	}
+	return intPtr(1)
+}
+
+func (c *claudeState) assistant(ord int, l *claudeLine) {
+	b := c.b
+	m := l.Message
+	var blocks []claudeBlock
+	var text []string
+	if s, ok := stringValue(m.Content); ok {
+		text = append(text, s)
+	} else if err := json.Unmarshal(m.Content, &blocks); err != nil {
+		b.problem(l.no, "assistant content is neither text nor blocks: %v", err)
+		return
+	}
+	var calls []session.ToolCall
+	for _, bl := range blocks {
+		switch bl.Type {
+		case "text":
+			if bl.Text != "" {
+				text = append(text, bl.Text)
+			}
+		case "tool_use":
+			calls = append(calls, b.addCall(bl.ID, b.mapCall(claudeTools, bl.Name, bl.Input)))
+		}
+	}
+	var usage *session.Usage
+	if u := m.Usage; u != nil && (u.InputTokens > 0 || u.OutputTokens > 0) {
+		usage = &session.Usage{InputTokens: u.InputTokens + u.CacheCreation + u.CacheRead, OutputTokens: u.OutputTokens, CachedTokens: u.CacheRead}
+	}
+	if m.ID != "" && m.ID == c.response {
+		if e := b.entry(c.responseEntry); e != nil {
+			a := e.Assistant
+			if len(text) > 0 {
+				a.Text = strings.TrimPrefix(a.Text+"\n"+strings.Join(text, "\n"), "\n")
+			}
+			a.ToolCalls = append(a.ToolCalls, calls...)
+			if usage != nil {
+				a.Usage = usage
+			}
+			if m.StopReason != "" {
+				a.StopReason = m.StopReason
+			}
+			return
+		}
+	}
+	a := &session.Assistant{Text: strings.Join(text, "\n"), ToolCalls: calls, Provider: "anthropic", StopReason: m.StopReason, Usage: usage}
+	if m.Model != "<synthetic>" {
+		a.Model = m.Model
+	}
+	if l.IsAPIErrorMessage && len(calls) == 0 {
+		a.Error, a.Text = a.Text, ""
+		if a.Error == "" {
+			a.Error = "API error"
+		}
+	}
+	c.last = b.add(session.Entry{Type: session.TypeAssistant, Timestamp: parseTime(l.Timestamp), Assistant: a}, c.last, ord)
+	c.response, c.responseEntry = m.ID, c.last
+}

@@ -1,0 +1,261 @@
+package imports
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// toolKind is what a tool call leaves as artifacts (R-C2).
+type toolKind int
+
+const (
+	kindOther  toolKind = iota
+	kindRead            // reads its path
+	kindModify          // writes or edits its path(s)
+	kindShell           // runs a command
+)
+
+// mappedCall is a foreign tool call in SOBA's terms: renamed to a SOBA tool
+// with SOBA's argument names when the call matches one exactly, else kept
+// verbatim; with the facts its result needs for artifacts.
+type mappedCall struct {
+	name    string
+	args    json.RawMessage
+	mapped  bool
+	kind    toolKind
+	paths   []string
+	command string
+}
+
+// artifacts are the result's artifacts: files read or modified when the call
+// succeeded, the command and its exit code (nil when the source does not
+// tell it or the command was interrupted).
+func (c *mappedCall) artifacts(ok bool, exit *int) *session.Artifacts {
+	switch c.kind {
+	case kindRead:
+		if ok && len(c.paths) > 0 {
+			return &session.Artifacts{FilesRead: c.paths}
+		}
+	case kindModify:
+		if ok && len(c.paths) > 0 {
+			return &session.Artifacts{FilesModified: c.paths}
+		}
+	case kindShell:
+		if c.command != "" {
+			return &session.Artifacts{Command: c.command, ExitCode: exit}
+		}
+	}
+	return nil
+}
+
+// toolSpec maps one foreign tool onto a SOBA tool.
+type toolSpec struct {
+	// name is the SOBA tool; "" keeps the call verbatim (artifacts only).
+	name string
+	kind toolKind
+	// fields renames source arguments to SOBA's; an argument not listed
+	// (and not droppable) keeps the whole call verbatim.
+	fields map[string]string
+	// required source arguments; a call without one stays verbatim.
+	required []string
+	// drop lists arguments that only label or tune the call (a
+	// description, an output limit) and may be left out of the mapped call.
+	drop []string
+	// scale multiplies numeric arguments (seconds → milliseconds).
+	scale map[string]float64
+	// path and command name the source arguments holding the file path and
+	// the shell command, for artifacts.
+	path, command string
+}
+
+var (
+	piTools = map[string]toolSpec{
+		"read":  {name: compaction.ToolReadFile, kind: kindRead, fields: map[string]string{"path": "path", "offset": "offset", "limit": "limit"}, required: []string{"path"}, path: "path"},
+		"write": {name: compaction.ToolWriteFile, kind: kindModify, fields: map[string]string{"path": "path", "content": "content"}, required: []string{"path", "content"}, path: "path"},
+		"edit":  {name: compaction.ToolEditFile, kind: kindModify, fields: map[string]string{"path": "path", "oldText": "old_text", "newText": "new_text"}, required: []string{"path", "oldText", "newText"}, path: "path"},
+		"bash":  {name: compaction.ToolBash, kind: kindShell, fields: map[string]string{"command": "command", "timeout": "timeoutMs"}, required: []string{"command"}, scale: map[string]float64{"timeout": 1000}, command: "command"},
+		"ls":    {name: compaction.ToolListFiles, fields: map[string]string{"path": "path"}, drop: []string{"limit"}},
+		"find":  {name: compaction.ToolListFiles, fields: map[string]string{"path": "path", "pattern": "pattern"}, required: []string{"pattern"}, drop: []string{"limit"}},
+		"grep":  {name: compaction.ToolGrep, fields: map[string]string{"path": "path", "pattern": "pattern"}, required: []string{"pattern"}, drop: []string{"limit"}},
+	}
+	claudeTools = map[string]toolSpec{
+		"Read":         {name: compaction.ToolReadFile, kind: kindRead, fields: map[string]string{"file_path": "path", "offset": "offset", "limit": "limit"}, required: []string{"file_path"}, path: "file_path"},
+		"Write":        {name: compaction.ToolWriteFile, kind: kindModify, fields: map[string]string{"file_path": "path", "content": "content"}, required: []string{"file_path", "content"}, path: "file_path"},
+		"Edit":         {name: compaction.ToolEditFile, kind: kindModify, fields: map[string]string{"file_path": "path", "old_string": "old_text", "new_string": "new_text"}, required: []string{"file_path", "old_string", "new_string"}, path: "file_path"},
+		"MultiEdit":    {kind: kindModify, path: "file_path"},
+		"NotebookEdit": {kind: kindModify, path: "notebook_path"},
+		"Bash":         {name: compaction.ToolBash, kind: kindShell, fields: map[string]string{"command": "command", "timeout": "timeoutMs"}, required: []string{"command"}, drop: []string{"description"}, command: "command"},
+		"Glob":         {name: compaction.ToolListFiles, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
+		"LS":           {name: compaction.ToolListFiles, fields: map[string]string{"path": "path"}},
+		"Grep":         {name: compaction.ToolGrep, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
+	}
+	codexTools = map[string]toolSpec{
+		// shell's command is an argv; mapCodexShell turns it into a line.
+		"shell":        {name: compaction.ToolBash, kind: kindShell, fields: map[string]string{"command": "command", "timeout_ms": "timeoutMs"}, required: []string{"command"}, drop: []string{"workdir"}, command: "command"},
+		"exec_command": {name: compaction.ToolBash, kind: kindShell, fields: map[string]string{"cmd": "command"}, required: []string{"cmd"}, drop: []string{"workdir", "yield_time_ms", "max_output_tokens", "login", "shell"}, command: "cmd"},
+	}
+)
+
+// mapCall maps one call by spec; raw is the source's argument object.
+func (b *builder) mapCall(specs map[string]toolSpec, name string, raw json.RawMessage) *mappedCall {
+	c := &mappedCall{name: name, args: raw}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		c.args = json.RawMessage(`{}`)
+	}
+	spec, known := specs[name]
+	if !known {
+		return c
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal(raw, &args) != nil {
+		return c // not an object: verbatim, no artifacts
+	}
+	c.kind = spec.kind
+	if p := jsonString(args[spec.path]); p != "" {
+		c.paths = []string{b.rel(p)}
+	}
+	c.command = jsonString(args[spec.command])
+	if spec.name == "" {
+		return c
+	}
+	for _, r := range spec.required {
+		if _, ok := args[r]; !ok {
+			return c
+		}
+	}
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		to, ok := spec.fields[k]
+		switch {
+		case ok:
+		case contains(spec.drop, k), k == "replace_all" && string(v) == "false":
+			continue
+		default:
+			return c // an argument SOBA's tool does not take: keep the call as it was
+		}
+		if to == "path" {
+			if s, isStr := stringValue(v); isStr {
+				out[to] = b.rel(s)
+				continue
+			}
+		}
+		if f, ok := spec.scale[k]; ok {
+			var n float64
+			if json.Unmarshal(v, &n) == nil {
+				out[to] = int64(n * f)
+				continue
+			}
+		}
+		out[to] = v
+	}
+	c.name, c.args, c.mapped = spec.name, marshal(out), true
+	return c
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonString returns a JSON string's value, or "" for anything else.
+func jsonString(raw json.RawMessage) string {
+	s, _ := stringValue(raw)
+	return s
+}
+
+func stringValue(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// marshal encodes v as compact JSON without HTML escapes, as the store
+// writes lines.
+func marshal(v any) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}
+
+// Exit codes in tool output text.
+var (
+	piExitPattern     = regexp.MustCompile(`(?:Command exited with code|exit code:?)\s+(-?\d+)\s*$`)
+	claudeExitPattern = regexp.MustCompile(`(?m)^(?:Error: )?Exit code (-?\d+)\b`)
+	codexExitPattern  = regexp.MustCompile(`(?m)^(?:Exit code:|Process exited with code)\s*(-?\d+)\b`)
+)
+
+// exitFrom returns the first submatch of pattern in s as a number.
+func exitFrom(pattern *regexp.Regexp, s string) (int, bool) {
+	m := pattern.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	n := 0
+	neg := strings.HasPrefix(m[1], "-")
+	for _, c := range strings.TrimPrefix(m[1], "-") {
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+func intPtr(n int) *int { return &n }
+
+// shellLine turns an argv into one shell command line: the script of
+// `bash -lc SCRIPT` (or sh -c), else the words quoted where needed.
+func shellLine(argv []string) string {
+	if len(argv) == 3 && (argv[1] == "-lc" || argv[1] == "-c") {
+		switch strings.TrimPrefix(argv[0], "/bin/") {
+		case "bash", "sh", "zsh", "/usr/bin/bash", "/usr/bin/zsh":
+			return argv[2]
+		}
+	}
+	words := make([]string, len(argv))
+	for i, w := range argv {
+		if w == "" || strings.ContainsAny(w, " \t\n'\"\\$`|&;<>()*?[]{}~#!") {
+			w = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+		words[i] = w
+	}
+	return strings.Join(words, " ")
+}
+
+// patchFiles lists the files an apply_patch input adds, updates, deletes or
+// moves to.
+var patchFilePattern = regexp.MustCompile(`(?m)^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$`)
+
+func patchFiles(patch string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range patchFilePattern.FindAllStringSubmatch(patch, -1) {
+		p := m[1]
+		if p == "" {
+			p = m[2]
+		}
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
