@@ -106,6 +106,18 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     expect(shown()).toEqual([`SOBA: marked milestone · ${m.checkpointId}`, `SOBA: marked plan pivot · ${p.checkpointId}`]);
   });
 
+  it.skipIf(scripted || !fakeModel)('cancelling the progress notification cancels the compaction (outcome cancelled)', async () => {
+    const before = fake.progress.length;
+    const pending = handlers[PaletteCommand.compact]('') as Promise<CompactionResult>;
+    const shown = await waitFor('the barrier progress notification', () => fake.progress[before], 10000);
+    expect(shown).toMatchObject({ title: 'Compacting context before response', cancellable: true });
+    shown.cancel();
+    const r = await pending;
+    expect(r.outcome).toBe('cancelled');
+    expect(lines()).toContain(r.line);
+    await waitFor('the progress to close', () => shown.done, 5000);
+  });
+
   it('Compact Context writes the result line (R-B3) and the barrier shows as a cancellable progress', async () => {
     fake.answers.inputBox.push('keep the notes summary');
     const r = (await handlers[PaletteCommand.compact]()) as CompactionResult;
