@@ -51,6 +51,10 @@ type cmdEnv struct {
 var subcommands = []subcommand{
 	{name: "serve", summary: "serve LSP on stdin/stdout (the default)", run: runServe},
 	{name: "replay", summary: "re-run a recorded session (default: the built-in sample) through the agent and compaction engine; needs no model server", run: runReplay},
+	{name: "import", summary: "convert a pi, Claude Code or Codex transcript into a new SOBA session; prints its path", run: runImport},
+	{name: "budget", summary: "print a session file's Budget as JSON", run: runBudget},
+	{name: "compact", summary: "compact a session file with the deterministic capsule (--dry-run: print only)", run: runCompact},
+	{name: "verify", summary: "check a session file's integrity; lists problems, exits 1 when there are any", run: runVerify},
 }
 
 func findSubcommand(name string) (subcommand, bool) {

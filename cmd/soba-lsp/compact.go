@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// runCompact runs the real engine on a session file with the deterministic
+// summarizer: plan, outcome and result line on stderr, the capsule as
+// .capsule.md text on stdout. --dry-run reads the file without locking or
+// writing it; otherwise the capsule is appended through the store, only if
+// the leaf is still the planned one (R-B5).
+func runCompact(ctx context.Context, env *cmdEnv, args []string) int {
+	fs := flag.NewFlagSet("soba-lsp compact", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	ws, cfg := offlineFlags(fs)
+	dry := fs.Bool("dry-run", false, "build the capsule and print it without touching the session file")
+	trigger := fs.String("trigger", compaction.TriggerUser, "the `TRIGGER` of the compaction: user, auto_threshold, turn_complete, milestone, plan_pivot, hard_limit or context_overflow")
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, "usage: soba-lsp compact [--dry-run] [flags] <session.jsonl>\n\nCompacts the session with the deterministic capsule (no model). The plan, the outcome and the result\nline go to stderr, the capsule as .capsule.md text to stdout.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	if !compaction.ValidTrigger(*trigger) {
+		fmt.Fprintf(env.stderr, "soba-lsp compact: --trigger %q: must be one of user, auto_threshold, turn_complete, milestone, plan_pivot, hard_limit, context_overflow\n", *trigger)
+		return 2
+	}
+	file := fs.Arg(0)
+	o, err := openOffline(file, *ws, *cfg, env.stderr)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
+		return 2
+	}
+	var store *session.Store
+	if !*dry {
+		// The lock first, so that the file read next is the one appended to.
+		s, _, err := session.Open(file, session.Options{Estimate: entryTokens(o.counter)})
+		if err != nil {
+			fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
+			return 1
+		}
+		defer s.Close()
+		store = s
+	}
+	res, cp, err := o.compact(ctx, file, *trigger, store, env.stderr)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
+		return 1
+	}
+	fmt.Fprintln(env.stderr, "outcome:", res.Outcome, dryNote(*dry, res))
+	if res.Reason != "" {
+		fmt.Fprintln(env.stderr, "reason:", res.Reason)
+	}
+	fmt.Fprintln(env.stderr, res.Line)
+	if cp != nil {
+		id := strings.TrimSuffix(filepath.Base(file), ".jsonl")
+		doc := capsule.Document{Meta: capsule.Meta{CheckpointID: cp.CheckpointID, Title: "Compact " + cp.CheckpointID, Created: time.Now().UTC(),
+			Session: id, Project: filepath.Base(o.root), Trigger: cp.Trigger, Quality: cp.Quality}, State: cp.State}
+		if _, err := env.stdout.Write(capsule.Render(doc)); err != nil {
+			fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
+			return 1
+		}
+	}
+	switch res.Outcome {
+	case compaction.OutcomeCompleted, compaction.OutcomeSkipped:
+		return 0
+	}
+	return 1
+}
+
+func dryNote(dry bool, r compaction.CompactionResult) string {
+	if dry && r.Outcome == compaction.OutcomeCompleted {
+		return "(dry run: nothing appended)"
+	}
+	return ""
+}
+
+// compact plans and runs one compaction of the session file. With store nil
+// it is a dry run: the capsule is built and returned, never appended.
+func (o *offline) compact(ctx context.Context, file, trigger string, store *session.Store, log io.Writer) (compaction.CompactionResult, *session.Capsule, error) {
+	tf, err := readTranscript(file)
+	if err != nil {
+		return compaction.CompactionResult{}, nil, err
+	}
+	for _, p := range tf.problems {
+		fmt.Fprintln(log, "warning:", p)
+	}
+	path := tf.leafPath()
+	if len(path) == 0 {
+		return compaction.CompactionResult{}, nil, errors.New("the session has no entries")
+	}
+	st, err := o.restoreState(path)
+	if err != nil {
+		return compaction.CompactionResult{}, nil, err
+	}
+	leaf := path[len(path)-1].ID
+	if store != nil && store.Leaf() != leaf {
+		return compaction.CompactionResult{}, nil, fmt.Errorf("the store's leaf %s is not the file's last entry %s", store.Leaf(), leaf)
+	}
+	req := compaction.PlanRequest{OperationID: "op_" + randomHex(6), CheckpointID: "ck_" + randomHex(3), Trigger: trigger, Config: o.config,
+		SystemTokens: o.systemTokens(), ExpectedLeaf: leaf, Extras: compaction.Extras{ActiveSkills: st.skills}}
+	p, err := compaction.MakePlan(path, o.counter, req)
+	var skip *compaction.Skip
+	switch {
+	case errors.As(err, &skip):
+		printPlan(log, p, path)
+		return compaction.Skipped(req.OperationID, trigger, skip.Reason, p.TokensBefore), nil, nil
+	case err != nil:
+		return compaction.Failed(req.OperationID, trigger, err.Error(), p.TokensBefore), nil, nil
+	}
+	printPlan(log, p, path)
+	ap := &offlineAppender{store: store}
+	barrier := &compaction.Barrier{Counter: o.counter}
+	res := barrier.Run(ctx, compaction.RunInput{Plan: p, Transcript: path, Appender: ap, Source: "estimated",
+		SessionID: strings.TrimSuffix(filepath.Base(file), ".jsonl")})
+	return res, ap.capsule, nil
+}
+
+// printPlan writes the frozen plan (R-B2) in one line.
+func printPlan(w io.Writer, p compaction.Plan, path compaction.Entries) {
+	base := "none (from the root)"
+	if p.Base.CapsuleIndex >= 0 {
+		base = p.Base.CheckpointID
+	}
+	kept := "nothing"
+	if p.Cut.FirstKeptID != "" {
+		kept = fmt.Sprintf("from entry %s (%s tokens)", p.Cut.FirstKeptID, thousands(p.Cut.KeptTokens))
+	}
+	from := ""
+	if p.Base.Start < len(path) {
+		from = path[p.Base.Start].ID
+	}
+	fmt.Fprintf(w, "plan: %s · trigger %s · base capsule %s · summarise path [%d, %d) from entry %s (%s tokens) · keep %s · tokens before %s (system %s) · hard limit %s · soft limit %s · expected leaf %s\n",
+		p.OperationID, p.Trigger, base, p.Base.Start, p.Cut.FirstKept, from, thousands(p.Cut.CompactTokens), kept,
+		thousands(p.TokensBefore), thousands(p.SystemTokens), thousands(p.HardLimit), thousands(p.SoftLimit), p.ExpectedLeaf)
+}
+
+// offlineAppender lands a capsule: into the store after the leaf check
+// (R-B5), or, in a dry run (store nil), only into capsule.
+type offlineAppender struct {
+	store   *session.Store
+	capsule *session.Capsule
+}
+
+// AppendCapsule implements compaction.Appender.
+func (a *offlineAppender) AppendCapsule(ctx context.Context, expectedLeaf string, c session.Capsule) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if a.store != nil {
+		if a.store.Leaf() != expectedLeaf {
+			return compaction.ErrStale
+		}
+		if _, err := a.store.Append(session.Entry{Type: session.TypeCapsule, Capsule: &c}); err != nil {
+			return err
+		}
+	}
+	a.capsule = &c
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// thousands writes n with comma separators, as result lines do.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

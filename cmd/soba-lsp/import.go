@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/session/imports"
+	"github.com/soba-agent/soba-lsp/workspace"
+)
+
+// runImport converts another agent's transcript (pi, Claude Code, Codex)
+// into a new SOBA session file and prints its path as the last line on
+// stdout. The source is only read.
+func runImport(_ context.Context, env *cmdEnv, args []string) int {
+	fs := flag.NewFlagSet("soba-lsp import", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	out := fs.String("o", "", "write the session to `PATH` (must end in .jsonl; default <workspace>/.soba/sessions/<newid>.jsonl)")
+	ws := fs.String("workspace", "", "workspace root `DIR` (default: the current directory)")
+	format := fs.String("format", "", "source `FORMAT`: pi, claude-code or codex (default: detected from the content)")
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, "usage: soba-lsp import [flags] <transcript.jsonl>\n\nConverts a pi session, a Claude Code project JSONL or a Codex rollout file into a SOBA session.\nMalformed lines are reported with their line numbers and skipped. The new file's path is the last line on stdout.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	src := fs.Arg(0)
+	data, err := os.ReadFile(src)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "soba-lsp import:", err)
+		return 1
+	}
+	if *format != "" && !knownFormat(*format) {
+		fmt.Fprintf(env.stderr, "soba-lsp import: --format %q: must be pi, claude-code or codex\n", *format)
+		return 2
+	}
+	counter := newCounter()
+	est := entryTokens(counter)
+	res, err := imports.Convert(data, imports.Options{Format: imports.Format(*format), Estimate: est, Counter: counter})
+	if err != nil {
+		fmt.Fprintf(env.stderr, "soba-lsp import: %s: %v\n", src, err)
+		return 1
+	}
+	root := *ws
+	if root == "" {
+		if root, err = os.Getwd(); err != nil {
+			fmt.Fprintln(env.stderr, "soba-lsp import:", err)
+			return 1
+		}
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		fmt.Fprintln(env.stderr, "soba-lsp import:", err)
+		return 1
+	}
+	dest := *out
+	if dest == "" {
+		dir := workspace.DefaultConfig().ResolveSessionDir(root)
+		if cfg, _, err := workspace.LoadConfig(root, workspace.StandardLayers(root, nil, nil)); err == nil {
+			dir = cfg.ResolveSessionDir(root)
+		}
+		if r, err := workspace.NewRoot(root); err == nil {
+			_, _ = workspace.EnsureSobaDir(r) // .soba/.gitignore keeps transcripts out of commits
+		}
+		dest = filepath.Join(dir, "s_"+randomHex(6)+".jsonl")
+	}
+	abs, _ := filepath.Abs(src)
+	header := session.SessionHeader{Version: 1, Workspace: root, ImportedFrom: string(res.Format) + ":" + abs}
+	if err := imports.Write(res, dest, header, session.Options{Estimate: est}); err != nil {
+		fmt.Fprintln(env.stderr, "soba-lsp import:", err)
+		return 1
+	}
+	for _, p := range res.Problems {
+		fmt.Fprintf(env.stderr, "%s: %s\n", src, p)
+	}
+	s := res.Stats
+	fmt.Fprintf(env.stderr, "imported %s (%s, %d lines): %d user messages, %d user commands, %d assistant responses, %d tool calls (%d renamed to SOBA tools), %d tool results, %d capsules; %d problems%s\n",
+		src, res.Format, s.Lines, s.UserMessages, s.UserCommands, s.Assistants, s.ToolCalls, s.MappedCalls, s.ToolResults, s.Capsules, len(res.Problems), skipped(s.Skipped))
+	fmt.Fprintln(env.stdout, dest)
+	return 0
+}
+
+func knownFormat(f string) bool {
+	for _, k := range imports.Formats {
+		if string(k) == f {
+			return true
+		}
+	}
+	return false
+}
+
+func skipped(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", m[k], k)
+	}
+	return "; skipped: " + strings.Join(parts, ", ")
+}
