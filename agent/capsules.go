@@ -161,10 +161,20 @@ func (a *Agent) CapsuleExport(id, path string, overwrite bool) (string, error) {
 	return abs, writeNew(abs, data, overwrite)
 }
 
-// resolveOut resolves an output path in the workspace.
-func (a *Agent) resolveOut(path string) (string, error) {
+// resolveOut resolves the path of an export.
+func (a *Agent) resolveOut(path string) (string, error) { return a.resolveUserPath(path) }
+
+// resolveUserPath resolves a path the user gave an editor command. An
+// absolute path is the user's explicit choice (a save or open dialog, a
+// handoff file from another project) and is used as given; a relative path
+// resolves against the workspace root and may not escape it. The agent's
+// own tools are always confined to the root.
+func (a *Agent) resolveUserPath(path string) (string, error) {
 	if strings.TrimSpace(path) == "" {
 		return "", errors.New("path is empty")
+	}
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path), nil
 	}
 	abs, _, err := a.opt.Resolver.Resolve(path)
 	return abs, err
@@ -347,10 +357,4 @@ func (a *Agent) CapsuleLoad(path string) (string, string, []string, error) {
 	return ck, doc.Meta.Title, warnings, err
 }
 
-func (a *Agent) resolveIn(path string) (string, error) {
-	if strings.TrimSpace(path) == "" {
-		return "", errors.New("path is empty")
-	}
-	abs, _, err := a.opt.Resolver.Resolve(path)
-	return abs, err
-}
+func (a *Agent) resolveIn(path string) (string, error) { return a.resolveUserPath(path) }

@@ -128,7 +128,18 @@ start_fakemodel() {
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
     || echo $((20000 + RANDOM % 20000)))
-  "$work/fakemodel" -addr "127.0.0.1:$port" ${SOBA_FAKEMODEL_FLAGS:-} >"$work/fakemodel.log" 2>&1 &
+  # Every reply is a capsule-shaped answer, so the same fake also serves the
+  # summary requests of a compaction (summaryModel defaults to model).
+  cat >"$work/fakemodel.json" <<'JSON'
+{"format": "openai", "repeatLast": true, "replies": [
+  {"text": "Turn one answered."}, {"text": "Turn two answered."}, {"text": "Turn three answered."},
+  {"toolCalls": [{"id": "call_a1", "name": "bash", "arguments": {"command": "echo allowed for session"}}]},
+  {"text": "The command ran."},
+  {"text": "## Goal\nAnswer the test prompts\n## Done\n- answered the prompts\n## Next steps\n- keep answering\n"}]}
+JSON
+  # fakemodel ends when its stdin closes; a bounded sleep keeps it open.
+  "$work/fakemodel" -script "$work/fakemodel.json" -addr "127.0.0.1:$port" ${SOBA_FAKEMODEL_FLAGS:-} \
+    >"$work/fakemodel.log" 2>&1 < <(sleep 900) &
   pids+=($!)
   fake_url=http://127.0.0.1:$port/v1
   for _ in $(seq 1 100); do
@@ -152,7 +163,7 @@ make_workspace() {
              "contextWindow": 65000, "maxOutputTokens": 8000 },
   "compaction": { "keepRecentTokens": 600, "minReclaimableTokens": 100, "minSavingsRatio": 0.1,
                   "timeoutMs": 15000 },
-  "tools": { "approval": "auto" }
+  "tools": { "approval": "ask" }
 }
 JSON
   printf '# Notes\n\nThe test edits this file.\n' >"$ws/notes.md"
@@ -182,6 +193,8 @@ run_e2e() {
   if [ "$kind" = real ]; then
     if [ -z "$e2e_ready" ]; then echo "SKIP $label: e2e against soba-lsp: $e2e_why"; return; fi
     server=$work/soba-lsp
+    # A fresh fake model per run: its script is consumed in order.
+    start_fakemodel || { fail "$label: the fake model server did not start"; return; }
     make_workspace "$ws"
   else
     if [ -z "$scripted_ready" ]; then echo "SKIP $label: e2e against tests/scriptedlsp: $scripted_why"; return; fi

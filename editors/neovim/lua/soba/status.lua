@@ -120,6 +120,11 @@ function M.on_compaction(client_id, ev)
     s.last = ev
     -- The budget cached before the end may still say "compacting".
     s.ended = true
+    -- A completed compaction's measured size is the new effective figure
+    -- until the next (coalesced) soba/budget arrives.
+    if ev.outcome == 'completed' and type(ev.tokensAfter) == 'number' and s.budget then
+      s.budget = vim.tbl_extend('force', s.budget, { effectiveTokens = ev.tokensAfter, source = 'estimated' })
+    end
   else
     local pct = ev.percentage
     if pct == vim.NIL then
