@@ -29,21 +29,26 @@ type capsuleRecord struct {
 	onLeafPath bool
 }
 
-// capsules lists every capsule of the session file, in file order. It reads
-// only capsule-bearing entries.
+// capsules lists every capsule of the session file, in file order.
 func (a *Agent) capsules(st *state) ([]capsuleRecord, error) {
+	return capsuleRecords(st.store, st.path)
+}
+
+// capsuleRecords lists every capsule of a session file in file order,
+// marking those on the leaf path. It reads only capsule-bearing entries.
+func capsuleRecords(s *session.Store, path []session.Meta) ([]capsuleRecord, error) {
 	onPath := map[string]bool{}
-	for _, m := range st.path {
+	for _, m := range path {
 		onPath[m.ID] = true
 	}
 	var out []capsuleRecord
-	for _, m := range st.store.All() {
+	for _, m := range s.All() {
 		switch m.Type {
 		case session.TypeCapsule, session.TypeCapsuleLoad, session.TypeCheckpoint:
 		default:
 			continue
 		}
-		e, err := st.store.Load(m.ID)
+		e, err := s.Load(m.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -89,20 +94,44 @@ func (a *Agent) CapsuleList() ([]CapsuleInfo, error) {
 
 // document renders a capsule record as a portable .capsule.md document.
 func (a *Agent) document(st *state, r capsuleRecord) capsule.Document {
+	return r.document(st.sessionID, filepath.Base(a.opt.Root))
+}
+
+func (r capsuleRecord) document(sessionID, project string) capsule.Document {
 	q := r.info.Quality
 	if q == "" {
 		q = capsule.QualityFull
 	}
 	return capsule.Document{Meta: capsule.Meta{
 		CheckpointID: r.info.CheckpointID, Title: r.info.Title, Created: r.info.CreatedAt.UTC(),
-		Session: st.sessionID, Project: filepath.Base(a.opt.Root), Trigger: r.info.Trigger, Quality: q,
+		Session: sessionID, Project: project, Trigger: r.info.Trigger, Quality: q,
 	}, State: r.state}
 }
 
 // findCapsule returns the capsule with this id, or with "" the newest on the
 // leaf path.
 func (a *Agent) findCapsule(st *state, id string) (capsuleRecord, error) {
-	recs, err := a.capsules(st)
+	return findCapsuleRecord(st.store, st.path, id)
+}
+
+// SessionCapsule returns a capsule of a session file as a .capsule.md
+// document: the one with id, or with "" the newest on the leaf path. It is
+// what the offline `soba-lsp capsule export` uses.
+func SessionCapsule(s *session.Store, id string) (capsule.Document, error) {
+	r, err := findCapsuleRecord(s, s.Path(), id)
+	if err != nil {
+		return capsule.Document{}, err
+	}
+	h, _ := s.Header()
+	project := filepath.Base(h.Workspace)
+	if h.Workspace == "" {
+		project = ""
+	}
+	return r.document(h.SessionID, project), nil
+}
+
+func findCapsuleRecord(s *session.Store, path []session.Meta, id string) (capsuleRecord, error) {
+	recs, err := capsuleRecords(s, path)
 	if err != nil {
 		return capsuleRecord{}, err
 	}

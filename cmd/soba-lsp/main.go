@@ -54,6 +54,7 @@ var subcommands = []subcommand{
 	{name: "import", summary: "convert a pi, Claude Code or Codex transcript into a new SOBA session; prints its path", run: runImport},
 	{name: "budget", summary: "print a session file's Budget as JSON", run: runBudget},
 	{name: "compact", summary: "compact a session file with the deterministic capsule (--dry-run: print only)", run: runCompact},
+	{name: "capsule", summary: "capsule export <session.jsonl> <ck|latest> <out> | capsule show <file>: capsules without an editor", run: runCapsule},
 	{name: "verify", summary: "check a session file's integrity; lists problems, exits 1 when there are any", run: runVerify},
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -24,7 +25,7 @@ func sampleSession(t *testing.T, dir string) string {
 	clock := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	now := func() time.Time { clock = clock.Add(7 * time.Second); return clock }
 	s, err := session.Create(dir, session.SessionHeader{Version: 1, SessionID: "sample", Workspace: "/work/orders-service"},
-		session.Options{Now: now, Sync: session.SyncNever})
+		session.Options{Now: now, Sync: session.SyncNever, Estimate: tokens.EntryTokens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,5 +135,46 @@ func TestReplayPrintsCompletedCompaction(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Fatalf("replay output lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+func TestCapsuleExportAndShowOffline(t *testing.T) {
+	dir := t.TempDir()
+	sess := filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(sess, sampleJSONL, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"compact", sess}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("compact: exit %d: %s", code, errb.String())
+	}
+	exported := filepath.Join(dir, "handoff.capsule.md")
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"capsule", "export", sess, "latest", exported}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("capsule export: exit %d: %s", code, errb.String())
+	}
+	if code := run([]string{"capsule", "export", sess, "latest", exported}, strings.NewReader(""), &out, &errb); code == 0 || !strings.Contains(errb.String(), "--overwrite") {
+		t.Fatalf("export over an existing file: exit %d %q", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"capsule", "show", exported}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("capsule show: exit %d: %s", code, errb.String())
+	}
+	data, _ := os.ReadFile(exported)
+	if out.String() != string(data) {
+		t.Fatal("show of an exported capsule must print it unchanged (round trip)")
+	}
+	for _, want := range []string{"format: soba-capsule/1", "## Goal", "internal/orders/handler.go", "`go test ./internal/...`"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("capsule lacks %q", want)
+		}
+	}
+	bad := filepath.Join(dir, "bad.capsule.md")
+	os.WriteFile(bad, []byte("---\nformat: soba-capsule/7\n---\n"), 0o644)
+	errb.Reset()
+	if code := run([]string{"capsule", "show", bad}, strings.NewReader(""), &out, &errb); code == 0 || errb.Len() == 0 {
+		t.Fatalf("malformed capsule: exit %d %q", code, errb.String())
 	}
 }

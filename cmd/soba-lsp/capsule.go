@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/soba-agent/soba-lsp/agent"
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// runCapsule is the offline capsule command (issue: capsules work without
+// an editor):
+//
+//	soba-lsp capsule export <session.jsonl> <ck|latest> <out.capsule.md> [--overwrite]
+//	soba-lsp capsule show <file.capsule.md | session.jsonl>
+func runCapsule(_ context.Context, env *cmdEnv, args []string) int {
+	usage := func() int {
+		fmt.Fprintln(env.stderr, "usage: soba-lsp capsule export <session.jsonl> <ck|latest> <out.capsule.md> [--overwrite]\n       soba-lsp capsule show <file.capsule.md | session.jsonl>")
+		return 2
+	}
+	if len(args) == 0 {
+		return usage()
+	}
+	switch args[0] {
+	case "export":
+		rest, overwrite := flagOut(args[1:], "--overwrite")
+		if len(rest) != 3 {
+			return usage()
+		}
+		doc, code := sessionCapsule(env, rest[0], rest[1])
+		if code != 0 {
+			return code
+		}
+		out := rest[2]
+		if _, err := os.Stat(out); err == nil && !overwrite {
+			fmt.Fprintf(env.stderr, "soba-lsp capsule export: %s exists; pass --overwrite to replace it\n", out)
+			return 1
+		}
+		if err := os.WriteFile(out, capsule.Render(doc), 0o644); err != nil {
+			fmt.Fprintln(env.stderr, "soba-lsp capsule export:", err)
+			return 1
+		}
+		fmt.Fprintln(env.stdout, out)
+		return 0
+	case "show":
+		if len(args) != 2 {
+			return usage()
+		}
+		file := args[1]
+		if strings.HasSuffix(file, ".jsonl") {
+			doc, code := sessionCapsule(env, file, "latest")
+			if code != 0 {
+				return code
+			}
+			env.stdout.Write(capsule.Render(doc))
+			return 0
+		}
+		info, err := os.Stat(file)
+		if err != nil {
+			fmt.Fprintln(env.stderr, "soba-lsp capsule show:", err)
+			return 1
+		}
+		if info.Size() > capsule.MaxSize {
+			fmt.Fprintf(env.stderr, "soba-lsp capsule show: %s is %d bytes, over the %d-byte limit\n", file, info.Size(), capsule.MaxSize)
+			return 1
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			fmt.Fprintln(env.stderr, "soba-lsp capsule show:", err)
+			return 1
+		}
+		doc, warnings, err := capsule.ParseFile(file, data)
+		if err != nil {
+			fmt.Fprintln(env.stderr, "soba-lsp capsule show:", err)
+			return 1
+		}
+		for _, w := range warnings {
+			fmt.Fprintln(env.stderr, "warning:", w)
+		}
+		env.stdout.Write(capsule.Render(doc))
+		return 0
+	}
+	return usage()
+}
+
+// sessionCapsule opens a session file and finds a capsule ("latest" or ""
+// is the newest on the leaf path).
+func sessionCapsule(env *cmdEnv, path, ck string) (capsule.Document, int) {
+	s, _, err := session.Open(path, session.Options{})
+	if err != nil {
+		fmt.Fprintln(env.stderr, "soba-lsp capsule:", err)
+		return capsule.Document{}, 1
+	}
+	defer s.Close()
+	if ck == "latest" {
+		ck = ""
+	}
+	doc, err := agent.SessionCapsule(s, ck)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "soba-lsp capsule: %s: %v\n", path, err)
+		return capsule.Document{}, 1
+	}
+	return doc, 0
+}
+
+// flagOut removes a boolean flag from args wherever it stands.
+func flagOut(args []string, name string) ([]string, bool) {
+	var rest []string
+	found := false
+	for _, a := range args {
+		if a == name {
+			found = true
+			continue
+		}
+		rest = append(rest, a)
+	}
+	return rest, found
+}
