@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/workspace"
+)
+
+func writeSkill(t *testing.T, root, name, desc, body string) {
+	t.Helper()
+	dir := filepath.Join(root, ".soba", "skills", name)
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: "+name+"\ndescription: "+desc+"\n---\n"+body+"\n"), 0o644)
+}
+
+// Skills are listed in the system prompt; an activated skill's text is part
+// of every later model input and of the capsule (R-C1).
+func TestSkillsListedActivatedAndInCapsule(t *testing.T) {
+	f := newFixture(t, func(o *Options) { smallWindow(o); o.Compaction.Auto = false },
+		providertest.Call("s1", "activate_skill", map[string]any{"name": "go-testing"}),
+		providertest.Text("activated "+bigText),
+		providertest.Text("later "+bigText), providertest.Text("later "+bigText), providertest.Text("later "+bigText),
+		providertest.Call("s2", "activate_skill", map[string]any{"name": "../escape"}),
+		providertest.Text("done"))
+	writeSkill(t, f.dir, "go-testing", "how this project runs its Go tests", "Always run go test with -race.")
+	f.prompt(t, "use the go testing skill "+bigText)
+	reqs := f.model.Requests()
+	if !strings.Contains(reqs[0].System, "go-testing: how this project runs its Go tests") {
+		t.Fatalf("skill not listed in the system prompt:\n%s", reqs[0].System)
+	}
+	if strings.Contains(reqs[0].System, "Always run go test with -race.") {
+		t.Fatal("an inactive skill's body is in the system prompt")
+	}
+	for i := 0; i < 3; i++ {
+		f.prompt(t, "more "+bigText)
+	}
+	for _, r := range f.model.Requests()[1:] {
+		if !strings.Contains(r.System, "Active skill go-testing:\nAlways run go test with -race.") {
+			t.Fatal("the active skill is missing from a later model input")
+		}
+	}
+	res, err := f.agent.Compact(context.Background(), "")
+	if err != nil || res.Outcome != compaction.OutcomeCompleted {
+		t.Fatalf("compact %+v %v", res, err)
+	}
+	if st := f.capsules(t)[0].State; !slices.Equal(st.ActiveSkills, []string{"go-testing"}) {
+		t.Fatalf("capsule active skills %v", st.ActiveSkills)
+	}
+	end := f.prompt(t, "try a bad skill")
+	if end.Outcome != "completed" {
+		t.Fatalf("turn %s", end.Outcome)
+	}
+	last := f.entries(t)
+	found := false
+	for _, e := range last {
+		if e.ToolResult != nil && e.ToolResult.ToolCallID == "s2" {
+			found = !e.ToolResult.OK && strings.Contains(e.ToolResult.Content, "bad skill name")
+		}
+	}
+	if !found {
+		t.Fatal("a skill name with a path was not refused")
+	}
+}
+
+// A file changed on disk by someone else during the session is listed as
+// modified in the capsule (PROTOCOL.md "Fixed details", R-C2): the real
+// watcher feeds the agent's artifacts.
+func TestFileChangedOnDiskIsModified_RC2(t *testing.T) {
+	dir := t.TempDir()
+	root, _ := workspace.NewRoot(dir)
+	ig, _ := workspace.NewIgnore(root)
+	touched := workspace.NewTouched(root, ig)
+	w, err := workspace.NewWatcher(root, workspace.WatchOptions{Ignore: ig, OnChange: touched.FromWatcher, Debounce: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	f := newFixture(t, func(o *Options) {
+		smallWindow(o)
+		o.Compaction.Auto = false
+		o.Root, o.Resolver, o.Touched = root.Dir(), root, touched
+		o.SessionDir = filepath.Join(root.Dir(), ".soba", "sessions")
+	}, providertest.Text("a "+bigText), providertest.Text("b "+bigText), providertest.Text("c "+bigText), providertest.Text("d "+bigText))
+	f.prompt(t, "first "+bigText)
+	os.MkdirAll(filepath.Join(dir, "pkg", "new"), 0o755)
+	os.WriteFile(filepath.Join(dir, "pkg", "new", "edited-by-user.go"), []byte("package new\n"), 0o644)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, mod := touched.Snapshot()
+		if slices.Contains(mod, "pkg/new/edited-by-user.go") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watcher did not report the change: %v", mod)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := 0; i < 3; i++ {
+		f.prompt(t, "more "+bigText)
+	}
+	res, err := f.agent.Compact(context.Background(), "")
+	if err != nil || res.Outcome != compaction.OutcomeCompleted {
+		t.Fatalf("compact %+v %v", res, err)
+	}
+	st := f.capsules(t)[0].State
+	if !slices.Contains(st.FilesModified, "pkg/new/edited-by-user.go") {
+		t.Fatalf("files modified %v lack the file changed on disk", st.FilesModified)
+	}
+	if slices.ContainsFunc(st.FilesModified, func(p string) bool { return strings.HasPrefix(p, ".soba/") }) {
+		t.Fatalf("the session's own files are listed: %v", st.FilesModified)
+	}
+}
