@@ -18,8 +18,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
+
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/capsule"
@@ -298,13 +301,34 @@ func (b *builder) entry(id string) *session.Entry {
 	return &b.res.Entries[i]
 }
 
-// finishTokens sets Entry.Tokens of every entry not estimated yet.
+// parallelAbove is the number of entries from which finishTokens spreads
+// the estimates over the cores: tokenizing is most of an import's work.
+const parallelAbove = 256
+
+// finishTokens sets Entry.Tokens of every entry not estimated yet. Large
+// batches are estimated in parallel chunks (the estimate must be safe for
+// concurrent use, as tokens.Counter is); each entry is written by one worker.
 func (b *builder) finishTokens() {
-	for i := b.estimated; i < len(b.res.Entries); i++ {
-		e := &b.res.Entries[i]
-		e.Tokens = b.est(e)
-	}
+	todo := b.res.Entries[b.estimated:]
 	b.estimated = len(b.res.Entries)
+	workers := runtime.GOMAXPROCS(0)
+	if len(todo) < parallelAbove || workers < 2 {
+		for i := range todo {
+			todo[i].Tokens = b.est(&todo[i])
+		}
+		return
+	}
+	p := pool.New().WithMaxGoroutines(workers)
+	chunk := (len(todo) + 4*workers - 1) / (4 * workers)
+	for lo := 0; lo < len(todo); lo += chunk {
+		part := todo[lo:min(lo+chunk, len(todo))]
+		p.Go(func() {
+			for i := range part {
+				part[i].Tokens = b.est(&part[i])
+			}
+		})
+	}
+	p.Wait() // a panic in an estimate is re-raised here, on the caller
 }
 
 // pathTo returns the path root → id of written entries (the session header

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/session/imports"
+)
+
+// BenchmarkImportAndDryRunCompact imports the 2.4 MB real pi session (token
+// estimates included) and compacts it with a dry run, in process, as
+// `soba-lsp import` then `soba-lsp compact --dry-run` do. Goal: under 150 ms.
+func BenchmarkImportAndDryRunCompact(b *testing.B) {
+	src := filepath.Join("..", "..", "..", "shared", "transcripts", "pi-mono__before-compaction.jsonl")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		b.Skipf("real transcript %s is not available: %v", src, err)
+	}
+	ws := b.TempDir()
+	o, err := openOffline(filepath.Join(ws, "x.jsonl"), ws, "", io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o.counter.Count("warm up the tokenizer's tables")
+	est := entryTokens(o.counter)
+	n := 0 // file names stay unique across -count runs in one temp dir
+	importOnce := func() string {
+		n++
+		res, err := imports.Convert(data, imports.Options{Estimate: est, Counter: o.counter})
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := filepath.Join(ws, "s_bench"+itoa(n)+".jsonl")
+		if err := imports.Write(res, out, session.SessionHeader{ImportedFrom: src}, session.Options{Estimate: est}); err != nil {
+			b.Fatal(err)
+		}
+		return out
+	}
+	dryRun := func(file string) {
+		res, cp, err := o.compact(context.Background(), file, compaction.TriggerUser, nil, io.Discard)
+		if err != nil || res.Outcome != compaction.OutcomeCompleted || cp == nil {
+			b.Fatalf("dry run: %+v %v", res, err)
+		}
+	}
+	b.Run("import", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			importOnce()
+		}
+	})
+	file := importOnce()
+	b.Run("dry-run-compact", func(b *testing.B) {
+		for b.Loop() {
+			dryRun(file)
+		}
+	})
+	b.Run("import+dry-run", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			dryRun(importOnce())
+		}
+	})
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// These tests run the built binary's offline subcommands (import, budget,
+// compact, verify) on files, as a user does.
+
+var importFixtures = []string{"pi-v3.jsonl", "claude-code.jsonl", "codex-rollout.jsonl"}
+
+func fixturePath(name string) string {
+	return filepath.Join("..", "..", "testdata", "imports", name)
+}
+
+// runCLI runs the binary in dir and returns stdout, stderr and the exit code.
+func runCLI(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// importInto imports a transcript into a fresh workspace and returns the new
+// session file.
+func importInto(t *testing.T, src string) (ws, file string) {
+	t.Helper()
+	ws = t.TempDir()
+	abs, _ := filepath.Abs(src)
+	out, errs, code := runCLI(t, ws, "import", abs)
+	if code != 0 {
+		t.Fatalf("import %s: exit %d\n%s", src, code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	file = lines[len(lines)-1]
+	if !strings.HasPrefix(file, filepath.Join(ws, ".soba", "sessions")+"/") || !strings.HasSuffix(file, ".jsonl") {
+		t.Fatalf("import printed %q as its last line, want a file under %s/.soba/sessions", file, ws)
+	}
+	return ws, file
+}
+
+func TestImportCLI_NewSessionPathLastLine_RT1(t *testing.T) {
+	for _, name := range importFixtures {
+		t.Run(name, func(t *testing.T) {
+			src := fixturePath(name)
+			before, _ := os.ReadFile(src)
+			_, file := importInto(t, src)
+			after, _ := os.ReadFile(src)
+			if !bytes.Equal(before, after) {
+				t.Fatal("import modified its source")
+			}
+			s, rep, err := session.Open(file, session.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			h, _ := s.Header()
+			if !rep.Clean() || !strings.Contains(h.ImportedFrom, name) {
+				t.Fatalf("%v; header %+v", rep, h)
+			}
+		})
+	}
+	// -o chooses the file; a bad format and a missing file are clear errors.
+	ws := t.TempDir()
+	abs, _ := filepath.Abs(fixturePath("pi-v3.jsonl"))
+	out := filepath.Join(ws, "mine.jsonl")
+	stdout, _, code := runCLI(t, ws, "import", "-o", out, abs)
+	if code != 0 || strings.TrimSpace(stdout) != out {
+		t.Fatalf("-o: exit %d, stdout %q", code, stdout)
+	}
+	if _, errs, code := runCLI(t, ws, "import", "-o", out, abs); code == 0 || !strings.Contains(errs, "exists") {
+		t.Errorf("importing over an existing file: exit %d, %s", code, errs)
+	}
+	if _, errs, code := runCLI(t, ws, "import", "--format", "vim", abs); code != 2 || !strings.Contains(errs, "--format") {
+		t.Errorf("bad format: exit %d, %s", code, errs)
+	}
+	garbage := filepath.Join(ws, "garbage.jsonl")
+	os.WriteFile(garbage, []byte("hello\n{\"a\":1}\n"), 0o644)
+	if _, errs, code := runCLI(t, ws, "import", garbage); code != 1 || !strings.Contains(errs, "not a transcript format") {
+		t.Errorf("garbage: exit %d, %s", code, errs)
+	}
+}
+
+func TestImportCLI_ReportsMalformedLines(t *testing.T) {
+	abs, _ := filepath.Abs(fixturePath("codex-rollout.jsonl"))
+	_, errs, code := runCLI(t, t.TempDir(), "import", abs)
+	if code != 0 || !strings.Contains(errs, "line 17: not a JSON line") || !strings.Contains(errs, "line 18: tool result for call \"call_never_made\"") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errs)
+	}
+}
+
+// TestCompactDryRunLeavesFileUnchanged_RB2 runs the engine offline: plan,
+// outcome and result line on stderr, the capsule on stdout, the session
+// file byte for byte as it was.
+func TestCompactDryRunLeavesFileUnchanged_RB2(t *testing.T) {
+	// The Codex fixture ends with a capsule and two short messages: nothing
+	// lies before the keep window there, however small.
+	for _, name := range importFixtures[:2] {
+		t.Run(name, func(t *testing.T) {
+			ws, file := importInto(t, fixturePath(name))
+			before, _ := os.ReadFile(file)
+			// A tiny keep window, so even a short fixture has history to compact.
+			cfg := filepath.Join(ws, "small.json")
+			os.WriteFile(cfg, []byte(`{"compaction":{"keepRecentTokens":10}}`), 0o644)
+			stdout, errs, code := runCLI(t, ws, "compact", "--dry-run", "--config", cfg, file)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, errs)
+			}
+			after, _ := os.ReadFile(file)
+			if !bytes.Equal(before, after) {
+				t.Fatal("a dry run changed the session file")
+			}
+			for _, want := range []string{"plan: op_", "trigger user", "outcome: completed (dry run: nothing appended)", "Compacted context · user · "} {
+				if !strings.Contains(errs, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errs)
+				}
+			}
+			doc, _, err := capsule.Parse([]byte(stdout))
+			if err != nil {
+				t.Fatalf("stdout is not a .capsule.md: %v\n%s", err, stdout)
+			}
+			if doc.Meta.Trigger != compaction.TriggerUser || len(doc.State.FilesModified) == 0 {
+				t.Errorf("capsule %+v", doc)
+			}
+		})
+	}
+}
+
+// TestCompactAppendsThroughStore_RB5 compacts for real: one capsule entry
+// more, the file still verifies, and a session held by another store is
+// refused rather than written.
+func TestCompactAppendsThroughStore_RB5(t *testing.T) {
+	ws, file := importInto(t, fixturePath("claude-code.jsonl"))
+	cfg := filepath.Join(ws, "small.json")
+	os.WriteFile(cfg, []byte(`{"compaction":{"keepRecentTokens":10}}`), 0o644)
+	count := func() int {
+		data, _ := os.ReadFile(file)
+		return bytes.Count(data, []byte(`"type":"capsule"`))
+	}
+	n := count()
+	s, _, err := session.Open(file, session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := runCLI(t, ws, "compact", "--config", cfg, file); code == 0 || !strings.Contains(errs, "in use") {
+		t.Errorf("compact of a locked session: exit %d, %s", code, errs)
+	}
+	s.Close()
+	_, errs, code := runCLI(t, ws, "compact", "--config", cfg, file)
+	if code != 0 || strings.Contains(errs, "dry run") {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if count() != n+1 {
+		t.Fatalf("%d capsule entries, want %d", count(), n+1)
+	}
+	if _, errs, code := runCLI(t, ws, "verify", file); code != 0 {
+		t.Fatalf("verify after compact: %d %s", code, errs)
+	}
+	// The budget now starts from the new capsule.
+	stdout, _, _ := runCLI(t, ws, "budget", file)
+	var b compaction.Budget
+	if err := json.Unmarshal([]byte(stdout), &b); err != nil || b.LastCompaction == nil || b.LastCompaction.Trigger != compaction.TriggerUser {
+		t.Fatalf("budget %s: %v", stdout, err)
+	}
+}
+
+func TestCompactNothingToCompact_RG8(t *testing.T) {
+	ws, file := importInto(t, fixturePath("pi-v3.jsonl"))
+	// The default keep window (20,000 tokens) holds this whole short session.
+	stdout, errs, code := runCLI(t, ws, "compact", "--dry-run", file)
+	if code != 0 || stdout != "" || !strings.Contains(errs, "outcome: skipped") || !strings.Contains(errs, "Compaction skipped · user") {
+		t.Fatalf("exit %d, stdout %q\n%s", code, stdout, errs)
+	}
+	if _, errs, code := runCLI(t, ws, "compact", "--dry-run", "--trigger", "sometimes", file); code != 2 || !strings.Contains(errs, "--trigger") {
+		t.Errorf("bad trigger: %d %s", code, errs)
+	}
+}
+
+// TestBudgetCLI_RO1 prints the Budget; --config changes the limits.
+func TestBudgetCLI_RO1(t *testing.T) {
+	ws, file := importInto(t, fixturePath("pi-v3.jsonl"))
+	stdout, errs, code := runCLI(t, ws, "budget", file)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	var b compaction.Budget
+	if err := json.Unmarshal([]byte(stdout), &b); err != nil {
+		t.Fatal(err)
+	}
+	def := compaction.DefaultConfig()
+	if b.HardLimit != def.HardLimit() || b.SoftLimit != def.SoftLimit() || b.State != compaction.StateIdle || b.EffectiveTokens <= 0 || b.Pending == nil {
+		t.Errorf("budget %+v", b)
+	}
+	if b.Source != "estimated" || b.LastCompaction == nil || b.LastCompaction.TokensBefore != 5000 {
+		// The last response after the capsule has no usage; pi's compaction is the last one.
+		t.Errorf("source %q, lastCompaction %+v", b.Source, b.LastCompaction)
+	}
+	cfg := filepath.Join(ws, "big.json")
+	os.WriteFile(cfg, []byte(`{"model":{"contextWindow":200000,"maxOutputTokens":16000}}`), 0o644)
+	stdout, _, _ = runCLI(t, ws, "budget", "--config", cfg, file)
+	json.Unmarshal([]byte(stdout), &b)
+	if b.ContextWindow != 200000 || b.HardLimit != 200000-16000-def.SafetyReserveTokens {
+		t.Errorf("with --config: %+v", b)
+	}
+	os.WriteFile(cfg, []byte(`{"compaction":{"keepRecentTokenz":1}}`), 0o644)
+	if _, errs, code := runCLI(t, ws, "budget", "--config", cfg, file); code != 2 || !strings.Contains(errs, "keepRecentTokenz") {
+		t.Errorf("bad config: exit %d %s", code, errs)
+	}
+}
+
+// TestVerifyCorruptedCopies_RT3_RT5 damages a copy of each imported fixture
+// three ways; verify names each problem with its line and exits 1.
+func TestVerifyCorruptedCopies_RT3_RT5(t *testing.T) {
+	for _, name := range importFixtures {
+		t.Run(name, func(t *testing.T) {
+			ws, file := importInto(t, fixturePath(name))
+			if out, errs, code := runCLI(t, ws, "verify", file); code != 0 || out != "" {
+				t.Fatalf("clean import: exit %d, %s %s", code, out, errs)
+			}
+			data, _ := os.ReadFile(file)
+			lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+			lines[len(lines)-1] += "\n"
+			find := func(typ string) int {
+				for i, l := range lines {
+					if strings.Contains(l, `"type":"`+typ+`"`) {
+						return i
+					}
+				}
+				t.Fatalf("no %s line", typ)
+				return -1
+			}
+			cases := []struct {
+				name   string
+				damage func() (string, string) // corrupted content, expected problem
+			}{
+				{"missing parent", func() (string, string) {
+					i := find("assistant")
+					var e session.Entry
+					json.Unmarshal([]byte(lines[i]), &e)
+					c := slices(lines)
+					c[i] = strings.Replace(c[i], `"parentId":"`+e.Parent()+`"`, `"parentId":"deadbeef"`, 1)
+					return strings.Join(c, ""), "line " + itoa(i+1) + ": entry " + e.ID + ": parent deadbeef is not earlier in the file"
+				}},
+				{"orphan tool result", func() (string, string) {
+					i := find("tool_result")
+					var e session.Entry
+					json.Unmarshal([]byte(lines[i]), &e)
+					c := slices(lines)
+					c[i] = strings.Replace(c[i], `"toolCallId":"`+e.ToolResult.ToolCallID+`"`, `"toolCallId":"call_gone"`, 1)
+					return strings.Join(c, ""), "line " + itoa(i+1) + ": tool result " + e.ID + `: no tool call "call_gone" before it`
+				}},
+				{"torn line", func() (string, string) {
+					c := slices(lines)
+					last := c[len(c)-1]
+					c[len(c)-1] = last[:len(last)/2]
+					return strings.Join(c, ""), "line " + itoa(len(c)) + ": torn last line"
+				}},
+			}
+			for _, tc := range cases {
+				content, want := tc.damage()
+				bad := filepath.Join(ws, "bad.jsonl")
+				os.WriteFile(bad, []byte(content), 0o600)
+				out, errs, code := runCLI(t, ws, "verify", bad)
+				if code != 1 || !strings.Contains(out, want) || !strings.Contains(errs, "problems") {
+					t.Errorf("%s: exit %d, want 1 and %q in:\n%s%s", tc.name, code, want, out, errs)
+				}
+			}
+		})
+	}
+}
+
+// TestVerifyCapsuleFirstKeptOffPath_RM2 moves a capsule's firstKeptEntryId
+// to an entry off its path.
+func TestVerifyCapsuleFirstKeptOffPath_RM2(t *testing.T) {
+	ws, file := importInto(t, fixturePath("pi-v3.jsonl"))
+	data, _ := os.ReadFile(file)
+	var branch, capsuleLine string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, "Use an environment variable instead.") {
+			branch = l
+		}
+		if strings.Contains(l, `"type":"capsule"`) {
+			capsuleLine = l
+		}
+	}
+	var b, c session.Entry
+	json.Unmarshal([]byte(branch), &b)
+	json.Unmarshal([]byte(capsuleLine), &c)
+	bad := strings.Replace(string(data), `"firstKeptEntryId":"`+c.Capsule.FirstKeptEntryID+`"`, `"firstKeptEntryId":"`+b.ID+`"`, 1)
+	p := filepath.Join(ws, "bad.jsonl")
+	os.WriteFile(p, []byte(bad), 0o600)
+	out, _, code := runCLI(t, ws, "verify", p)
+	if code != 1 || !strings.Contains(out, "capsule "+c.Capsule.CheckpointID+" (entry "+c.ID+"): firstKeptEntryId "+b.ID+" is not on its path") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+func slices(xs []string) []string { return append([]string(nil), xs...) }
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
