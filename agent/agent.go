@@ -15,6 +15,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/agent/provider"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -101,13 +102,10 @@ type state struct {
 	latest int            // index of the newest capsule on path, -1 for none
 	base   compaction.Base
 
-	// budget figures (R-O1)
-	inputTokens  int // estimate of the model input after system and tools
+	// budget figures (R-O1): the meter holds the raw estimates of the model
+	// input and the provider's last report, and applies the calibration.
+	meter        tokens.Meter
 	systemTokens int
-	usageValid   bool
-	usageBase    int // prompt + completion of the last response on the path
-	sinceUsage   int // estimates of entries appended after it
-	calibration  float64
 
 	autoCompact bool
 	intents     compaction.Intents
@@ -246,7 +244,7 @@ func (a *Agent) initState(s *session.Store, id string) (*state, error) {
 		return nil, err
 	}
 	st := &state{store: s, flight: ff, sessionID: id, autoCompact: true, phase: compaction.StateIdle,
-		calibration: 1, allowSession: map[string]bool{}}
+		allowSession: map[string]bool{}}
 	st.systemTokens = a.opt.Counter.Count(a.systemPrompt(nil)) + a.toolSchemaTokens()
 	if err := a.restore(st); err != nil {
 		s.Close()
@@ -380,40 +378,37 @@ func (a *Agent) refreshPath(st *state) {
 	st.base = b
 }
 
-// recomputeInput re-estimates the model input from the base (O(tail)).
+// recomputeInput re-measures the model input from the base (O(tail)):
+// after resume, a compaction, a rewind or a capsule load. Provider usage
+// counts only when its response lies after the newest capsule, so a
+// compaction never re-triggers itself on the stale figures of the input it
+// replaced.
 func (a *Agent) recomputeInput(st *state) error {
-	n := 0
+	var entries []int
 	if st.base.State != nil {
-		n += a.opt.Counter.Count(compaction.CapsulePreamble + compaction.ModelText(*st.base.State))
+		entries = append(entries, a.opt.Counter.Count(compaction.CapsulePreamble+compaction.ModelText(*st.base.State)))
 	}
+	usageAt, prompt, completion := -1, 0, 0
 	for i := st.base.Start; i < len(st.path); i++ {
-		if i != st.base.CapsuleIndex && isModelType(st.path[i].Type) {
-			n += st.path[i].Tokens
-		}
-	}
-	st.inputTokens = n
-	st.usageValid = false
-	// Provider usage of the newest response on the path after the base,
-	// if any, is the measured figure.
-	for i := len(st.path) - 1; i > st.base.CapsuleIndex && i >= st.base.Start; i-- {
-		if st.path[i].Type != session.TypeAssistant {
+		m := st.path[i]
+		if i == st.base.CapsuleIndex || !isModelType(m.Type) {
 			continue
 		}
-		e, err := st.store.Load(st.path[i].ID)
-		if err != nil {
-			return err
-		}
-		if e.Assistant != nil && e.Assistant.Usage != nil {
-			st.usageValid = true
-			st.usageBase = e.Assistant.Usage.InputTokens + e.Assistant.Usage.OutputTokens
-			st.sinceUsage = 0
-			for _, m := range st.path[i+1:] {
-				if isModelType(m.Type) {
-					st.sinceUsage += m.Tokens
-				}
+		entries = append(entries, m.Tokens)
+		if m.Type == session.TypeAssistant && i > st.base.CapsuleIndex {
+			e, err := st.store.Load(m.ID)
+			if err != nil {
+				return err
+			}
+			if u := e.Assistant.Usage; u != nil {
+				usageAt, prompt, completion = len(entries)-1, u.InputTokens, u.OutputTokens
 			}
 		}
-		break
+	}
+	if usageAt >= 0 {
+		st.meter.ResetWithUsage(st.systemTokens, entries, usageAt, prompt, completion)
+	} else {
+		st.meter.Reset(st.systemTokens, entries)
 	}
 	return nil
 }
@@ -431,8 +426,7 @@ func (a *Agent) appendEntry(st *state, e session.Entry) (session.Entry, error) {
 	}
 	st.path = st.store.Path()
 	if isModelType(e.Type) {
-		st.inputTokens += e.Tokens
-		st.sinceUsage += e.Tokens
+		st.meter.Add(e.Tokens)
 	}
 	if e.Type == session.TypeCapsule || e.Type == session.TypeCapsuleLoad || (e.Type == session.TypeSettings && e.Settings != nil && e.Settings.RewindTo != "") {
 		a.refreshPath(st)
@@ -444,12 +438,7 @@ func (a *Agent) appendEntry(st *state, e session.Entry) (session.Entry, error) {
 // effective is the effective input and its source (R-O1): the provider's
 // count for the last request on the path plus estimates since, or the
 // calibrated estimate.
-func (st *state) effective() (int, string) {
-	if st.usageValid {
-		return st.usageBase + int(float64(st.sinceUsage)*st.calibration+0.5), "provider_usage"
-	}
-	return int(float64(st.systemTokens+st.inputTokens)*st.calibration + 0.5), "estimated"
-}
+func (st *state) effective() (int, string) { return st.meter.Effective() }
 
 func (a *Agent) budgetOf(st *state) compaction.Budget {
 	eff, src := st.effective()

@@ -357,7 +357,7 @@ func (ap appender) AppendCapsule(ctx context.Context, expectedLeaf string, c ses
 // compaction and one retry in the turn (R-G9).
 func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, error) {
 	for attempt := 0; ; attempt++ {
-		req, expected, err := a.buildRequest()
+		req, err := a.buildRequest()
 		if err != nil {
 			return provider.Response{}, err
 		}
@@ -372,7 +372,7 @@ func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, er
 		}
 		var of *provider.OverflowError
 		if errors.As(err, &of) {
-			a.learnOverflow(of, expected)
+			a.learnOverflow(of)
 			tried := false
 			_ = a.do(func(st *state) {
 				if st.turn != nil {
@@ -423,26 +423,23 @@ func (a *Agent) recoverOverflow(ctx context.Context) error {
 }
 
 // learnOverflow calibrates the estimate from an overflow error that states
-// the prompt's size; raw is our uncalibrated estimate of that prompt.
-func (a *Agent) learnOverflow(of *provider.OverflowError, raw int) {
-	if of.StatedTokens <= 0 || raw <= 0 {
+// the prompt's size (the whole current input).
+func (a *Agent) learnOverflow(of *provider.OverflowError) {
+	if of.StatedTokens <= 0 {
 		return
 	}
 	_ = a.do(func(st *state) {
-		st.calibration = clampRatio(float64(of.StatedTokens) / float64(raw))
-		st.usageValid = false // the provider's figure says our basis was wrong
+		st.meter.LearnOverflow(of.StatedTokens)
+		st.meter.Invalidate() // the provider's figure says our basis was wrong
 	})
 }
 
-func clampRatio(r float64) float64 { return min(max(r, 0.5), 2.0) }
-
 // buildRequest builds the provider request from the model input view
 // (R-M1) and fails closed when it is known to exceed the hard limit (R-G4).
-func (a *Agent) buildRequest() (provider.Request, int, error) {
+func (a *Agent) buildRequest() (provider.Request, error) {
 	var (
-		req      provider.Request
-		expected int
-		err      error
+		req provider.Request
+		err error
 	)
 	if e := a.do(func(st *state) {
 		lp := &livePath{store: st.store, path: st.path, latest: st.latest}
@@ -456,7 +453,6 @@ func (a *Agent) buildRequest() (provider.Request, int, error) {
 			err = fmt.Errorf("the request needs %d tokens, over the hard limit of %d; nothing was sent", eff, h)
 			return
 		}
-		expected = st.systemTokens + st.inputTokens
 		req = provider.Request{Model: a.opt.ModelName, System: a.systemPrompt(st), MaxOutputTokens: a.opt.Compaction.MaxOutputTokens,
 			ContextWindow: a.opt.Compaction.ContextWindow, ExpectedPromptTokens: eff}
 		for _, t := range Tools {
@@ -473,9 +469,9 @@ func (a *Agent) buildRequest() (provider.Request, int, error) {
 			req.Messages = append(req.Messages, pm)
 		}
 	}); e != nil {
-		return req, 0, e
+		return req, e
 	}
-	return req, expected, err
+	return req, err
 }
 
 // appendAssistant records a response (or a failed inference) and learns
@@ -489,21 +485,15 @@ func (a *Agent) appendAssistant(turnID string, resp provider.Response, failure s
 		if resp.Usage != nil {
 			as.Usage = &session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, CachedTokens: resp.Usage.CachedTokens}
 		}
-		raw := st.systemTokens + st.inputTokens // our uncalibrated estimate of the prompt just sent
 		_, err := a.appendEntry(st, session.Entry{Type: session.TypeAssistant, Assistant: as})
 		if err != nil {
 			a.opt.Notifier.Warn("soba: could not record the response: " + err.Error())
 			return
 		}
 		if as.Usage != nil {
-			// Calibrate: the provider's count of this prompt against our
-			// estimate of it (R-O1 self-calibration).
-			if raw > 0 && as.Usage.InputTokens > 0 {
-				st.calibration = clampRatio(float64(as.Usage.InputTokens) / float64(raw))
-			}
-			st.usageValid = true
-			st.usageBase = as.Usage.InputTokens + as.Usage.OutputTokens
-			st.sinceUsage = 0
+			// The provider's count of this request measures the input from
+			// now on and calibrates later estimates (R-O1).
+			st.meter.Usage(as.Usage.InputTokens, as.Usage.OutputTokens)
 		}
 		a.publishBudget(st)
 	})
