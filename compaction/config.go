@@ -13,9 +13,9 @@ import (
 	"math"
 )
 
-// Config holds the compaction keys of SPEC §6 and the model limits that
-// decide the hard limit (R-S3: they come from the active model definition).
-type Config struct {
+// Keys are exactly the compaction keys of SPEC §6, as the configuration
+// file spells them; the workspace configuration uses this type.
+type Keys struct {
 	Auto                      bool    `json:"auto"`
 	CompactOnTurnComplete     bool    `json:"compactOnTurnComplete"`
 	CompactOnMilestone        bool    `json:"compactOnMilestone"`
@@ -26,15 +26,11 @@ type Config struct {
 	SafetyReserveTokens       int     `json:"safetyReserveTokens"`
 	AutoCompactThresholdRatio float64 `json:"autoCompactThresholdRatio"`
 	TimeoutMs                 int     `json:"timeoutMs"`
-
-	ContextWindow   int `json:"contextWindow"`
-	MaxOutputTokens int `json:"maxOutputTokens"`
 }
 
-// DefaultConfig returns the defaults of SPEC §6 (R-S1) with the default
-// model's window (PROTOCOL.md: 65000 / 8000).
-func DefaultConfig() Config {
-	return Config{
+// DefaultKeys returns the defaults of SPEC §6 (R-S1).
+func DefaultKeys() Keys {
+	return Keys{
 		Auto:                      true,
 		CompactOnTurnComplete:     true,
 		CompactOnMilestone:        true,
@@ -45,9 +41,22 @@ func DefaultConfig() Config {
 		SafetyReserveTokens:       8192,
 		AutoCompactThresholdRatio: 0.8,
 		TimeoutMs:                 15000,
-		ContextWindow:             65000,
-		MaxOutputTokens:           8000,
 	}
+}
+
+// Config is what the engine decides with: the compaction keys and the
+// model limits that set the hard limit (R-S3: they come from the active
+// model definition).
+type Config struct {
+	Keys
+	ContextWindow   int
+	MaxOutputTokens int
+}
+
+// DefaultConfig returns the defaults of SPEC §6 (R-S1) with the default
+// model's window (PROTOCOL.md: 65000 / 8000).
+func DefaultConfig() Config {
+	return Config{Keys: DefaultKeys(), ContextWindow: 65000, MaxOutputTokens: 8000}
 }
 
 // HardLimit is contextWindow − maxOutputTokens − safetyReserveTokens (R-G4).

@@ -39,9 +39,9 @@ func TestSoftLimitExample_RS2(t *testing.T) {
 
 func TestDefaults_RS1(t *testing.T) {
 	c := DefaultConfig()
-	want := Config{Auto: true, CompactOnTurnComplete: true, CompactOnMilestone: true, MinTokensForAutoCompact: 32000,
+	want := Config{Keys: Keys{Auto: true, CompactOnTurnComplete: true, CompactOnMilestone: true, MinTokensForAutoCompact: 32000,
 		MinReclaimableTokens: 12000, MinSavingsRatio: 0.25, KeepRecentTokens: 20000, SafetyReserveTokens: 8192,
-		AutoCompactThresholdRatio: 0.8, TimeoutMs: 15000, ContextWindow: 65000, MaxOutputTokens: 8000}
+		AutoCompactThresholdRatio: 0.8, TimeoutMs: 15000}, ContextWindow: 65000, MaxOutputTokens: 8000}
 	if c != want {
 		t.Fatalf("defaults = %+v, want %+v", c, want)
 	}

@@ -46,19 +46,9 @@ type ModelConfig struct {
 	MaxOutputTokens int    `json:"maxOutputTokens"`
 }
 
-// CompactionConfig holds exactly the keys of SPEC §6.
-type CompactionConfig struct {
-	Auto                      bool    `json:"auto"`
-	CompactOnTurnComplete     bool    `json:"compactOnTurnComplete"`
-	CompactOnMilestone        bool    `json:"compactOnMilestone"`
-	MinTokensForAutoCompact   int     `json:"minTokensForAutoCompact"`
-	MinReclaimableTokens      int     `json:"minReclaimableTokens"`
-	MinSavingsRatio           float64 `json:"minSavingsRatio"`
-	KeepRecentTokens          int     `json:"keepRecentTokens"`
-	SafetyReserveTokens       int     `json:"safetyReserveTokens"`
-	AutoCompactThresholdRatio float64 `json:"autoCompactThresholdRatio"`
-	TimeoutMs                 int     `json:"timeoutMs"`
-}
+// CompactionConfig holds exactly the keys of SPEC §6; the engine defines
+// them (and their defaults) once.
+type CompactionConfig = compaction.Keys
 
 // ToolsConfig configures the agent's tools.
 type ToolsConfig struct {
@@ -87,18 +77,7 @@ func DefaultConfig() Config {
 			ContextWindow:   65000,
 			MaxOutputTokens: 8000,
 		},
-		Compaction: CompactionConfig{
-			Auto:                      true,
-			CompactOnTurnComplete:     true,
-			CompactOnMilestone:        true,
-			MinTokensForAutoCompact:   32000,
-			MinReclaimableTokens:      12000,
-			MinSavingsRatio:           0.25,
-			KeepRecentTokens:          20000,
-			SafetyReserveTokens:       8192,
-			AutoCompactThresholdRatio: 0.8,
-			TimeoutMs:                 15000,
-		},
+		Compaction: compaction.DefaultKeys(),
 		Tools:      ToolsConfig{Approval: ApprovalAsk},
 		SessionDir: ".soba/sessions",
 	}
@@ -106,17 +85,10 @@ func DefaultConfig() Config {
 
 // HardLimit is contextWindow − maxOutputTokens − safetyReserveTokens (R-G4),
 // with the window and output limit of the active model (R-S3).
-func (c Config) HardLimit() int {
-	return c.Model.ContextWindow - c.Model.MaxOutputTokens - c.Compaction.SafetyReserveTokens
-}
+func (c Config) HardLimit() int { return c.EngineConfig().HardLimit() }
 
-// SoftLimit is min(hardLimit − 1, max(minTokensForAutoCompact,
-// floor(hardLimit × autoCompactThresholdRatio))) (R-S2).
-func (c Config) SoftLimit() int {
-	h := c.HardLimit()
-	byRatio := int(math.Floor(float64(h) * c.Compaction.AutoCompactThresholdRatio))
-	return min(h-1, max(c.Compaction.MinTokensForAutoCompact, byRatio))
-}
+// SoftLimit is the soft limit of R-S2.
+func (c Config) SoftLimit() int { return c.EngineConfig().SoftLimit() }
 
 // Summary returns the model that writes capsule summaries: SummaryModel when
 // set, else Model.
@@ -130,14 +102,7 @@ func (c Config) Summary() ModelConfig {
 // EngineConfig returns the compaction engine's view of the configuration:
 // the compaction keys with the active model's window and output limit.
 func (c Config) EngineConfig() compaction.Config {
-	k := c.Compaction
-	return compaction.Config{
-		Auto: k.Auto, CompactOnTurnComplete: k.CompactOnTurnComplete, CompactOnMilestone: k.CompactOnMilestone,
-		MinTokensForAutoCompact: k.MinTokensForAutoCompact, MinReclaimableTokens: k.MinReclaimableTokens,
-		MinSavingsRatio: k.MinSavingsRatio, KeepRecentTokens: k.KeepRecentTokens, SafetyReserveTokens: k.SafetyReserveTokens,
-		AutoCompactThresholdRatio: k.AutoCompactThresholdRatio, TimeoutMs: k.TimeoutMs,
-		ContextWindow: c.Model.ContextWindow, MaxOutputTokens: c.Model.MaxOutputTokens,
-	}
+	return compaction.Config{Keys: c.Compaction, ContextWindow: c.Model.ContextWindow, MaxOutputTokens: c.Model.MaxOutputTokens}
 }
 
 // ResolveSessionDir returns the absolute session directory: SessionDir as
