@@ -382,7 +382,9 @@ func (env *toolEnv) bash(ctx context.Context, raw json.RawMessage) toolRun {
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, "bash", "-c", a.Command)
+	// pipefail: `go test ./... | tail` must report the tests' exit code, not
+	// tail's, or the capsule would record a failing run as passing.
+	cmd := exec.CommandContext(cctx, "bash", "-o", "pipefail", "-c", a.Command)
 	cmd.Dir = env.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) } // the whole group

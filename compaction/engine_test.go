@@ -552,3 +552,13 @@ func TestVerificationCommands(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSummaryFreeHeadings(t *testing.T) {
+	st, err := ParseSummary("## Key Decisions Made\n- use sqlite — embedded\n## Current Work\n- the parser\n## TODO\n- docs\n## Open Blockers\n- flaky test\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Decisions) != 1 || len(st.InProgress) != 1 || len(st.Pending) != 1 || len(st.Blockers) != 1 {
+		t.Fatalf("%+v", st)
+	}
+}

@@ -228,17 +228,29 @@ func sectionName(h string) (string, bool) {
 			return s, true
 		}
 	}
-	switch strings.ToLower(h) {
-	case "in-progress", "in progress work", "current work":
-		return "In progress", true
-	case "next", "next step":
-		return "Next steps", true
-	case "blocker", "open blockers":
-		return "Blockers", true
-	case "decision", "decisions and rationale":
-		return "Decisions", true
+	// Models (and other agents' summaries) word their headings freely:
+	// "Key Decisions Made", "Current Work", "Open Blockers", "TODO".
+	l := strings.ToLower(h)
+	for _, alias := range sectionAliases {
+		if strings.Contains(l, alias.word) {
+			return alias.section, true
+		}
 	}
 	return "", false
+}
+
+// sectionAliases map words in a free heading to a section, most specific
+// first.
+var sectionAliases = []struct{ word, section string }{
+	{"next step", "Next steps"}, {"next", "Next steps"},
+	{"in progress", "In progress"}, {"in-progress", "In progress"}, {"current work", "In progress"}, {"progress", "In progress"},
+	{"pending", "Pending"}, {"todo", "Pending"}, {"remaining", "Pending"},
+	{"decision", "Decisions"},
+	{"blocker", "Blockers"}, {"open issue", "Blockers"}, {"problem", "Blockers"},
+	{"constraint", "Constraints"}, {"requirement", "Constraints"},
+	{"done", "Done"}, {"completed", "Done"}, {"accomplished", "Done"},
+	{"goal", "Goal"}, {"objective", "Goal"}, {"task", "Goal"},
+	{"note", "Notes"}, {"context", "Notes"},
 }
 
 func isNone(s string) bool {
