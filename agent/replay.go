@@ -156,8 +156,8 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 	info, _ := a.Info()
 	c := opt.Compaction
 	fmt.Fprintf(opt.Out, "replaying %d turns of %s\nlimits: hard %s, soft %s (context window %s, max output %s, reserve %s)\n",
-		len(turns), filepath.Base(recording), thousands(c.HardLimit()), thousands(c.SoftLimit()), thousands(c.ContextWindow),
-		thousands(c.MaxOutputTokens), thousands(c.SafetyReserveTokens))
+		len(turns), filepath.Base(recording), compaction.Thousands(c.HardLimit()), compaction.Thousands(c.SoftLimit()), compaction.Thousands(c.ContextWindow),
+		compaction.Thousands(c.MaxOutputTokens), compaction.Thousands(c.SafetyReserveTokens))
 	rep := ReplayReport{SessionPath: info.Path}
 	for i, t := range turns {
 		if ctx.Err() != nil {
@@ -180,7 +180,7 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 			return rep, fmt.Errorf("replay: turn %s ended while %s ran", end.TurnID, turnID)
 		}
 		b, _ := a.Budget()
-		fmt.Fprintf(opt.Out, "turn %d/%d · %s · budget %s/%s (%s)\n", i+1, len(turns), quoteShort(t.text), thousands(b.EffectiveTokens), thousands(b.HardLimit), b.Source)
+		fmt.Fprintf(opt.Out, "turn %d/%d · %s · budget %s/%s (%s)\n", i+1, len(turns), quoteShort(t.text), compaction.Thousands(b.EffectiveTokens), compaction.Thousands(b.HardLimit), b.Source)
 		if end.Outcome != "completed" {
 			fmt.Fprintf(opt.Out, "  turn %s: %s\n", end.Outcome, end.Error)
 		}
@@ -189,7 +189,7 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 	rep.Final, _ = a.Budget()
 	rep.Compactions = pr.completed()
 	fmt.Fprintf(opt.Out, "replayed %d turns · %d compactions completed · final budget %s/%s (%s)\nsession: %s\n",
-		rep.Turns, rep.Compactions, thousands(rep.Final.EffectiveTokens), thousands(rep.Final.HardLimit), rep.Final.Source, rep.SessionPath)
+		rep.Turns, rep.Compactions, compaction.Thousands(rep.Final.EffectiveTokens), compaction.Thousands(rep.Final.HardLimit), rep.Final.Source, rep.SessionPath)
 	if rep.Compactions == 0 {
 		return rep, errors.New("replay: no compaction completed")
 	}
@@ -251,16 +251,4 @@ func quoteShort(s string) string {
 		s = s[:47] + "…"
 	}
 	return fmt.Sprintf("%q", s)
-}
-
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }

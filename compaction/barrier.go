@@ -261,7 +261,7 @@ func Failed(operationID, trigger, reason string, tokensBefore int) CompactionRes
 func ResultLine(r CompactionResult) string {
 	if r.Outcome == OutcomeCompleted {
 		line := fmt.Sprintf("Compacted context · %s · %s → %s tokens (%d%% reclaimed) · %s",
-			r.Trigger, thousands(r.TokensBefore), thousands(r.TokensAfter), int(r.ReclaimedRatio*100+0.5), r.CheckpointID)
+			r.Trigger, Thousands(r.TokensBefore), Thousands(r.TokensAfter), int(r.ReclaimedRatio*100+0.5), r.CheckpointID)
 		if r.Quality == capsule.QualityDegraded {
 			line += " · degraded (fallback capsule)"
 		}
@@ -270,7 +270,8 @@ func ResultLine(r CompactionResult) string {
 	return fmt.Sprintf("Compaction %s · %s · %s", r.Outcome, r.Trigger, r.Reason)
 }
 
-func thousands(n int) string {
+// Thousands writes n with comma separators, as result lines do.
+func Thousands(n int) string {
 	s := fmt.Sprint(n)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")

@@ -142,15 +142,15 @@ func printPlan(w io.Writer, p compaction.Plan, path compaction.Entries) {
 	}
 	kept := "nothing"
 	if p.Cut.FirstKeptID != "" {
-		kept = fmt.Sprintf("from entry %s (%s tokens)", p.Cut.FirstKeptID, thousands(p.Cut.KeptTokens))
+		kept = fmt.Sprintf("from entry %s (%s tokens)", p.Cut.FirstKeptID, compaction.Thousands(p.Cut.KeptTokens))
 	}
 	from := ""
 	if p.Base.Start < len(path) {
 		from = path[p.Base.Start].ID
 	}
 	fmt.Fprintf(w, "plan: %s · trigger %s · base capsule %s · summarise path [%d, %d) from entry %s (%s tokens) · keep %s · tokens before %s (system %s) · hard limit %s · soft limit %s · expected leaf %s\n",
-		p.OperationID, p.Trigger, base, p.Base.Start, p.Cut.FirstKept, from, thousands(p.Cut.CompactTokens), kept,
-		thousands(p.TokensBefore), thousands(p.SystemTokens), thousands(p.HardLimit), thousands(p.SoftLimit), p.ExpectedLeaf)
+		p.OperationID, p.Trigger, base, p.Base.Start, p.Cut.FirstKept, from, compaction.Thousands(p.Cut.CompactTokens), kept,
+		compaction.Thousands(p.TokensBefore), compaction.Thousands(p.SystemTokens), compaction.Thousands(p.HardLimit), compaction.Thousands(p.SoftLimit), p.ExpectedLeaf)
 }
 
 // offlineAppender lands a capsule: into the store after the leaf check
@@ -183,20 +183,3 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// thousands writes n with comma separators, as result lines do.
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
