@@ -122,12 +122,12 @@ if [ -x "$server" ]; then
 fi
 
 # The scripted server: the project's lsp package (initialize, commands,
-# $/progress, soba/* notifications on the wire) in front of the Neovim tests'
-# scripted backend. Until the full soba-lsp serves its commands, the palette
-# integration tests and the e2e test run against it, so the extension is
-# checked on the real wire meanwhile.
+# $/progress, soba/* notifications, approvals on the wire) in front of the
+# Neovim tests' scripted backend, whose "run: CMD" prompts ask for approval.
+# The integration tests always run against it too (approvals); until the full
+# soba-lsp serves its commands the e2e test runs against it.
 scripted=
-if [ -z "$server_ready" ] && ls "$gotree"/editors/neovim/tests/scriptedlsp/*.go >/dev/null 2>&1; then
+if ls "$gotree"/editors/neovim/tests/scriptedlsp/*.go >/dev/null 2>&1; then
   if (cd "$gotree" && go build -tags sobascripted -o "$work/scriptedlsp" ./editors/neovim/tests/scriptedlsp) >"$work/scripted.log" 2>&1; then
     scripted=$work/scriptedlsp
   else
@@ -191,7 +191,7 @@ elif ! ensure_code_server; then
 else
   note "e2e in VS Code (code-server $("$cs" --version | head -1 | cut -d' ' -f1)) against $e2e_label"
   shots=${SOBA_E2E_OUT:-$work/e2e}
-  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots E2E_APPROVAL=${scripted:+1} timeout 300 "$here/e2e/run-e2e.sh"; then
+  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots E2E_APPROVAL=$([ "$e2e_server" = "$scripted" ] && echo 1) timeout 300 "$here/e2e/run-e2e.sh"; then
     pass "e2e: SOBA: Compact Context in VS Code against $e2e_label (screenshot $shots/workbench.png)"
   else
     [ -f "$shots/code-server.log" ] && tail -20 "$shots/code-server.log"

@@ -63,11 +63,19 @@ async function waitOutput(page, re, ms) {
 
     // The extension activates on startup, starts soba-lsp and shows the budget.
     let before = '';
-    for (let i = 0; i < 120 && !STATUS_BUDGET.test(before); i++) {
+    for (let i = 0; i < 60 && !STATUS_BUDGET.test(before); i++) {
       before = await statusText(page);
       if (!STATUS_BUDGET.test(before)) await page.waitForTimeout(500);
     }
     check('status bar shows effective / hard limit after start', STATUS_BUDGET.test(before), JSON.stringify(before));
+    if (!STATUS_BUDGET.test(before)) {
+      // Show why: the SOBA output says how the server start went.
+      await palette(page, 'SOBA: Show Output');
+      await page.waitForTimeout(1500);
+      await page.screenshot({ path: path.join(SHOTS, 'startup-fail.png') });
+      log('SOBA output:', await waitOutput(page, /SOBA: /, 3000), '…');
+      throw new Error('soba-lsp did not report a budget; see startup-fail.png');
+    }
 
     // A turn first, so the session has history to compact.
     await palette(page, 'SOBA: Ask');
@@ -101,6 +109,7 @@ async function waitOutput(page, re, ms) {
       for (let i = 0; i < n; i++) {
         const t = await toasts.nth(i).innerText().catch(() => '');
         if (t.includes('Compacting context before response')) {
+          if (!sawProgress) await page.screenshot({ path: path.join(SHOTS, 'barrier.png') }).catch(() => {});
           sawProgress = true;
           if (await toasts.nth(i).locator('.action-label[aria-label*="Cancel"], a[aria-label*="Cancel"], .codicon-notifications-clear, .monaco-button', { hasText: /Cancel/ }).count().catch(() => 0)) sawCancellable = true;
           if (!sawCancellable && /Cancel/.test(await toasts.nth(i).innerHTML().catch(() => ''))) sawCancellable = true;
@@ -109,10 +118,7 @@ async function waitOutput(page, re, ms) {
         if (m) line = t.split('\n').find((l) => RESULT_LINE.test(l)) || t;
       }
       const s = await statusText(page);
-      if (/compacting \d+%/.test(s)) {
-        sawCompacting = s;
-        if (!sawProgress) await page.screenshot({ path: path.join(SHOTS, 'barrier.png') }).catch(() => {});
-      }
+      if (/compacting \d+%/.test(s)) sawCompacting = s;
       if (!line) await page.waitForTimeout(60);
     }
     check('result line shown after the compaction (R-B3)', !!line, line);

@@ -8,7 +8,6 @@ import {
   LanguageClient,
   RevealOutputChannelOn,
   State,
-  TransportKind,
   type LanguageClientOptions,
   type ServerOptions,
   type StaticFeature,
@@ -92,10 +91,11 @@ export class SobaExtension {
     }
     const args = cfg.get<string[]>('serverArgs', []);
     this.output.appendLine(`SOBA: starting ${found.command}${args.length ? ' ' + args.join(' ') : ''} (${found.from})`);
+    // stdio without `transport`: TransportKind.stdio would append `--stdio`
+    // to the arguments, and soba-lsp serves stdio with no arguments.
     const serverOptions: ServerOptions = {
       command: found.command,
       args,
-      transport: TransportKind.stdio,
       options: { cwd: workspaceRoot() },
     };
     const clientOptions: LanguageClientOptions = {

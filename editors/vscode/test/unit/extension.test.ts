@@ -73,7 +73,8 @@ describe('activation', () => {
     await activate(context('/nonexistent-ext'));
     expect(clients).toHaveLength(1);
     const c = clients[0];
-    expect(c.serverOptions).toMatchObject({ command: bin, transport: 0 });
+    // Plain stdio: no `transport`, which would add a `--stdio` argument soba-lsp rejects.
+    expect(c.serverOptions).toStrictEqual({ command: bin, args: [], options: { cwd: undefined } });
     expect(c.clientOptions.initializationOptions).toStrictEqual({ model: { name: 'qwen2.5-coder:14b' }, tools: { approval: 'auto' } });
     expect(c.clientOptions.documentSelector).toEqual([{ scheme: 'file' }]);
     // Our handlers replace the client's for progress and approvals.
