@@ -358,3 +358,59 @@ func entryTokensOfPrompt(text string) int {
 	id := "0123456789ab"
 	return entryTokens(&session.Entry{ID: id, ParentID: &id, Type: session.TypeUser, Timestamp: time.Now(), User: &session.UserMessage{Text: text}})
 }
+
+// Cancelling a turn's barrier from its progress stops the compaction only:
+// the waiting inference proceeds and the turn completes (a compaction never
+// ends the user's task); nothing is appended for the cancelled compaction.
+func TestProgressCancelLetsTurnProceed_RF2(t *testing.T) {
+	var holder *Agent
+	g := &gatedSummarizer{a: &holder, release: make(chan struct{})}
+	defer close(g.release)
+	script := []providertest.Reply{}
+	for i := 0; i < 6; i++ {
+		script = append(script, providertest.Text("answer "+bigText))
+	}
+	slow := providertest.Call("c1", "read_file", map[string]any{"path": "missing.txt"})
+	slow.Delay = 200 * time.Millisecond
+	script = append(script, slow, providertest.Text("finished anyway"))
+	f := newFixture(t, func(o *Options) { smallWindow(o); o.Compaction.Auto = false; o.Summarizer = g }, script...)
+	holder = f.agent
+	for i := 0; i < 6; i++ {
+		f.prompt(t, "q "+bigText)
+	}
+	turn, _, _ := f.agent.Prompt("read missing.txt")
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan compaction.CompactionResult, 1)
+	go func() { r, _ := f.agent.Compact(context.Background(), ""); done <- r }()
+	var op string
+	f.rec.await(t, "the barrier", func(r *recorder) bool {
+		for _, c := range r.comps {
+			if c.Phase == "start" {
+				op = c.OperationID
+				return true
+			}
+		}
+		return false
+	})
+	for {
+		g.mu.Lock()
+		c := g.calls
+		g.mu.Unlock()
+		if c > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !f.agent.CancelCompaction(op) {
+		t.Fatal("CancelCompaction found no running compaction")
+	}
+	if r := <-done; r.Outcome != compaction.OutcomeCancelled {
+		t.Fatalf("compaction outcome %s", r.Outcome)
+	}
+	if end := f.rec.turnEnd(t, turn); end.Outcome != "completed" {
+		t.Fatalf("turn %s: %s", end.Outcome, end.Error)
+	}
+	if len(f.capsules(t)) != 0 {
+		t.Fatal("a cancelled compaction appended a capsule")
+	}
+}

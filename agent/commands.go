@@ -78,21 +78,23 @@ func (a *Agent) startIdleCompact(st *state, trigger, instructions string) {
 	})
 }
 
-// Cancel cancels the running turn, or else the running compaction. A
-// cancelled compaction appends nothing (R-F2).
+// Cancel cancels the running turn (and with it any barrier it waits on),
+// or else a compaction running between turns. A cancelled compaction
+// appends nothing (R-F2). To stop only a turn's barrier and let the turn
+// go on, the editor cancels its progress (CancelCompaction).
 func (a *Agent) Cancel() (cancelled bool, what string, err error) {
 	what = "none"
 	err = a.do(func(st *state) {
 		switch {
+		case st.turn != nil:
+			st.turn.cancel()
+			if st.compacting != nil {
+				st.compacting.cancel()
+			}
+			cancelled, what = true, "turn"
 		case st.compacting != nil:
 			st.compacting.cancel()
 			cancelled, what = true, "compaction"
-			if st.turn != nil {
-				st.turn.cancel()
-			}
-		case st.turn != nil:
-			st.turn.cancel()
-			cancelled, what = true, "turn"
 		}
 	})
 	return cancelled, what, err
