@@ -91,27 +91,30 @@ fi
 # start_fakemodel runs the provider tests' fake model server with this
 # suite's script on a free loopback port. It exits when its stdin closes, so
 # stdin is a fifo whose write end this shell holds until it exits.
+# Each consumer (integration, e2e) gets its own server NAME, because the
+# script's replies are consumed in order.
 fake_url=
 start_fakemodel() {
-  local fm=$gotree/agent/provider/providertest/fakemodel
+  local name=$1 fm=$gotree/agent/provider/providertest/fakemodel fd
+  fake_url=
   ls "$fm"/*.go >/dev/null 2>&1 || { echo "(no fake model server at $fm yet)"; return 0; }
-  if ! (cd "$gotree" && go build -o "$work/fakemodel" ./agent/provider/providertest/fakemodel) >"$work/fm-build.log" 2>&1; then
+  if [ ! -x "$work/fakemodel" ] && ! (cd "$gotree" && go build -o "$work/fakemodel" ./agent/provider/providertest/fakemodel) >"$work/fm-build.log" 2>&1; then
     cat "$work/fm-build.log"; fail "go build fakemodel"; return 1
   fi
-  mkfifo "$work/fakemodel.in"
+  mkfifo "$work/fakemodel-$name.in"
   "$work/fakemodel" -script "$here/test/fixtures/fakemodel-script.json" -addr 127.0.0.1:0 \
-    -url-file "$work/fakemodel.url" ${SOBA_FAKEMODEL_FLAGS:-} <"$work/fakemodel.in" >"$work/fakemodel.log" 2>&1 &
+    -url-file "$work/fakemodel-$name.url" ${SOBA_FAKEMODEL_FLAGS:-} <"$work/fakemodel-$name.in" >"$work/fakemodel-$name.log" 2>&1 &
   pids+=($!)
-  exec 7>"$work/fakemodel.in"
+  exec {fd}>"$work/fakemodel-$name.in"
   for _ in $(seq 1 100); do
-    if [ -s "$work/fakemodel.url" ]; then fake_url=$(head -1 "$work/fakemodel.url"); echo "(fake model server at $fake_url)"; return 0; fi
+    if [ -s "$work/fakemodel-$name.url" ]; then fake_url=$(head -1 "$work/fakemodel-$name.url"); echo "(fake model server for $name at $fake_url)"; return 0; fi
     sleep 0.1
   done
-  cat "$work/fakemodel.log"; fail "fake model server did not start"
+  cat "$work/fakemodel-$name.log"; fail "fake model server did not start"
 }
 
 if [ -x "$server" ]; then
-  start_fakemodel
+  start_fakemodel integration
   mkdir -p "$work/probe-ws"
   node test/probe.cjs "$server" "$work/probe-ws" 2>"$work/probe.log"
   case $? in
@@ -174,6 +177,7 @@ ensure_code_server() {
 e2e_server=
 e2e_label=
 if [ -n "$server_ready" ]; then
+  start_fakemodel e2e
   e2e_server=$server; e2e_label="soba-lsp${fake_url:+ + fake model}"
 elif [ -n "$scripted" ]; then
   e2e_server=$scripted; e2e_label="lsp package + scripted backend"
@@ -191,7 +195,8 @@ elif ! ensure_code_server; then
 else
   note "e2e in VS Code (code-server $("$cs" --version | head -1 | cut -d' ' -f1)) against $e2e_label"
   shots=${SOBA_E2E_OUT:-$work/e2e}
-  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots E2E_APPROVAL=$([ "$e2e_server" = "$scripted" ] && echo 1) timeout 300 "$here/e2e/run-e2e.sh"; then
+  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots E2E_APPROVAL=$([ "$e2e_server" = "$scripted" ] && echo 1) \
+    E2E_EXPECT_COMPLETED=$([ "$e2e_server" = "$scripted" ] || [ -n "$fake_url" ] && echo 1) timeout 300 "$here/e2e/run-e2e.sh"; then
     pass "e2e: SOBA: Compact Context in VS Code against $e2e_label (screenshot $shots/workbench.png)"
   else
     [ -f "$shots/code-server.log" ] && tail -20 "$shots/code-server.log"
