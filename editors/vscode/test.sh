@@ -194,7 +194,9 @@ elif ! ensure_code_server; then
   fail "e2e in VS Code: code-server install"
 else
   note "e2e in VS Code (code-server $("$cs" --version | head -1 | cut -d' ' -f1)) against $e2e_label"
-  shots=${SOBA_E2E_OUT:-$work/e2e}
+  # Screenshots and logs of the last run stay in the cache for a look afterwards.
+  shots=${SOBA_E2E_OUT:-$cache/vscode-e2e-last}
+  rm -rf "$shots"
   if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots E2E_APPROVAL=$([ "$e2e_server" = "$scripted" ] && echo 1) \
     E2E_EXPECT_COMPLETED=$([ "$e2e_server" = "$scripted" ] || [ -n "$fake_url" ] && echo 1) timeout 300 "$here/e2e/run-e2e.sh"; then
     pass "e2e: SOBA: Compact Context in VS Code against $e2e_label (screenshot $shots/workbench.png)"

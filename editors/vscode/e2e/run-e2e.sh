@@ -49,7 +49,8 @@ cleanup() {
 }
 trap cleanup EXIT
 for _ in $(seq 1 120); do
-  if curl -sf -o /dev/null "http://127.0.0.1:$port/healthz"; then break; fi
+  if node -e 'require("http").get(process.argv[1], (r) => process.exit(r.statusCode === 200 ? 0 : 1)).on("error", () => process.exit(1))' \
+    "http://127.0.0.1:$port/healthz"; then break; fi
   sleep 0.5
 done
 CS_URL="http://127.0.0.1:$port/?folder=$W/ws" SHOT_DIR=$OUT WORKSPACE=$W/ws timeout 180 node "$here/e2e.js"
