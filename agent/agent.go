@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sourcegraph/conc"
@@ -87,6 +88,8 @@ type Agent struct {
 	ops     chan func(*state)
 	quit    chan struct{}
 	stopped chan struct{}
+	drained chan struct{} // closed when the session file is closed
+	closing sync.Once
 	work    conc.WaitGroup // turns and compactions
 	tools   *toolEnv
 	barrier *compaction.Barrier
@@ -203,6 +206,7 @@ func newAgent(opt Options) (*Agent, error) {
 		ops:     make(chan func(*state)),
 		quit:    make(chan struct{}),
 		stopped: make(chan struct{}),
+		drained: make(chan struct{}),
 		tools:   &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{dir: filepath.Join(opt.Root, ".soba", "skills")}},
 	}
 	a.barrier = &compaction.Barrier{Counter: opt.Counter, Summarizer: opt.Summarizer, SummaryWindowChars: opt.SummaryWindowChars,
@@ -332,6 +336,7 @@ func (a *Agent) own(st *state) {
 // drain runs changes that arrive after quit (work goroutines ending) so
 // they never block; it ends when Close closes ops.
 func (a *Agent) drain(st *state) {
+	defer close(a.drained)
 	for f := range a.ops {
 		_ = panics.Try(func() { f(st) })
 	}
@@ -354,15 +359,13 @@ func (a *Agent) do(f func(*state)) error {
 // Close cancels running work, waits for it, and closes the session file;
 // every appended entry is already on disk (R-T5).
 func (a *Agent) Close() error {
-	select {
-	case <-a.quit:
-		return nil
-	default:
-	}
-	close(a.quit)
-	<-a.stopped
-	a.work.Wait()
-	close(a.ops)
+	a.closing.Do(func() {
+		close(a.quit)
+		<-a.stopped
+		a.work.Wait()
+		close(a.ops)
+	})
+	<-a.drained // the session file's lock is released when Close returns
 	return nil
 }
 
@@ -482,6 +485,13 @@ func (a *Agent) SetAutoCompact(enabled bool) (compaction.Budget, error) {
 		return b, e
 	}
 	return b, err
+}
+
+// Busy reports whether a turn, a compaction or a queued prompt is pending.
+func (a *Agent) Busy() bool {
+	busy := false
+	_ = a.do(func(st *state) { busy = st.turn != nil || st.compacting != nil || len(st.queue) > 0 })
+	return busy
 }
 
 // SessionInfo describes the session.

@@ -161,7 +161,9 @@ func (w *Workspace) Touched() *workspace.Touched { return w.touched }
 
 // Configure applies didChangeConfiguration settings: the new layer is
 // validated whole; on error the previous configuration stays in force.
-// Changed settings take effect with the next session.
+// When the session is idle it is reopened at once with the new settings
+// (same session file, leaf and history); while a turn or compaction runs,
+// the new settings apply from the next session or settings change.
 func (w *Workspace) Configure(didChange json.RawMessage) ([]string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -170,6 +172,23 @@ func (w *Workspace) Configure(didChange json.RawMessage) ([]string, error) {
 		return warnings, err
 	}
 	w.didChange, w.settings = didChange, s
+	if w.agent.Busy() {
+		return append(warnings, "settings changed while the agent is working; they apply to the next session"), nil
+	}
+	info, err := w.agent.Info()
+	if err != nil {
+		return warnings, err
+	}
+	w.agent.Close()
+	a, _, err := Resume(w.agentOptions(s), info.Path)
+	if err != nil {
+		// The old session could not be reopened with the new settings:
+		// start a new one so the workspace keeps working.
+		if a, err = New(w.agentOptions(s)); err != nil {
+			return warnings, err
+		}
+	}
+	w.agent = a
 	return warnings, nil
 }
 

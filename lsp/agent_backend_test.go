@@ -247,3 +247,21 @@ func TestAgentBackendBudgetWhileStreaming(t *testing.T) {
 		t.Fatalf("soba.budget took %v while a turn streamed", d)
 	}
 }
+
+func TestAgentBackendSettingsChangeAppliesToSession(t *testing.T) {
+	e := runAgentServer(t, func(s *agent.Settings) {}, []providertest.Reply{providertest.Text("hi")}, nil)
+	var before compaction.Budget
+	e.Command(CommandBudget, nil, &before)
+	var info1 SessionInfo
+	e.Command(CommandSessionInfo, nil, &info1)
+	e.Notify("workspace/didChangeConfiguration", map[string]any{"settings": map[string]any{"soba": map[string]any{}}})
+	e.prompt(t, "hello")
+	var info2 SessionInfo
+	e.Command(CommandSessionInfo, nil, &info2)
+	if info2.Path != info1.Path {
+		t.Fatalf("a settings change moved the session: %s → %s", info1.Path, info2.Path)
+	}
+	if info2.Entries <= info1.Entries {
+		t.Fatal("the session did not go on after the settings change")
+	}
+}
