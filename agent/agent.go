@@ -90,6 +90,10 @@ type Agent struct {
 	stopped chan struct{}
 	drained chan struct{} // closed when the session file is closed
 	closing sync.Once
+	// opsMu guards opsClosed and the closing of ops: do holds it for
+	// reading while it sends, so a send never meets a closed channel.
+	opsMu     sync.RWMutex
+	opsClosed bool
 	work    conc.WaitGroup // turns and compactions
 	tools   *toolEnv
 	barrier *compaction.Barrier
@@ -344,14 +348,16 @@ func (a *Agent) drain(st *state) {
 	st.flight.Close()
 }
 
-// do runs f on the owner and waits for it.
+// do runs f on the owner (or, after Close began, on the drain) and waits
+// for it.
 func (a *Agent) do(f func(*state)) error {
-	done := make(chan struct{})
-	select {
-	case a.ops <- func(st *state) { defer close(done); f(st) }:
-	case <-a.stopped:
+	a.opsMu.RLock()
+	defer a.opsMu.RUnlock()
+	if a.opsClosed {
 		return ErrClosed
 	}
+	done := make(chan struct{})
+	a.ops <- func(st *state) { defer close(done); f(st) }
 	<-done
 	return nil
 }
@@ -363,7 +369,10 @@ func (a *Agent) Close() error {
 		close(a.quit)
 		<-a.stopped
 		a.work.Wait()
+		a.opsMu.Lock()
+		a.opsClosed = true
 		close(a.ops)
+		a.opsMu.Unlock()
 	})
 	<-a.drained // the session file's lock is released when Close returns
 	return nil

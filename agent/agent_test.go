@@ -317,3 +317,20 @@ func TestPathEscapesRefusedByEveryFileTool(t *testing.T) {
 }
 
 func q(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+func TestMethodsAfterCloseReturnErrClosed(t *testing.T) {
+	f := newFixture(t, nil)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(2)
+		go func() { defer wg.Done(); f.agent.Close() }()
+		go func() { defer wg.Done(); _, _ = f.agent.Budget() }()
+	}
+	wg.Wait()
+	if _, err := f.agent.Budget(); err != ErrClosed {
+		t.Fatalf("Budget after Close: %v, want ErrClosed", err)
+	}
+	if _, _, err := f.agent.Prompt("hi"); err != ErrClosed {
+		t.Fatalf("Prompt after Close: %v, want ErrClosed", err)
+	}
+}
