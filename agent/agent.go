@@ -94,9 +94,9 @@ type Agent struct {
 	// reading while it sends, so a send never meets a closed channel.
 	opsMu     sync.RWMutex
 	opsClosed bool
-	work    conc.WaitGroup // turns and compactions
-	tools   *toolEnv
-	barrier *compaction.Barrier
+	work      conc.WaitGroup // turns and compactions
+	tools     *toolEnv
+	barrier   *compaction.Barrier
 }
 
 // state is owned by the owner goroutine; nothing else touches it.
