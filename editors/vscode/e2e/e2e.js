@@ -131,7 +131,8 @@ async function waitOutput(page, re, ms) {
     const after = await statusText(page);
     check('status bar shows the budget again after the barrier', STATUS_BUDGET.test(after), JSON.stringify(after));
     const tooltip = await page.locator('.statusbar-item[id$="soba.budget"]').first().getAttribute('aria-label').catch(() => null);
-    log('status bar aria-label:', JSON.stringify(tooltip));
+    check('status bar tooltip names the soft threshold and the measurement source (R-O1)',
+      /Soft threshold: [\d,]+ tokens/.test(tooltip || '') && /Measured by: (estimated|provider usage)/.test(tooltip || ''), JSON.stringify(tooltip));
 
     // The result line is in the SOBA output channel.
     await palette(page, 'SOBA: Show Output');
