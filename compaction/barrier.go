@@ -260,8 +260,14 @@ func Failed(operationID, trigger, reason string, tokensBefore int) CompactionRes
 // "Compacted context · auto_threshold · 45,210 → 14,870 tokens (67% reclaimed) · ck_8f2a1c".
 func ResultLine(r CompactionResult) string {
 	if r.Outcome == OutcomeCompleted {
-		line := fmt.Sprintf("Compacted context · %s · %s → %s tokens (%d%% reclaimed) · %s",
-			r.Trigger, Thousands(r.TokensBefore), Thousands(r.TokensAfter), int(r.ReclaimedRatio*100+0.5), r.CheckpointID)
+		share := fmt.Sprintf("%d%% reclaimed", int(r.ReclaimedRatio*100+0.5))
+		if r.ReclaimedRatio < 0 {
+			// An explicit or forced compaction of a tiny history can grow
+			// the input (the capsule outweighs what it replaced).
+			share = fmt.Sprintf("grew %d%%", int(-r.ReclaimedRatio*100+0.5))
+		}
+		line := fmt.Sprintf("Compacted context · %s · %s → %s tokens (%s) · %s",
+			r.Trigger, Thousands(r.TokensBefore), Thousands(r.TokensAfter), share, r.CheckpointID)
 		if r.Quality == capsule.QualityDegraded {
 			line += " · degraded (fallback capsule)"
 		}

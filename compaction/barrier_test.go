@@ -342,3 +342,10 @@ func TestFlightRecordsNoSummaryContent_RO2(t *testing.T) {
 		}
 	}
 }
+
+func TestResultLineWhenInputGrew(t *testing.T) {
+	r := CompactionResult{Trigger: TriggerUser, Outcome: OutcomeCompleted, TokensBefore: 611, TokensAfter: 672, ReclaimedRatio: -61.0 / 611, CheckpointID: "ck_1", Quality: "full"}
+	if got := ResultLine(r); got != "Compacted context · user · 611 → 672 tokens (grew 10%) · ck_1" {
+		t.Fatalf("line %q", got)
+	}
+}

@@ -73,6 +73,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	logFile := fs.String("log-file", "", "write logs to `FILE` (appending) instead of stderr")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	// Many LSP clients pass --stdio; stdio is the only transport, so it is
+	// accepted and means nothing more.
+	_ = fs.Bool("stdio", false, "serve on stdin/stdout (the default and only transport; accepted for clients that pass it)")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -233,3 +233,10 @@ func TestSubcommandDispatch(t *testing.T) {
 		}
 	}
 }
+
+func TestStdioFlagAccepted(t *testing.T) {
+	cmd := exec.Command(binary, "--stdio", "--version")
+	if out, err := cmd.Output(); err != nil || !bytes.HasPrefix(out, []byte("soba-lsp ")) {
+		t.Fatalf("--stdio --version = %q, %v", out, err)
+	}
+}
