@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 )
 
@@ -90,16 +89,7 @@ func (p *ollama) body(req Request) ([]byte, error) {
 			return nil, fmt.Errorf("ollama: message %d: unknown role %q", i, m.Role)
 		}
 	}
-	for _, t := range req.Tools {
-		var ot oaTool
-		ot.Type = "function"
-		ot.Function.Name, ot.Function.Description = t.Name, t.Description
-		ot.Function.Parameters = t.Parameters
-		if len(ot.Function.Parameters) == 0 {
-			ot.Function.Parameters = emptySchema
-		}
-		r.Tools = append(r.Tools, ot)
-	}
+	r.Tools = functionTools(req.Tools)
 	return json.Marshal(r)
 }
 
@@ -108,20 +98,7 @@ func (p *ollama) Stream(ctx context.Context, req Request, onEvent func(Event)) (
 	if err != nil {
 		return Response{}, err
 	}
-	h := http.Header{}
-	h.Set("Accept", "application/x-ndjson")
-	if p.apiKey != "" {
-		h.Set("Authorization", "Bearer "+p.apiKey)
-	}
-	out, err := p.exchange(ctx, "/api/chat", body, h, onEvent, p.read)
-	if err != nil {
-		return Response{}, err
-	}
-	if err := checkTruncation(p.name, req, out.Usage); err != nil {
-		return Response{}, err
-	}
-	emitToolCalls(onEvent, out.ToolCalls)
-	return out, nil
+	return p.bearerStream(ctx, "/api/chat", "application/x-ndjson", req, body, onEvent, p.read)
 }
 
 // read parses NDJSON lines up to the one with done:true. Ollama sends each

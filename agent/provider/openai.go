@@ -129,16 +129,7 @@ func (p *openAI) body(req Request) ([]byte, error) {
 			return nil, fmt.Errorf("openai: message %d: unknown role %q", i, m.Role)
 		}
 	}
-	for _, t := range req.Tools {
-		var ot oaTool
-		ot.Type = "function"
-		ot.Function.Name, ot.Function.Description = t.Name, t.Description
-		ot.Function.Parameters = t.Parameters
-		if len(ot.Function.Parameters) == 0 {
-			ot.Function.Parameters = emptySchema
-		}
-		r.Tools = append(r.Tools, ot)
-	}
+	r.Tools = functionTools(req.Tools)
 	return json.Marshal(r)
 }
 
@@ -147,20 +138,7 @@ func (p *openAI) Stream(ctx context.Context, req Request, onEvent func(Event)) (
 	if err != nil {
 		return Response{}, err
 	}
-	h := http.Header{}
-	h.Set("Accept", "text/event-stream")
-	if p.apiKey != "" {
-		h.Set("Authorization", "Bearer "+p.apiKey)
-	}
-	out, err := p.exchange(ctx, "/chat/completions", body, h, onEvent, p.read)
-	if err != nil {
-		return Response{}, err
-	}
-	if err := checkTruncation(p.name, req, out.Usage); err != nil {
-		return Response{}, err
-	}
-	emitToolCalls(onEvent, out.ToolCalls)
-	return out, nil
+	return p.bearerStream(ctx, "/chat/completions", "text/event-stream", req, body, onEvent, p.read)
 }
 
 // oaPending is a tool call being assembled from its fragments.
@@ -281,5 +259,43 @@ func (p *openAI) read(ctx context.Context, r io.Reader, onEvent func(Event)) (Re
 	if len(out.ToolCalls) > 0 && out.StopReason == StopEnd {
 		out.StopReason = StopToolCalls // llama.cpp and Ollama /v1 may say "stop"
 	}
+	return out, nil
+}
+
+// functionTools is the tool list in the OpenAI function-calling shape, which
+// Ollama's native API shares.
+func functionTools(tools []Tool) []oaTool {
+	var out []oaTool
+	for _, t := range tools {
+		var ot oaTool
+		ot.Type = "function"
+		ot.Function.Name, ot.Function.Description = t.Name, t.Description
+		ot.Function.Parameters = t.Parameters
+		if len(ot.Function.Parameters) == 0 {
+			ot.Function.Parameters = emptySchema
+		}
+		out = append(out, ot)
+	}
+	return out
+}
+
+// bearerStream sends body to path with a bearer key (when one is set), reads
+// the stream with read, refuses a silently truncated prompt and announces
+// the tool calls: the shared tail of the OpenAI-compatible and Ollama
+// clients.
+func (c *client) bearerStream(ctx context.Context, path, accept string, req Request, body []byte, onEvent func(Event), read reader) (Response, error) {
+	h := http.Header{}
+	h.Set("Accept", accept)
+	if c.apiKey != "" {
+		h.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	out, err := c.exchange(ctx, path, body, h, onEvent, read)
+	if err != nil {
+		return Response{}, err
+	}
+	if err := checkTruncation(c.name, req, out.Usage); err != nil {
+		return Response{}, err
+	}
+	emitToolCalls(onEvent, out.ToolCalls)
 	return out, nil
 }
