@@ -153,6 +153,9 @@ type queuedPrompt struct {
 type runningCompaction struct {
 	operationID string
 	cancel      context.CancelFunc
+	// effectiveBefore is the budget's figure when the plan was made, so
+	// the result line speaks in the same measure as the status line.
+	effectiveBefore int
 }
 
 // ErrClosed is returned by methods called after Close.

@@ -259,7 +259,8 @@ func (a *Agent) planCompaction(st *state, trigger, instructions string) (compact
 	_, src := st.effective()
 	run := &compactionRun{view: view, ctx: ctx, source: src, sessionID: st.sessionID, flight: st.flight}
 	st.phase = compaction.StateCompacting
-	st.compacting = &runningCompaction{operationID: opID, cancel: cancel}
+	eff, _ := st.effective()
+	st.compacting = &runningCompaction{operationID: opID, cancel: cancel, effectiveBefore: eff}
 	a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: opID, Trigger: trigger})
 	a.publishBudget(st)
 	return p, run, compaction.CompactionResult{}, true
@@ -303,6 +304,9 @@ func (a *Agent) finishCompaction(res compaction.CompactionResult, p compaction.P
 	_ = a.do(func(st *state) {
 		if st.compacting != nil && st.compacting.operationID == res.OperationID {
 			st.compacting.cancel()
+			if res.Outcome == compaction.OutcomeCompleted {
+				res = inBudgetTerms(res, st.compacting.effectiveBefore, st)
+			}
 			st.compacting = nil
 		}
 		if st.turn != nil {
@@ -616,4 +620,20 @@ func (a *Agent) mirror(st *state, c session.Capsule, p compaction.Plan) {
 	if _, err := a.opt.Memory.Mirror(c.CheckpointID, title, a.opt.Now().UTC(), md); err != nil {
 		a.opt.Notifier.Warn("Project Memory: could not mirror capsule " + c.CheckpointID + ": " + err.Error())
 	}
+}
+
+// inBudgetTerms restates a completed result in the budget's measure: the
+// engine compares raw estimates (its gates need one basis), while the editor
+// shows the effective figure (provider usage or the calibrated estimate).
+// Before is the budget at the plan, after the calibrated estimate now.
+func inBudgetTerms(res compaction.CompactionResult, before int, st *state) compaction.CompactionResult {
+	after, _ := st.effective()
+	if before <= 0 || after <= 0 {
+		return res
+	}
+	res.TokensBefore, res.TokensAfter = before, after
+	res.ReclaimedTokens = before - after
+	res.ReclaimedRatio = float64(res.ReclaimedTokens) / float64(before)
+	res.Line = compaction.ResultLine(res)
+	return res
 }
