@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/tiktoken-go/tokenizer"
@@ -51,6 +52,30 @@ type Counter struct {
 	// ranks is set for cl100k_base, whose split pattern is scanned natively
 	// (split.go); nil means the library tokenizes everything.
 	ranks ranks
+	// merged memoises the counts of pre-tokens that need merging: code and
+	// logs repeat the same identifiers and indentation runs over and over,
+	// and a lookup is far cheaper than a merge. Bounded by maxMerged.
+	merged  sync.Map // string → int
+	mergedN atomic.Int32
+}
+
+// maxMerged bounds the memo of merged pre-tokens (about 10 MB at most).
+const maxMerged = 1 << 17
+
+// piece counts one pre-token.
+func (c *Counter) piece(p string) int {
+	if _, ok := c.ranks[p]; ok || len(p) == 1 {
+		return 1
+	}
+	if v, ok := c.merged.Load(p); ok {
+		return v.(int)
+	}
+	n := c.ranks.count(p, c.libraryCount)
+	if c.mergedN.Load() < maxMerged {
+		c.mergedN.Add(1)
+		c.merged.Store(strings.Clone(p), n) // a clone: the memo must not pin the whole text
+	}
+	return n
 }
 
 // New returns a Counter for the named encoding (Cl100kBase or O200kBase).
@@ -130,7 +155,7 @@ func (c *Counter) CountExact(text string) int {
 		text = string([]rune(text))
 	}
 	n := 0
-	splitCl100k(text, func(p string) { n += c.ranks.count(p, c.libraryCount) })
+	splitCl100k(text, func(p string) { n += c.piece(p) })
 	return n
 }
 
