@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
+
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
@@ -38,12 +41,22 @@ func readTranscript(path string) (*transcriptFile, error) {
 		return nil, err
 	}
 	tf := &transcriptFile{path: path, index: map[string]int{}}
+	// Split, decode every line in parallel (decoding is the cost), then
+	// index in file order exactly as the store's resume does.
+	type rawLine struct {
+		no   int
+		line []byte
+		e    session.Entry
+		err  error
+	}
+	var raws []rawLine
+	torn := ""
 	no := 0
 	for len(data) > 0 {
 		no++
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			tf.problems = append(tf.problems, fmt.Sprintf("line %d: torn last line (%d bytes without a newline): ignored", no, len(data)))
+			torn = fmt.Sprintf("line %d: torn last line (%d bytes without a newline): ignored", no, len(data))
 			break
 		}
 		line := bytes.TrimSuffix(data[:i], []byte("\r"))
@@ -51,7 +64,22 @@ func readTranscript(path string) (*transcriptFile, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		e, err := session.DecodeLine(line)
+		raws = append(raws, rawLine{no: no, line: line})
+	}
+	workers := runtime.GOMAXPROCS(0)
+	per := (len(raws) + workers - 1) / max(workers, 1)
+	dec := pool.New().WithMaxGoroutines(workers)
+	for start := 0; start < len(raws); start += per {
+		chunk := raws[start:min(start+per, len(raws))]
+		dec.Go(func() {
+			for k := range chunk {
+				chunk[k].e, chunk[k].err = session.DecodeLine(chunk[k].line)
+			}
+		})
+	}
+	dec.Wait()
+	for _, r := range raws {
+		no, e, err := r.no, r.e, r.err
 		switch {
 		case err != nil:
 			tf.problems = append(tf.problems, fmt.Sprintf("line %d: not an entry: %v", no, err))
@@ -84,6 +112,9 @@ func readTranscript(path string) (*transcriptFile, error) {
 		tf.entries = append(tf.entries, e)
 		tf.line = append(tf.line, no)
 		tf.parent = append(tf.parent, p)
+	}
+	if torn != "" {
+		tf.problems = append(tf.problems, torn)
 	}
 	return tf, nil
 }
