@@ -414,3 +414,30 @@ func TestProgressCancelLetsTurnProceed_RF2(t *testing.T) {
 		t.Fatal("a cancelled compaction appended a capsule")
 	}
 }
+
+// An explicit compact whose request is cancelled before its barrier began
+// is withdrawn at once: it answers cancelled and leaves no pending intent.
+func TestCompactRequestCancelledBeforeItStarts(t *testing.T) {
+	slow := providertest.Text("slow answer")
+	slow.Delay = 400 * time.Millisecond
+	f := newFixture(t, nil, slow)
+	turn, _, _ := f.agent.Prompt("take your time")
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan compaction.CompactionResult, 1)
+	go func() { r, _ := f.agent.Compact(ctx, ""); done <- r }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case r := <-done:
+		if r.Outcome != compaction.OutcomeCancelled {
+			t.Fatalf("outcome %s", r.Outcome)
+		}
+	case <-time.After(200 * time.Millisecond):
+		t.Fatal("a cancelled compact request waited for the turn")
+	}
+	f.rec.turnEnd(t, turn)
+	if b, _ := f.agent.Budget(); len(b.Pending) != 0 {
+		t.Fatalf("pending intents %v after the request was withdrawn", b.Pending)
+	}
+}

@@ -38,11 +38,26 @@ func (a *Agent) Compact(ctx context.Context, instructions string) (compaction.Co
 	case r := <-wait:
 		return r, nil
 	case <-ctx.Done():
-		// The request was cancelled: cancel the compaction it started.
+		// The request was cancelled: cancel the compaction it started, or
+		// withdraw the request if its compaction has not begun.
 		_ = a.do(func(st *state) {
 			if st.compacting != nil {
 				st.compacting.cancel()
+				return
 			}
+			for i, w := range st.compactWaiters {
+				if w == wait {
+					st.compactWaiters = append(st.compactWaiters[:i], st.compactWaiters[i+1:]...)
+					break
+				}
+			}
+			if len(st.compactWaiters) == 0 {
+				st.intents.Consume(compaction.TriggerUser)
+				st.instructions = ""
+			}
+			wait <- compaction.CompactionResult{Trigger: compaction.TriggerUser, Outcome: compaction.OutcomeCancelled,
+				Reason: "cancelled before it started", Line: "Compaction cancelled · user · cancelled before it started"}
+			a.publishBudget(st)
 		})
 		return <-wait, nil
 	}
