@@ -263,13 +263,22 @@ func (a *Agent) CapsuleCreate(ctx context.Context, title string) (string, string
 		from   int
 		extras compaction.Extras
 	)
+	var busy error
 	if err := a.do(func(st *state) {
+		if st.turn != nil || st.compacting != nil {
+			// Summaries are never generated while the model works (R-B1).
+			busy = errors.New("capsule create: a turn or compaction is running; try again when it ends")
+			return
+		}
 		from = min(st.base.Start, len(st.path))
 		view = newPathView(st.store, st.path, from, st.latest)
 		prev = st.base.State
 		extras = a.extras(st)
 	}); err != nil {
 		return "", "", err
+	}
+	if busy != nil {
+		return "", "", busy
 	}
 	b, err := compaction.FindBase(view)
 	if err != nil {
