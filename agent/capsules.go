@@ -264,12 +264,20 @@ func (a *Agent) CapsuleCreate(ctx context.Context, title string) (string, string
 		extras compaction.Extras
 	)
 	var busy error
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if err := a.do(func(st *state) {
 		if st.turn != nil || st.compacting != nil {
 			// Summaries are never generated while the model works (R-B1).
 			busy = errors.New("capsule create: a turn or compaction is running; try again when it ends")
 			return
 		}
+		// Hold off turns while the summary is written, as a barrier does:
+		// prompts queue and run after it; soba.cancel cancels it.
+		st.compacting = &runningCompaction{operationID: "create", cancel: cancel}
+		st.idleCompact = st.compacting
+		st.phase = compaction.StateCompacting
+		a.publishBudget(st)
 		from = min(st.base.Start, len(st.path))
 		view = newPathView(st.store, st.path, from, st.latest)
 		prev = st.base.State
@@ -280,6 +288,16 @@ func (a *Agent) CapsuleCreate(ctx context.Context, title string) (string, string
 	if busy != nil {
 		return "", "", busy
 	}
+	defer func() {
+		_ = a.do(func(st *state) {
+			if st.compacting != nil && st.compacting.operationID == "create" {
+				st.compacting, st.idleCompact = nil, nil
+				st.phase = compaction.StateIdle
+				a.next(st)
+				a.publishBudget(st)
+			}
+		})
+	}()
 	b, err := compaction.FindBase(view)
 	if err != nil {
 		return "", "", err
@@ -326,6 +344,9 @@ func (a *Agent) handoffState(ctx context.Context, view compaction.Transcript, b 
 	for i, ch := range chunks {
 		md, err := a.opt.Summarizer.Summarize(sctx, compaction.SummaryRequest{System: compaction.SummarySystemPrompt,
 			Prompt: compaction.SummaryPrompt(compaction.SummaryPromptOptions{Previous: acc, History: ch, Part: i + 1, Parts: len(chunks)}), MaxOutputTokens: 2048}, func(int) {})
+		if err != nil && ctx.Err() != nil {
+			return capsule.State{}, fmt.Errorf("capsule create: cancelled")
+		}
 		if err != nil {
 			a.opt.Notifier.Warn("The summary model did not produce the capsule (" + firstLineOf(err.Error(), 120) + "); SOBA used the deterministic fallback.")
 			return det, nil
