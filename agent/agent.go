@@ -386,7 +386,7 @@ func (a *Agent) Close() error {
 func (a *Agent) refreshPath(st *state) {
 	st.path = st.store.Path()
 	st.latest = latestCapsuleIndex(st.path)
-	b, err := compaction.FindBase(&livePath{store: st.store, path: st.path, latest: st.latest})
+	b, err := compaction.FindBase(newPathView(st.store, st.path, 0, st.latest))
 	if err != nil {
 		b = compaction.Base{CapsuleIndex: -1}
 	}

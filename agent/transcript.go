@@ -6,25 +6,29 @@ import (
 )
 
 // pathView is a compaction.Transcript over a suffix of the session's leaf
-// path: headers copied, payloads loaded from the store on demand. A view
-// made by the owner stays valid while the owner appends or rewinds, so a
-// barrier can read it from another goroutine (the store's Load is safe for
-// concurrent use).
+// path: headers from the store's path snapshot, payloads loaded on demand.
+// The store's snapshots never change (appends write past their end, a
+// rewind builds a new array) and its Load is safe for concurrent use, so a
+// view made by the owner stays valid while a barrier reads it from another
+// goroutine.
 type pathView struct {
 	store  *session.Store
-	nodes  []compaction.Node
+	path   []session.Meta
 	latest int
 }
 
 // Len implements compaction.Transcript.
-func (v *pathView) Len() int { return len(v.nodes) }
+func (v *pathView) Len() int { return len(v.path) }
 
 // Node implements compaction.Transcript.
-func (v *pathView) Node(i int) compaction.Node { return v.nodes[i] }
+func (v *pathView) Node(i int) compaction.Node {
+	m := v.path[i]
+	return compaction.Node{ID: m.ID, Type: m.Type, Tokens: m.Tokens}
+}
 
 // Entry implements compaction.Transcript.
 func (v *pathView) Entry(i int) (*session.Entry, error) {
-	e, err := v.store.Load(v.nodes[i].ID)
+	e, err := v.store.Load(v.path[i].ID)
 	if err != nil {
 		return nil, err
 	}
@@ -34,40 +38,15 @@ func (v *pathView) Entry(i int) (*session.Entry, error) {
 // LatestCapsule implements compaction.Transcript.
 func (v *pathView) LatestCapsule() int { return v.latest }
 
-// newPathView copies the leaf path's headers from index from on; latest is
-// the newest capsule's index on the whole path (-1 for none).
+// newPathView views the leaf path from index from on; latest is the newest
+// capsule's index on the whole path (-1 for none).
 func newPathView(s *session.Store, path []session.Meta, from, latest int) *pathView {
-	v := &pathView{store: s, nodes: make([]compaction.Node, 0, len(path)-from), latest: -1}
-	for _, m := range path[from:] {
-		v.nodes = append(v.nodes, compaction.Node{ID: m.ID, Type: m.Type, Tokens: m.Tokens})
-	}
+	v := &pathView{store: s, path: path[from:], latest: -1}
 	if latest >= from {
 		v.latest = latest - from
 	}
 	return v
 }
-
-// livePath is a compaction.Transcript over the whole current leaf path,
-// used only on the owner goroutine (it is not a copy).
-type livePath struct {
-	store  *session.Store
-	path   []session.Meta
-	latest int
-}
-
-func (l *livePath) Len() int { return len(l.path) }
-func (l *livePath) Node(i int) compaction.Node {
-	m := l.path[i]
-	return compaction.Node{ID: m.ID, Type: m.Type, Tokens: m.Tokens}
-}
-func (l *livePath) Entry(i int) (*session.Entry, error) {
-	e, err := l.store.Load(l.path[i].ID)
-	if err != nil {
-		return nil, err
-	}
-	return &e, nil
-}
-func (l *livePath) LatestCapsule() int { return l.latest }
 
 // latestCapsuleIndex scans the path back for the newest capsule or capsule
 // load; the owner keeps the answer and updates it on append, so the scan

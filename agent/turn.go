@@ -446,7 +446,7 @@ func (a *Agent) buildRequest() (provider.Request, error) {
 		err error
 	)
 	if e := a.do(func(st *state) {
-		lp := &livePath{store: st.store, path: st.path, latest: st.latest}
+		lp := newPathView(st.store, st.path, 0, st.latest)
 		var in compaction.Input
 		in, err = compaction.BuildInput(lp, compaction.InputOptions{Provider: a.opt.ProviderName, Model: a.opt.ModelName, MaxToolResultChars: maxToolResultChars})
 		if err != nil {
