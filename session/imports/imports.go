@@ -205,6 +205,39 @@ func eachLine(data []byte, f func(no int, line []byte) bool) {
 	}
 }
 
+// decodedLine is one non-blank line of a source file decoded into T.
+type decodedLine[T any] struct {
+	no  int
+	v   T
+	err error
+}
+
+// decodeLines decodes every non-blank line of data into T, in parallel
+// (JSON decoding is most of an import's cost), keeping file order; the
+// conversion that follows runs in order over the results.
+func decodeLines[T any](data []byte) []decodedLine[T] {
+	var out []decodedLine[T]
+	var raw [][]byte
+	eachLine(data, func(no int, line []byte) bool {
+		out = append(out, decodedLine[T]{no: no})
+		raw = append(raw, line)
+		return true
+	})
+	workers := runtime.GOMAXPROCS(0)
+	per := max(1, (len(out)+workers-1)/workers)
+	p := pool.New().WithMaxGoroutines(workers)
+	for start := 0; start < len(out); start += per {
+		end := min(start+per, len(out))
+		p.Go(func() {
+			for i := start; i < end; i++ {
+				out[i].err = json.Unmarshal(raw[i], &out[i].v)
+			}
+		})
+	}
+	p.Wait()
+	return out
+}
+
 // builder accumulates the converted entries.
 type builder struct {
 	res     *Result

@@ -113,16 +113,16 @@ func convertPi(b *builder, data []byte) error {
 	last := ""                // new id of the last written entry (v1 parent)
 	lastSource := ""          // alias of the last source entry: the leaf
 	ord := -1
-	eachLine(data, func(no int, line []byte) bool {
+	for _, d := range decodeLines[piLine](data) {
+		no, l := d.no, d.v
 		b.res.Stats.Lines++
-		var l piLine
-		if err := json.Unmarshal(line, &l); err != nil {
-			b.problem(no, "not a JSON entry: %v", err)
-			return true
+		if d.err != nil {
+			b.problem(no, "not a JSON entry: %v", d.err)
+			continue
 		}
 		if l.Type == "" {
 			b.problem(no, `entry has no "type": skipped`)
-			return true
+			continue
 		}
 		ord++ // pi's own loader counts parsed entries only
 		if l.Type == "session" {
@@ -132,14 +132,14 @@ func convertPi(b *builder, data []byte) error {
 			} else {
 				b.skip("session header")
 			}
-			return true
+			continue
 		}
 		key := fmt.Sprint("#", ord)
 		parent := last
 		if tree {
 			if l.ID == "" {
 				b.problem(no, "%s entry has no id in a version 2+ session: skipped", l.Type)
-				return true
+				continue
 			}
 			key = l.ID
 			ordOf[l.ID] = ord
@@ -161,8 +161,7 @@ func convertPi(b *builder, data []byte) error {
 		}
 		alias[key] = id
 		lastSource = id
-		return true
-	})
+	}
 	b.res.Leaf = lastSource
 	if len(b.res.Entries) == 0 {
 		return fmt.Errorf("import: no pi entries found (%d problems; first: %v)", len(b.res.Problems), firstProblem(b.res.Problems))
