@@ -183,18 +183,10 @@ func (o *offline) budget(st sessionState, systemTokens int) compaction.Budget {
 
 // runBudget prints a session's Budget as JSON.
 func runBudget(_ context.Context, env *cmdEnv, args []string) int {
-	fs := flag.NewFlagSet("soba-lsp budget", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := subcommandFlags(env, "budget")
 	ws, cfg := offlineFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: soba-lsp budget [flags] <session.jsonl>\n\nPrints the session's Budget (PROTOCOL.md) as JSON, as the server reports it after resuming the session.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	setUsage(fs, env, "usage: soba-lsp budget [flags] <session.jsonl>\n\nPrints the session's Budget (PROTOCOL.md) as JSON, as the server reports it after resuming the session.")
+	if !parseExact(fs, args, 1) {
 		return 2
 	}
 	o, err := openOffline(fs.Arg(0), *ws, *cfg, env.stderr)

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -23,20 +22,12 @@ import (
 // writing it; otherwise the capsule is appended through the store, only if
 // the leaf is still the planned one (R-B5).
 func runCompact(ctx context.Context, env *cmdEnv, args []string) int {
-	fs := flag.NewFlagSet("soba-lsp compact", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := subcommandFlags(env, "compact")
 	ws, cfg := offlineFlags(fs)
 	dry := fs.Bool("dry-run", false, "build the capsule and print it without touching the session file")
 	trigger := fs.String("trigger", compaction.TriggerUser, "the `TRIGGER` of the compaction: user, auto_threshold, turn_complete, milestone, plan_pivot, hard_limit or context_overflow")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: soba-lsp compact [--dry-run] [flags] <session.jsonl>\n\nCompacts the session with the deterministic capsule (no model). The plan, the outcome and the result\nline go to stderr, the capsule as .capsule.md text to stdout.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	setUsage(fs, env, "usage: soba-lsp compact [--dry-run] [flags] <session.jsonl>\n\nCompacts the session with the deterministic capsule (no model). The plan, the outcome and the result\nline go to stderr, the capsule as .capsule.md text to stdout.")
+	if !parseExact(fs, args, 1) {
 		return 2
 	}
 	if !compaction.ValidTrigger(*trigger) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,20 +17,12 @@ import (
 // into a new SOBA session file and prints its path as the last line on
 // stdout. The source is only read.
 func runImport(_ context.Context, env *cmdEnv, args []string) int {
-	fs := flag.NewFlagSet("soba-lsp import", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := subcommandFlags(env, "import")
 	out := fs.String("o", "", "write the session to `PATH` (must end in .jsonl; default <workspace>/.soba/sessions/<newid>.jsonl)")
 	ws := fs.String("workspace", "", "workspace root `DIR` (default: the current directory)")
 	format := fs.String("format", "", "source `FORMAT`: pi, claude-code or codex (default: detected from the content)")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: soba-lsp import [flags] <transcript.jsonl>\n\nConverts a pi session, a Claude Code project JSONL or a Codex rollout file into a SOBA session.\nMalformed lines are reported with their line numbers and skipped. The new file's path is the last line on stdout.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	setUsage(fs, env, "usage: soba-lsp import [flags] <transcript.jsonl>\n\nConverts a pi session, a Claude Code project JSONL or a Codex rollout file into a SOBA session.\nMalformed lines are reported with their line numbers and skipped. The new file's path is the last line on stdout.")
+	if !parseExact(fs, args, 1) {
 		return 2
 	}
 	src := fs.Arg(0)

@@ -128,6 +128,35 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return cmd.run(ctx, env, rest)
 }
 
+// subcommandFlags is the flag set of a subcommand, reporting on stderr.
+func subcommandFlags(env *cmdEnv, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("soba-lsp "+name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	return fs
+}
+
+// setUsage makes fs print text (a usage line and what the command does),
+// then its flags.
+func setUsage(fs *flag.FlagSet, env *cmdEnv, text string) {
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, text)
+		fs.PrintDefaults()
+	}
+}
+
+// parseExact parses a subcommand's arguments and requires n positional
+// ones, printing the usage otherwise.
+func parseExact(fs *flag.FlagSet, args []string, n int) bool {
+	if err := fs.Parse(args); err != nil {
+		return false
+	}
+	if fs.NArg() != n {
+		fs.Usage()
+		return false
+	}
+	return true
+}
+
 func subcommandNames() string {
 	names := make([]string, len(subcommands))
 	for i, c := range subcommands {

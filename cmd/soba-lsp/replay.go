@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	_ "embed"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,14 +21,10 @@ var sampleJSONL []byte
 // compaction engine with the deterministic summarizer; it needs no model
 // server.
 func runReplay(ctx context.Context, env *cmdEnv, args []string) int {
-	fs := flag.NewFlagSet("soba-lsp replay", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := subcommandFlags(env, "replay")
 	out := fs.String("workspace", "", "write the replayed session under `DIR` (default: a new temporary directory)")
 	window := fs.Int("context-window", 0, "model context window in tokens (default 65000)")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: soba-lsp replay [flags] [session.jsonl]\n\nWith no file, replays the sample session built into the binary.")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, env, "usage: soba-lsp replay [flags] [session.jsonl]\n\nWith no file, replays the sample session built into the binary.")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

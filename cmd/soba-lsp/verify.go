@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"runtime"
@@ -206,17 +205,9 @@ func (tf *transcriptFile) check() {
 // runVerify checks a transcript's integrity and lists the problems, one a
 // line; it exits 1 when there are any.
 func runVerify(_ context.Context, env *cmdEnv, args []string) int {
-	fs := flag.NewFlagSet("soba-lsp verify", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: soba-lsp verify <session.jsonl>\n\nChecks that every line is an entry, parents exist, every tool result has its call on its path and\nevery capsule's firstKeptEntryId lies on its path. Lists problems one a line; exits 1 when there are any.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	fs := subcommandFlags(env, "verify")
+	setUsage(fs, env, "usage: soba-lsp verify <session.jsonl>\n\nChecks that every line is an entry, parents exist, every tool result has its call on its path and\nevery capsule's firstKeptEntryId lies on its path. Lists problems one a line; exits 1 when there are any.")
+	if !parseExact(fs, args, 1) {
 		return 2
 	}
 	tf, err := readTranscript(fs.Arg(0))
