@@ -204,6 +204,19 @@ func (g *gatedSummarizer) Summarize(ctx context.Context, req compaction.SummaryR
 	return "## Goal\nkeep going\n## Done\n- things\n", nil
 }
 
+// waitCalled waits until a summary request has arrived.
+func (g *gatedSummarizer) waitCalled() {
+	for {
+		g.mu.Lock()
+		c := g.calls
+		g.mu.Unlock()
+		if c > 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestExplicitCompactWaitsForPreflight_RB1_RB3(t *testing.T) {
 	var holder *Agent
 	g := &gatedSummarizer{a: &holder, release: make(chan struct{})}
@@ -283,15 +296,7 @@ func TestCancelDuringBarrierAppendsNothing_RF2(t *testing.T) {
 	done := make(chan compaction.CompactionResult, 1)
 	go func() { r, _ := f.agent.Compact(context.Background(), ""); done <- r }()
 	f.rec.await(t, "the barrier", func(r *recorder) bool { return len(r.comps) > 0 })
-	for {
-		g.mu.Lock()
-		c := g.calls
-		g.mu.Unlock()
-		if c > 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	g.waitCalled()
 	ok, what, _ := f.agent.Cancel()
 	if !ok || what != "compaction" {
 		t.Fatalf("cancel = %v %s", ok, what)
@@ -392,15 +397,7 @@ func TestProgressCancelLetsTurnProceed_RF2(t *testing.T) {
 		}
 		return false
 	})
-	for {
-		g.mu.Lock()
-		c := g.calls
-		g.mu.Unlock()
-		if c > 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	g.waitCalled()
 	if !f.agent.CancelCompaction(op) {
 		t.Fatal("CancelCompaction found no running compaction")
 	}
