@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -175,13 +174,7 @@ func (p *anthropic) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 	for {
 		typ, data, err := sse.Next()
 		if err != nil {
-			if ctx.Err() != nil {
-				return Response{}, p.cancelled(ctx)
-			}
-			if errors.Is(err, io.EOF) {
-				return Response{}, &StreamError{Provider: p.name, Message: "the stream ended before message_stop"}
-			}
-			return Response{}, &StreamError{Provider: p.name, Message: "reading the stream", Err: err}
+			return Response{}, p.readFailure(ctx, err, "message_stop")
 		}
 		if typ == "ping" || len(data) == 0 {
 			continue

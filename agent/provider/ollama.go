@@ -113,13 +113,7 @@ func (p *ollama) read(ctx context.Context, r io.Reader, onEvent func(Event)) (Re
 	for {
 		l, err := readLine(br, &line)
 		if err != nil && !(errors.Is(err, io.EOF) && len(bytes.TrimSpace(l)) > 0) {
-			if ctx.Err() != nil {
-				return Response{}, p.cancelled(ctx)
-			}
-			if errors.Is(err, io.EOF) {
-				return Response{}, &StreamError{Provider: p.name, Message: "the stream ended before done:true"}
-			}
-			return Response{}, &StreamError{Provider: p.name, Message: "reading the stream", Err: err}
+			return Response{}, p.readFailure(ctx, err, "done:true")
 		}
 		l = bytes.TrimSpace(l)
 		if len(l) == 0 {

@@ -162,13 +162,7 @@ func (p *openAI) read(ctx context.Context, r io.Reader, onEvent func(Event)) (Re
 	for {
 		_, data, err := sse.Next()
 		if err != nil {
-			if ctx.Err() != nil {
-				return Response{}, p.cancelled(ctx)
-			}
-			if errors.Is(err, io.EOF) {
-				return Response{}, &StreamError{Provider: p.name, Message: "the stream ended before [DONE]"}
-			}
-			return Response{}, &StreamError{Provider: p.name, Message: "reading the stream", Err: err}
+			return Response{}, p.readFailure(ctx, err, "[DONE]")
 		}
 		if len(data) == 0 {
 			continue
@@ -298,4 +292,17 @@ func (c *client) bearerStream(ctx context.Context, path, accept string, req Requ
 	}
 	emitToolCalls(onEvent, out.ToolCalls)
 	return out, nil
+}
+
+// readFailure is the error of a stream that stopped before its end marker:
+// the caller's cancel, a cut stream (a failed inference, nothing of it is
+// used), or a read error.
+func (c *client) readFailure(ctx context.Context, err error, endMarker string) error {
+	if ctx.Err() != nil {
+		return c.cancelled(ctx)
+	}
+	if errors.Is(err, io.EOF) {
+		return &StreamError{Provider: c.name, Message: "the stream ended before " + endMarker}
+	}
+	return &StreamError{Provider: c.name, Message: "reading the stream", Err: err}
 }
