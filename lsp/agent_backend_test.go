@@ -157,6 +157,7 @@ func TestAgentBackendAutoCompactionShowsProgress_RB3(t *testing.T) {
 	}
 	s := e.Snapshot()
 	var begin, end map[string]any
+	reports := 0
 	for _, p := range of(s.notes, methodProgress) {
 		var pp struct {
 			Value map[string]any `json:"value"`
@@ -165,9 +166,16 @@ func TestAgentBackendAutoCompactionShowsProgress_RB3(t *testing.T) {
 		switch pp.Value["kind"] {
 		case "begin":
 			begin = pp.Value
+		case "report":
+			if pct, ok := pp.Value["percentage"].(float64); ok && pct >= 1 && pct <= 100 {
+				reports++
+			}
 		case "end":
 			end = pp.Value
 		}
+	}
+	if reports == 0 {
+		t.Fatal("no $/progress report with a percentage during the barrier")
 	}
 	if begin == nil || begin["title"] != "Compacting context before response" || begin["cancellable"] != true {
 		t.Fatalf("progress begin %v", begin)
