@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-git/go-git/v5 v5.19.3
+	github.com/go-json-experiment/json v0.0.0-20260623181947-01eb4420fa68
 	github.com/gofrs/flock v0.13.2
 	github.com/sourcegraph/conc v0.3.0
 	github.com/tiktoken-go/tokenizer v0.10.0
@@ -18,7 +19,6 @@ require (
 	github.com/dlclark/regexp2/v2 v2.5.1 // indirect
 	github.com/go-git/gcfg v1.5.1-0.20230307220236-3a3c6141e376 // indirect
 	github.com/go-git/go-billy/v5 v5.9.2 // indirect
-	github.com/go-json-experiment/json v0.0.0-20260623181947-01eb4420fa68 // indirect
 	github.com/jbenet/go-context v0.0.0-20150711004518-d14ea06fba99 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/net v0.57.0 // indirect

@@ -2,11 +2,12 @@ package session
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/soba-agent/soba-lsp/internal/jsondec"
 )
 
 // lineHeader is what resume needs from a line: the header fields only. The
@@ -140,7 +141,7 @@ type jsonHeader struct {
 // the line is one complete JSON object.
 func slowHeader(line []byte) (lineHeader, error) {
 	var j jsonHeader
-	if err := json.Unmarshal(line, &j); err != nil {
+	if err := jsondec.Unmarshal(line, &j); err != nil {
 		return lineHeader{}, err
 	}
 	if j.ID == "" {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/soba-agent/soba-lsp/internal/jsondec"
 )
 
 // File format notes (beyond SPEC §1):
@@ -451,7 +453,7 @@ func (s *Store) Load(id string) (Entry, error) {
 func DecodeLine(line []byte) (Entry, error) {
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	var e Entry
-	if err := json.Unmarshal(line, &e); err != nil {
+	if err := jsondec.Unmarshal(line, &e); err != nil {
 		return Entry{}, err
 	}
 	if !KnownType(e.Type) {

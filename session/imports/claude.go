@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/jsondec"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -80,7 +81,7 @@ func convertClaude(b *builder, data []byte) error {
 	eachLine(data, func(no int, raw []byte) bool {
 		b.res.Stats.Lines++
 		l := &claudeLine{no: no}
-		if err := json.Unmarshal(raw, l); err != nil {
+		if err := jsondec.Unmarshal(raw, l); err != nil {
 			b.problem(no, "not a JSON entry: %v", err)
 			return true
 		}
@@ -249,7 +250,7 @@ func claudeBlocks(pi []piBlock, raw json.RawMessage) []claudeBlock {
 		return nil
 	}
 	var out []claudeBlock
-	_ = json.Unmarshal(raw, &out)
+	_ = jsondec.Unmarshal(raw, &out)
 	return out
 }
 
@@ -263,7 +264,7 @@ func (c *claudeState) exit(bl claudeBlock, content string, meta json.RawMessage)
 	var m struct {
 		Interrupted bool `json:"interrupted"`
 	}
-	if json.Unmarshal(meta, &m) == nil && m.Interrupted {
+	if jsondec.Unmarshal(meta, &m) == nil && m.Interrupted {
 		return nil
 	}
 	if !bl.IsError {
@@ -282,7 +283,7 @@ func (c *claudeState) assistant(ord int, l *claudeLine) {
 	var text []string
 	if s, ok := stringValue(m.Content); ok {
 		text = append(text, s)
-	} else if err := json.Unmarshal(m.Content, &blocks); err != nil {
+	} else if err := jsondec.Unmarshal(m.Content, &blocks); err != nil {
 		b.problem(l.no, "assistant content is neither text nor blocks: %v", err)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/jsondec"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -68,13 +69,13 @@ func convertCodex(b *builder, data []byte) error {
 	eachLine(data, func(no int, raw []byte) bool {
 		b.res.Stats.Lines++
 		var l codexLine
-		if err := json.Unmarshal(raw, &l); err != nil {
+		if err := jsondec.Unmarshal(raw, &l); err != nil {
 			b.problem(no, "not a JSON line: %v", err)
 			return true
 		}
 		ord++
 		var it codexItem
-		if len(l.Payload) == 0 || json.Unmarshal(l.Payload, &it) != nil {
+		if len(l.Payload) == 0 || jsondec.Unmarshal(l.Payload, &it) != nil {
 			b.problem(no, "%q line has no payload object: skipped", l.Type)
 			return true
 		}
@@ -208,9 +209,9 @@ func (c *codexState) joinResponse(ts time.Time, ord int, text string, calls []se
 func (b *builder) mapCodexCall(name string, args json.RawMessage) *mappedCall {
 	if name == "shell" || name == "container.exec" {
 		var a map[string]json.RawMessage
-		if json.Unmarshal(args, &a) == nil {
+		if jsondec.Unmarshal(args, &a) == nil {
 			var argv []string
-			if json.Unmarshal(a["command"], &argv) == nil && len(argv) > 0 {
+			if jsondec.Unmarshal(a["command"], &argv) == nil && len(argv) > 0 {
 				if wd := jsonString(a["workdir"]); wd == "" || wd == b.res.Cwd {
 					a["command"] = marshal(shellLine(argv))
 					delete(a, "workdir")
@@ -229,7 +230,7 @@ func (b *builder) mapCodexCall(name string, args json.RawMessage) *mappedCall {
 			Input string `json:"input"`
 		}
 		c := &mappedCall{name: name, args: args, kind: kindModify}
-		if json.Unmarshal(args, &a) == nil {
+		if jsondec.Unmarshal(args, &a) == nil {
 			for _, p := range patchFiles(a.Input) {
 				c.paths = append(c.paths, b.rel(p))
 			}
@@ -265,7 +266,7 @@ func codexText(raw json.RawMessage) string {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	_ = json.Unmarshal(raw, &parts)
+	_ = jsondec.Unmarshal(raw, &parts)
 	var out []string
 	for _, p := range parts {
 		switch p.Type {
@@ -289,7 +290,7 @@ func codexOutput(raw json.RawMessage) (string, *int) {
 			Content string `json:"content"`
 			Success *bool  `json:"success"`
 		}
-		if json.Unmarshal(raw, &o) == nil {
+		if jsondec.Unmarshal(raw, &o) == nil {
 			s = o.Content
 			if o.Success != nil && !*o.Success {
 				if n, ok := exitFrom(codexExitPattern, s); ok {
@@ -305,7 +306,7 @@ func codexOutput(raw json.RawMessage) (string, *int) {
 			ExitCode *int `json:"exit_code"`
 		} `json:"metadata"`
 	}
-	if strings.HasPrefix(s, "{") && json.Unmarshal([]byte(s), &wrapped) == nil && wrapped.Output != nil {
+	if strings.HasPrefix(s, "{") && jsondec.Unmarshal([]byte(s), &wrapped) == nil && wrapped.Output != nil {
 		var exit *int
 		if wrapped.Metadata != nil {
 			exit = wrapped.Metadata.ExitCode

@@ -27,6 +27,7 @@ import (
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/capsule"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
+	"github.com/soba-agent/soba-lsp/internal/jsondec"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -161,7 +162,7 @@ func Detect(data []byte) (Format, error) {
 			Cwd        *string         `json:"cwd"`
 			SessionID  *string         `json:"sessionId"`
 		}
-		if json.Unmarshal(line, &probe) != nil {
+		if jsondec.Unmarshal(line, &probe) != nil {
 			return true // a damaged line says nothing; look further
 		}
 		seen++
@@ -230,7 +231,7 @@ func decodeLines[T any](data []byte) []decodedLine[T] {
 		end := min(start+per, len(out))
 		p.Go(func() {
 			for i := start; i < end; i++ {
-				out[i].err = json.Unmarshal(raw[i], &out[i].v)
+				out[i].err = jsondec.Unmarshal(raw[i], &out[i].v)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/jsondec"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -72,11 +73,11 @@ type piBlock struct {
 // Unix millisecond number).
 func (l *piLine) timestamp() time.Time {
 	var s string
-	if json.Unmarshal(l.Timestamp, &s) == nil {
+	if jsondec.Unmarshal(l.Timestamp, &s) == nil {
 		return parseTime(s)
 	}
 	var ms int64
-	if json.Unmarshal(l.Timestamp, &ms) == nil && ms > 0 {
+	if jsondec.Unmarshal(l.Timestamp, &ms) == nil && ms > 0 {
 		return time.UnixMilli(ms).UTC()
 	}
 	return time.Time{}
@@ -89,7 +90,7 @@ func piText(raw json.RawMessage) (string, []piBlock) {
 		return s, nil
 	}
 	var blocks []piBlock
-	_ = json.Unmarshal(raw, &blocks)
+	_ = jsondec.Unmarshal(raw, &blocks)
 	var parts []string
 	for _, bl := range blocks {
 		switch bl.Type {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/jsondec"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -112,7 +113,7 @@ func (b *builder) mapCall(specs map[string]toolSpec, name string, raw json.RawMe
 		return c
 	}
 	var args map[string]json.RawMessage
-	if json.Unmarshal(raw, &args) != nil {
+	if jsondec.Unmarshal(raw, &args) != nil {
 		return c // not an object: verbatim, no artifacts
 	}
 	c.kind = spec.kind
@@ -146,7 +147,7 @@ func (b *builder) mapCall(specs map[string]toolSpec, name string, raw json.RawMe
 		}
 		if f, ok := spec.scale[k]; ok {
 			var n float64
-			if json.Unmarshal(v, &n) == nil {
+			if jsondec.Unmarshal(v, &n) == nil {
 				out[to] = int64(n * f)
 				continue
 			}
@@ -177,7 +178,7 @@ func stringValue(raw json.RawMessage) (string, bool) {
 		return "", false
 	}
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if jsondec.Unmarshal(raw, &s) != nil {
 		return "", false
 	}
 	return s, true

@@ -1,0 +1,54 @@
+package jsondec
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+type inner struct {
+	Kind string `json:"kind"`
+}
+
+type sample struct {
+	Type    string          `json:"type"`
+	N       *int            `json:"n"`
+	Raw     json.RawMessage `json:"raw"`
+	List    []inner         `json:"list"`
+	Any     any             `json:"any"`
+	Skipped string          `json:"-"`
+	inner
+}
+
+// TestSameAsEncodingJSON decodes documents with both decoders: every
+// document encoding/json accepts decodes to the same value, and every one it
+// rejects is rejected.
+func TestSameAsEncodingJSON(t *testing.T) {
+	for _, tc := range []struct{ name, doc string }{
+		{"plain", `{"type":"user","n":3,"raw":{"a":[1,2]},"list":[{"kind":"x"}],"any":{"b":1.5}}`},
+		{"raw keeps its bytes", `{"raw": [ 1 , "two" ]}`},
+		{"duplicate names: the last wins", `{"type":"a","type":"b"}`},
+		{"names match case-insensitively", `{"TYPE":"user","Kind":"k"}`},
+		{"invalid UTF-8 becomes U+FFFD", "{\"type\":\"a\xffb\"}"},
+		{"unknown names are ignored", `{"other":{"deep":[1,2,3]},"type":"t"}`},
+		{"null leaves a pointer nil", `{"n":null,"raw":null}`},
+		{"embedded struct fields are promoted", `{"kind":"promoted"}`},
+		{"truncated", `{"type":"us`},
+		{"trailing garbage", `{"type":"user"} x`},
+		{"not an object", `[1,2]`},
+		{"wrong type", `{"n":"three"}`},
+		{"empty", ``},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want, got sample
+			errWant := json.Unmarshal([]byte(tc.doc), &want)
+			errGot := Unmarshal([]byte(tc.doc), &got)
+			if (errWant == nil) != (errGot == nil) {
+				t.Fatalf("encoding/json error %v, jsondec error %v", errWant, errGot)
+			}
+			if errWant == nil && !reflect.DeepEqual(want, got) {
+				t.Fatalf("decoded differently:\nencoding/json %#v\njsondec       %#v", want, got)
+			}
+		})
+	}
+}
