@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/session/imports"
 )
@@ -15,6 +16,9 @@ import (
 // BenchmarkImportAndDryRunCompact imports the 2.4 MB real pi session (token
 // estimates included) and compacts it with a dry run, in process, as
 // `soba-lsp import` then `soba-lsp compact --dry-run` do. Goal: under 150 ms.
+// The first three share one warm token counter, as a running server does;
+// "cold" gives each step a new counter (its table built, its memo empty), as
+// two separate CLI processes have.
 func BenchmarkImportAndDryRunCompact(b *testing.B) {
 	src := filepath.Join("..", "..", "..", "shared", "transcripts", "pi-mono__before-compaction.jsonl")
 	data, err := os.ReadFile(src)
@@ -27,10 +31,11 @@ func BenchmarkImportAndDryRunCompact(b *testing.B) {
 		b.Fatal(err)
 	}
 	o.counter.Count("warm up the tokenizer's tables")
-	est := entryTokens(o.counter)
+	warm := o.counter
 	n := 0 // file names stay unique across -count runs in one temp dir
 	importOnce := func() string {
 		n++
+		est := entryTokens(o.counter)
 		res, err := imports.Convert(data, imports.Options{Estimate: est, Counter: o.counter})
 		if err != nil {
 			b.Fatal(err)
@@ -65,4 +70,21 @@ func BenchmarkImportAndDryRunCompact(b *testing.B) {
 			dryRun(importOnce())
 		}
 	})
+	fresh := func() {
+		c, err := tokens.New(tokens.Cl100kBase)
+		if err != nil {
+			b.Fatal(err)
+		}
+		o.counter = c
+	}
+	b.Run("import+dry-run/cold", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			fresh()
+			file := importOnce()
+			fresh()
+			dryRun(file)
+		}
+	})
+	o.counter = warm
 }

@@ -81,3 +81,14 @@ func BenchmarkMeterAdd(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNew is the per-process cost of a cl100k_base Counter: building
+// the rank table from the embedded ranks file.
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := New(Cl100kBase); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

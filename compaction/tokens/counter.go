@@ -50,8 +50,9 @@ type Counter struct {
 	name  string
 	codec tokenizer.Codec
 	// ranks is set for cl100k_base, whose split pattern is scanned natively
-	// (split.go); nil means the library tokenizes everything.
-	ranks ranks
+	// (split.go) and merged here (bpe.go); nil means the library codec
+	// tokenizes everything.
+	ranks *ranks
 	// merged memoises the counts of pre-tokens that need merging: code and
 	// logs repeat the same identifiers and indentation runs over and over,
 	// and a lookup is far cheaper than a merge. Bounded by maxMerged.
@@ -64,13 +65,13 @@ const maxMerged = 1 << 17
 
 // piece counts one pre-token.
 func (c *Counter) piece(p string) int {
-	if _, ok := c.ranks[p]; ok || len(p) == 1 {
+	if _, ok := c.ranks.rank(p); ok || len(p) == 1 {
 		return 1
 	}
 	if v, ok := c.merged.Load(p); ok {
 		return v.(int)
 	}
-	n := c.ranks.count(p, c.libraryCount)
+	n := c.ranks.count(p)
 	if c.mergedN.Load() < maxMerged {
 		c.mergedN.Add(1)
 		c.merged.Store(strings.Clone(p), n) // a clone: the memo must not pin the whole text
@@ -79,20 +80,17 @@ func (c *Counter) piece(p string) int {
 }
 
 // New returns a Counter for the named encoding (Cl100kBase or O200kBase).
-// Loading a vocabulary takes tens of milliseconds (cl100k_base) to half a
-// second (o200k_base) once per process; use Default for the shared one.
+// Loading cl100k_base takes about a millisecond (its ranks are embedded in
+// our own layout); o200k_base goes through the library's tables, about half
+// a second once per process. Use Default for the shared cl100k_base one.
 func New(encoding string) (*Counter, error) {
 	switch encoding {
 	case Cl100kBase:
-		c, err := tokenizer.Get(tokenizer.Cl100kBase)
-		if err != nil {
-			return nil, fmt.Errorf("tokens: %s: %w", encoding, err)
-		}
-		r, err := loadRanks(c, 100256)
+		r, err := parseRanks(cl100kRanks)
 		if err != nil {
 			return nil, err
 		}
-		return &Counter{name: encoding, codec: c, ranks: r}, nil
+		return &Counter{name: encoding, ranks: r}, nil
 	case O200kBase:
 		c, err := tokenizer.Get(tokenizer.O200kBase)
 		if err != nil {
@@ -156,16 +154,6 @@ func (c *Counter) CountExact(text string) int {
 	}
 	n := 0
 	splitCl100k(text, func(p string) { n += c.piece(p) })
-	return n
-}
-
-// libraryCount counts one long pre-token with the library's O(n log n)
-// merge.
-func (c *Counter) libraryCount(piece string) int {
-	n, err := c.codec.Count(piece)
-	if err != nil {
-		return (len(piece) + 3) / 4
-	}
 	return n
 }
 
