@@ -175,3 +175,13 @@ type Settings struct {
 	// restore them.
 	ConsumedIntents []string `json:"consumedIntents,omitempty"`
 }
+
+// seenByModel are the entry types that reach the model input: each carries
+// at least its message framing in tokens.
+var seenByModel = map[string]bool{TypeUser: true, TypeAssistant: true, TypeToolResult: true,
+	TypeCapsule: true, TypeCapsuleLoad: true}
+
+// MissingEstimate reports whether an entry of type typ with tokens stored was
+// written without a token estimate: a hand-written or foreign line, since
+// every entry the model sees is worth at least its framing.
+func MissingEstimate(typ string, tokens int) bool { return tokens == 0 && seenByModel[typ] }

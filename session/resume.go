@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/sourcegraph/conc/pool"
 )
 
 // maxListed bounds the problems an OpenReport lists one by one; the counts
@@ -33,6 +37,11 @@ type OpenReport struct {
 	// (at most 100; MissingParentCount is the total); they are kept as roots.
 	MissingParents     []string
 	MissingParentCount int
+	// Estimated counts entries the model sees that were stored without a
+	// token estimate (hand-written or foreign lines): Open estimated them
+	// with Options.Estimate, in the index only, since the file is
+	// append-only; they are estimated again on every Open.
+	Estimated int
 	// Duration is the time the scan took.
 	Duration time.Duration
 }
@@ -74,6 +83,9 @@ func (r *OpenReport) String() string {
 	}
 	if r.MissingParentCount > 0 {
 		parts = append(parts, fmt.Sprintf("%d entries with a missing parent", r.MissingParentCount))
+	}
+	if r.Estimated > 0 {
+		parts = append(parts, fmt.Sprintf("%d entries stored without a token estimate, estimated", r.Estimated))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -183,6 +195,9 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 	if err != nil {
 		return rep, err // os.File's errors and visit's name the path already
 	}
+	if err := s.estimateMissing(f, rep); err != nil {
+		return rep, err
+	}
 	s.size = tornOff + int64(tornLen)
 	if tornLen > 0 {
 		rep.Torn = &TornLine{Offset: tornOff, Bytes: tornLen}
@@ -210,4 +225,48 @@ func (s *Store) firstIndexOf(id string) int32 {
 		}
 	}
 	return -1
+}
+
+// estimateMissing gives the entries stored without a token estimate one,
+// decoding just those lines (in parallel: a foreign file may have nothing
+// but), so that budgets and compaction triggers never see a message as
+// free. Our writer stores an estimate in every entry, so this costs nothing
+// on our own files.
+func (s *Store) estimateMissing(f *os.File, rep *OpenReport) error {
+	if s.opt.Estimate == nil {
+		return nil
+	}
+	var missing []int
+	for i := range s.metas {
+		if MissingEstimate(s.metas[i].Type, s.metas[i].Tokens) {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	workers := runtime.GOMAXPROCS(0)
+	per := (len(missing) + workers - 1) / workers
+	p := pool.New().WithErrors().WithMaxGoroutines(workers)
+	for start := 0; start < len(missing); start += per {
+		chunk := missing[start:min(start+per, len(missing))]
+		p.Go(func() error {
+			var line []byte
+			for _, i := range chunk {
+				m := &s.metas[i] // each index is one goroutine's alone
+				line = slices.Grow(line[:0], m.Len)[:m.Len]
+				if _, err := f.ReadAt(line, m.Offset); err != nil {
+					return fmt.Errorf("session %s: read entry %q at offset %d: %w", s.path, m.ID, m.Offset, err)
+				}
+				e, err := DecodeLine(line)
+				if err != nil {
+					continue // its header decoded; a payload that does not stays at 0
+				}
+				m.Tokens = s.opt.Estimate(&e)
+			}
+			return nil
+		})
+	}
+	rep.Estimated = len(missing)
+	return p.Wait()
 }

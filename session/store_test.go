@@ -745,3 +745,68 @@ func TestDamagedLines_RT3(t *testing.T) {
 		t.Fatalf("duplicate replaced the first entry: %+v", m)
 	}
 }
+
+// TestOpenEstimatesEntriesWithoutTokens_RG4: lines stored without a token
+// estimate (hand-written, or a foreign writer's) get one on Open, so a
+// hand-written session is never budgeted as free and the hard limit still
+// holds (R-G4); entries that carry an estimate are not re-estimated, and
+// entries the model never sees stay at 0. The file is not changed (R-T1).
+func TestOpenEstimatesEntriesWithoutTokens_RG4(t *testing.T) {
+	lines := []string{
+		`{"id":"h","parentId":null,"type":"session","timestamp":"2026-07-01T12:00:00Z","session":{"sessionId":"s_hand","workspace":"/ws"}}`,
+		`{"id":"u1","parentId":"h","type":"user","timestamp":"2026-07-01T12:00:01Z","user":{"text":"twelve chars"}}`,
+		`{"id":"a1","parentId":"u1","type":"assistant","timestamp":"2026-07-01T12:00:02Z","tokens":77,"assistant":{"text":"has its own"}}`,
+		`{"id":"s1","parentId":"a1","type":"settings","timestamp":"2026-07-01T12:00:03Z","settings":{"autoCompact":false}}`,
+		`{"id":"r1","parentId":"s1","type":"tool_result","timestamp":"2026-07-01T12:00:04Z","toolResult":{"toolCallId":"c1","content":"0123456789"}}`,
+	}
+	path := filepath.Join(t.TempDir(), "hand.jsonl")
+	data := []byte(strings.Join(lines, "\n") + "\n")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	est := func(e *Entry) int {
+		calls.Add(1)
+		switch {
+		case e.User != nil:
+			return 1000 + len(e.User.Text)
+		case e.ToolResult != nil:
+			return 2000 + len(e.ToolResult.Content)
+		}
+		return 5
+	}
+	for _, tc := range []struct {
+		name      string
+		opts      Options
+		want      map[string]int
+		estimated int
+	}{
+		{"with an estimator", Options{Estimate: est}, map[string]int{"h": 0, "u1": 1012, "a1": 77, "s1": 0, "r1": 2010}, 2},
+		{"without one", Options{}, map[string]int{"h": 0, "u1": 0, "a1": 77, "s1": 0, "r1": 0}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls.Store(0)
+			s, rep, err := Open(path, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			got := map[string]int{}
+			for _, m := range s.Path() {
+				got[m.ID] = m.Tokens
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("tokens %v, want %v", got, tc.want)
+			}
+			if rep.Estimated != tc.estimated || int(calls.Load()) != tc.estimated {
+				t.Errorf("report says %d estimated, estimator called %d times; want %d", rep.Estimated, calls.Load(), tc.estimated)
+			}
+			if tc.estimated > 0 && !strings.Contains(rep.String(), "2 entries stored without a token estimate") {
+				t.Errorf("report %q does not say what was estimated", rep.String())
+			}
+		})
+	}
+	if !bytes.Equal(readFile(t, path), data) {
+		t.Fatal("Open changed the file")
+	}
+}

@@ -194,7 +194,7 @@ func runBudget(_ context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 2
 	}
-	tf, err := readTranscript(fs.Arg(0))
+	tf, err := readTranscript(fs.Arg(0), entryTokens(o.counter))
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 1

@@ -87,7 +87,7 @@ func dryNote(dry bool, r compaction.CompactionResult) string {
 // compact plans and runs one compaction of the session file. With store nil
 // it is a dry run: the capsule is built and returned, never appended.
 func (o *offline) compact(ctx context.Context, file, trigger string, store *session.Store, log io.Writer) (compaction.CompactionResult, *session.Capsule, error) {
-	tf, err := readTranscript(file)
+	tf, err := readTranscript(file, entryTokens(o.counter))
 	if err != nil {
 		return compaction.CompactionResult{}, nil, err
 	}

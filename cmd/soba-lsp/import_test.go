@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -319,4 +320,75 @@ func slices(xs []string) []string { return append([]string(nil), xs...) }
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestUnestimatedSessionBudgetsLikeEstimated_RG4: a session whose lines
+// carry no token estimates (hand-written, or written by another tool) is
+// budgeted and compacted exactly like the same session as our store writes
+// it, so its hard limit holds (R-G4); verify notes the missing estimates.
+func TestUnestimatedSessionBudgetsLikeEstimated_RG4(t *testing.T) {
+	// pi-v3 budgets from estimates alone (and has nothing to compact after
+	// its own capsule); claude-code from the provider's usage plus the
+	// estimates of what follows it, and compacts.
+	for _, tc := range []struct {
+		fixture  string
+		compacts bool
+	}{{"pi-v3.jsonl", false}, {"claude-code.jsonl", true}} {
+		t.Run(tc.fixture, func(t *testing.T) { checkUnestimated(t, tc.fixture, tc.compacts) })
+	}
+}
+
+func checkUnestimated(t *testing.T, fixture string, compacts bool) {
+	ws, withTokens := importInto(t, fixturePath(fixture))
+	data, err := os.ReadFile(withTokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripped := regexp.MustCompile(`,"tokens":[0-9]+`).ReplaceAll(data, nil)
+	if bytes.Equal(stripped, data) {
+		t.Fatal("the imported session has no token estimates to strip")
+	}
+	without := filepath.Join(ws, "hand-written.jsonl")
+	if err := os.WriteFile(without, stripped, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	budget := func(file string) compaction.Budget {
+		out, errs, code := runCLI(t, ws, "budget", file)
+		if code != 0 {
+			t.Fatalf("budget %s: exit %d %s", file, code, errs)
+		}
+		var b compaction.Budget
+		if err := json.Unmarshal([]byte(out), &b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b := budget(withTokens), budget(without)
+	if a.EffectiveTokens != b.EffectiveTokens || a.Source != b.Source {
+		t.Errorf("budget with estimates %d (%s), without %d (%s)", a.EffectiveTokens, a.Source, b.EffectiveTokens, b.Source)
+	}
+	t.Logf("effective tokens %d (%s)", b.EffectiveTokens, b.Source)
+	// A small keep window, so that the small fixture compacts.
+	cfg := filepath.Join(ws, "keep-little.json")
+	if err := os.WriteFile(cfg, []byte(`{"compaction":{"keepRecentTokens":50,"minReclaimableTokens":1,"minSavingsRatio":0}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newIDs := regexp.MustCompile(`(op|ck)_[0-9a-f]+`) // fresh for every run
+	resultLine := func(file string) string {
+		_, errs, code := runCLI(t, ws, "compact", "--dry-run", "--config", cfg, file)
+		if code != 0 || strings.Contains(errs, "outcome: completed") != compacts {
+			t.Fatalf("dry run %s: exit %d %s", file, code, errs)
+		}
+		return newIDs.ReplaceAllString(errs, "$1_…")
+	}
+	if a, b := resultLine(withTokens), resultLine(without); a != b {
+		t.Errorf("dry run with estimates:\n%s\nwithout:\n%s", a, b)
+	}
+	_, errs, code := runCLI(t, ws, "verify", without)
+	if code != 0 || !strings.Contains(errs, "carry no token estimate") {
+		t.Errorf("verify: exit %d, stderr %s", code, errs)
+	}
+	if _, errs, _ := runCLI(t, ws, "verify", withTokens); strings.Contains(errs, "carry no token estimate") {
+		t.Errorf("verify notes missing estimates on a file that has them: %s", errs)
+	}
 }

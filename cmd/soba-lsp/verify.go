@@ -28,13 +28,18 @@ type transcriptFile struct {
 	// notes are findings that are not damage (unknown entry types, kept
 	// and skipped by readers, R-T3).
 	notes []string
+	// unestimated counts entries the model sees that were stored without a
+	// token estimate.
+	unestimated int
 }
 
 // readTranscript reads and indexes a session file as the store's resume
 // does: a torn last line is ignored, lines that are not entries and
 // duplicate ids are skipped, an entry whose parent is not earlier in the
-// file is kept as a root, and the leaf is the last indexed entry.
-func readTranscript(path string) (*transcriptFile, error) {
+// file is kept as a root, and the leaf is the last indexed entry. With est
+// set, entries stored without a token estimate get one, as the store's
+// Open gives them (session.MissingEstimate); unestimated counts them.
+func readTranscript(path string, est func(*session.Entry) int) (*transcriptFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -47,6 +52,8 @@ func readTranscript(path string) (*transcriptFile, error) {
 		line []byte
 		e    session.Entry
 		err  error
+		// unestimated: stored without a token estimate.
+		unestimated bool
 	}
 	var raws []rawLine
 	torn := ""
@@ -72,7 +79,14 @@ func readTranscript(path string) (*transcriptFile, error) {
 		chunk := raws[start:min(start+per, len(raws))]
 		dec.Go(func() {
 			for k := range chunk {
-				chunk[k].e, chunk[k].err = session.DecodeLine(chunk[k].line)
+				r := &chunk[k]
+				r.e, r.err = session.DecodeLine(r.line)
+				if r.err == nil && session.MissingEstimate(r.e.Type, r.e.Tokens) {
+					r.unestimated = true
+					if est != nil {
+						r.e.Tokens = est(&r.e)
+					}
+				}
 			}
 		})
 	}
@@ -106,6 +120,9 @@ func readTranscript(path string) (*transcriptFile, error) {
 			tf.notes = append(tf.notes, fmt.Sprintf("line %d: entry %s has type %q, unknown to this version: kept and skipped", no, e.ID, e.Type))
 		} else if why := payloadProblem(&e); why != "" {
 			tf.problems = append(tf.problems, fmt.Sprintf("line %d: entry %s: %s", no, e.ID, why))
+		}
+		if r.unestimated {
+			tf.unestimated++
 		}
 		tf.index[e.ID] = len(tf.entries)
 		tf.entries = append(tf.entries, e)
@@ -210,12 +227,15 @@ func runVerify(_ context.Context, env *cmdEnv, args []string) int {
 	if !parseExact(fs, args, 1) {
 		return 2
 	}
-	tf, err := readTranscript(fs.Arg(0))
+	tf, err := readTranscript(fs.Arg(0), nil)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp verify:", err)
 		return 1
 	}
 	tf.check()
+	if tf.unestimated > 0 {
+		tf.notes = append(tf.notes, fmt.Sprintf("%d entries carry no token estimate (hand-written or foreign lines): the server, budget and compact estimate them each time they read the session", tf.unestimated))
+	}
 	for _, p := range tf.problems {
 		fmt.Fprintln(env.stdout, p)
 	}
