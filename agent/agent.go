@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -256,7 +255,6 @@ func (a *Agent) initState(s *session.Store, id string) (*state, error) {
 	}
 	st := &state{store: s, flight: ff, sessionID: id, autoCompact: true, phase: compaction.StateIdle,
 		allowSession: map[string]bool{}}
-	st.systemTokens = a.opt.Counter.Count(a.systemPrompt(nil)) + a.toolSchemaTokens()
 	if err := a.restore(st); err != nil {
 		s.Close()
 		ff.Close()
@@ -269,42 +267,21 @@ func (a *Agent) initState(s *session.Store, id string) (*state, error) {
 // capsule, settings (auto-compact), pending intents and active skills.
 func (a *Agent) restore(st *state) error {
 	a.refreshPath(st)
-	for i, m := range st.path {
-		switch m.Type {
-		case session.TypeSettings, session.TypeCheckpoint:
-		case session.TypeToolResult:
-			if i < st.base.Start {
-				continue
-			}
-		default:
-			continue
-		}
-		e, err := st.store.Load(m.ID)
-		if err != nil {
-			return fmt.Errorf("resume: %w", err)
-		}
-		switch {
-		case e.Settings != nil:
-			if e.Settings.AutoCompact != nil {
-				st.autoCompact = *e.Settings.AutoCompact
-			}
-			for _, c := range e.Settings.ConsumedIntents {
-				st.intents.Consume(c)
-			}
-		case e.Checkpoint != nil:
-			if e.Checkpoint.Intent != "" {
-				st.intents.Add(e.Checkpoint.Intent)
-			}
-		case e.ToolResult != nil && e.ToolResult.Artifacts != nil && e.ToolResult.Artifacts.Skill != "":
-			st.activeSkills = appendUnique(st.activeSkills, e.ToolResult.Artifacts.Skill)
-		}
+	r, err := Restore(newPathView(st.store, st.path, 0, st.latest), st.base, a.opt.Counter)
+	if err != nil {
+		return err
 	}
-	if st.base.State != nil {
-		for _, s := range st.base.State.ActiveSkills {
-			st.activeSkills = appendUnique(st.activeSkills, s)
-		}
-	}
-	return a.recomputeInput(st)
+	st.autoCompact, st.intents, st.activeSkills, st.lastResult = r.AutoCompact, r.Intents, r.ActiveSkills, r.LastCompaction
+	// The system prompt carries the active skills' bodies.
+	st.systemTokens = a.systemTokens(st)
+	r.Input.ResetMeter(&st.meter, st.systemTokens)
+	return nil
+}
+
+// systemTokens estimates the system prompt (active skills included) and the
+// tool schemas, as the next request carries them.
+func (a *Agent) systemTokens(st *state) int {
+	return a.opt.Counter.Count(a.systemPrompt(st)) + a.toolSchemaTokens()
 }
 
 func (a *Agent) start(st *state) {
@@ -399,32 +376,11 @@ func (a *Agent) refreshPath(st *state) {
 // compaction never re-triggers itself on the stale figures of the input it
 // replaced.
 func (a *Agent) recomputeInput(st *state) error {
-	var entries []int
-	if st.base.State != nil {
-		entries = append(entries, a.opt.Counter.Count(compaction.CapsulePreamble+compaction.ModelText(*st.base.State)))
+	m, err := MeasureInput(newPathView(st.store, st.path, 0, st.latest), st.base, a.opt.Counter)
+	if err != nil {
+		return err
 	}
-	usageAt, prompt, completion := -1, 0, 0
-	for i := st.base.Start; i < len(st.path); i++ {
-		m := st.path[i]
-		if i == st.base.CapsuleIndex || !isModelType(m.Type) {
-			continue
-		}
-		entries = append(entries, m.Tokens)
-		if m.Type == session.TypeAssistant && i > st.base.CapsuleIndex {
-			e, err := st.store.Load(m.ID)
-			if err != nil {
-				return err
-			}
-			if u := e.Assistant.Usage; u != nil {
-				usageAt, prompt, completion = len(entries)-1, u.InputTokens, u.OutputTokens
-			}
-		}
-	}
-	if usageAt >= 0 {
-		st.meter.ResetWithUsage(st.systemTokens, entries, usageAt, prompt, completion)
-	} else {
-		st.meter.Reset(st.systemTokens, entries)
-	}
+	m.ResetMeter(&st.meter, st.systemTokens)
 	return nil
 }
 

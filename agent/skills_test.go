@@ -118,3 +118,41 @@ func TestFileChangedOnDiskIsModified_RC2(t *testing.T) {
 		t.Fatalf("the session's own files are listed: %v", st.FilesModified)
 	}
 }
+
+// The budget's system-prompt figure is the system prompt the next request
+// carries: an activated skill's body counts from its activation on, and
+// again after a resume restores the skill (R-O1, R-T4).
+func TestActiveSkillCountsInSystemTokens_RO1(t *testing.T) {
+	f := newFixture(t, nil,
+		providertest.Call("s1", "activate_skill", map[string]any{"name": "go-testing"}),
+		providertest.Text("activated"))
+	writeSkill(t, f.dir, "go-testing", "how this project runs its Go tests", strings.Repeat("Always run go test with -race. ", 200))
+	f.prompt(t, "use the go testing skill")
+	check := func(name string, a *Agent) {
+		t.Helper()
+		var got, want, without int
+		if err := a.do(func(st *state) {
+			got = st.systemTokens
+			want = a.opt.Counter.Count(a.systemPrompt(st)) + a.toolSchemaTokens()
+			without = a.opt.Counter.Count(a.systemPrompt(nil)) + a.toolSchemaTokens()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got != want || want-without < 1000 {
+			t.Errorf("%s: system tokens %d, the system prompt with the active skill is %d (%d without it)", name, got, want, without)
+		}
+	}
+	check("after activation", f.agent)
+	info, err := f.agent.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := f.agent.opt
+	f.agent.Close()
+	a, _, err := Resume(opt, info.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	check("after resume", a)
+}

@@ -554,6 +554,10 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 		}
 		if run.skill != "" {
 			st.activeSkills = appendUnique(st.activeSkills, run.skill)
+			// The skill's body joins the system prompt of every request
+			// from now on: the budget counts it before the provider does.
+			st.systemTokens = a.systemTokens(st)
+			st.meter.SetBase(st.systemTokens)
 		}
 	})
 	a.appendToolResult(turnID, sc, run)

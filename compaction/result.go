@@ -1,5 +1,7 @@
 package compaction
 
+import "github.com/soba-agent/soba-lsp/session"
+
 // Triggers (R-G1).
 const (
 	TriggerHardLimit       = "hard_limit"
@@ -58,4 +60,18 @@ type CompactionResult struct {
 	DurationMs      int64   `json:"durationMs"`
 	Reason          string  `json:"reason"`
 	Line            string  `json:"line"`
+}
+
+// CapsuleResult is the completed compaction a recorded capsule stands for,
+// as the status line shows it after a resume: its trigger, token figures,
+// checkpoint and quality (operation id and duration are not recorded in the
+// capsule, so they stay empty).
+func CapsuleResult(c *session.Capsule) CompactionResult {
+	r := CompactionResult{Trigger: c.Trigger, Outcome: OutcomeCompleted, TokensBefore: c.TokensBefore,
+		TokensAfter: c.TokensAfter, ReclaimedTokens: c.TokensBefore - c.TokensAfter, CheckpointID: c.CheckpointID, Quality: c.Quality}
+	if c.TokensBefore > 0 {
+		r.ReclaimedRatio = float64(r.ReclaimedTokens) / float64(c.TokensBefore)
+	}
+	r.Line = ResultLine(r)
+	return r
 }

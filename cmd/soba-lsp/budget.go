@@ -11,7 +11,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/compaction"
-	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
 
@@ -73,9 +73,9 @@ func openOffline(sessionPath, wsFlag, cfgFlag string, warn io.Writer) (*offline,
 }
 
 // systemTokens is the system prompt and tool schemas as the server counts
-// them at the start of a session in this workspace, Project Memory's summary
-// included when the workspace has one.
-func (o *offline) systemTokens() int {
+// them for a session in this workspace with activeSkills active, Project
+// Memory's summary included when the workspace has one.
+func (o *offline) systemTokens(activeSkills []string) int {
 	prompt := ""
 	if _, err := os.Stat(filepath.Join(o.root, workspace.SobaDirName, "memory")); err == nil {
 		if r, err := workspace.NewRoot(o.root); err == nil {
@@ -84,100 +84,32 @@ func (o *offline) systemTokens() int {
 			}
 		}
 	}
-	return agent.SystemTokens(o.counter, o.root, prompt)
+	return agent.SystemTokens(o.counter, o.root, prompt, activeSkills)
 }
 
-// sessionState is what the server restores from a leaf path (R-T4) that
-// the budget reports.
-type sessionState struct {
-	base        compaction.Base
-	inputTokens int // capsule and messages from the base on, estimated
-	usage       *session.Usage
-	sinceUsage  int // estimates of the messages after that usage
-	autoCompact bool
-	pending     []string
-	skills      []string
-	last        *compaction.CompactionResult
-}
-
-// restoreState reads the leaf path as the agent's resume does.
-func (o *offline) restoreState(path compaction.Entries) (sessionState, error) {
-	st := sessionState{autoCompact: true, pending: []string{}}
+// restoreState reads what the leaf path restores (R-T4) with the server's
+// own code, so that the offline figures are the server's.
+func (o *offline) restoreState(path compaction.Entries) (agent.Restored, error) {
 	b, err := compaction.FindBase(path)
 	if err != nil {
-		return st, err
+		return agent.Restored{}, err
 	}
-	st.base = b
-	if b.State != nil {
-		st.inputTokens = o.counter.Count(compaction.CapsulePreamble + compaction.ModelText(*b.State))
-		st.skills = append(st.skills, b.State.ActiveSkills...)
-	}
-	var intents compaction.Intents
-	for i := range path {
-		e := &path[i]
-		switch {
-		case e.Settings != nil:
-			if e.Settings.AutoCompact != nil {
-				st.autoCompact = *e.Settings.AutoCompact
-			}
-			for _, c := range e.Settings.ConsumedIntents {
-				intents.Consume(c)
-			}
-		case e.Checkpoint != nil && e.Checkpoint.Intent != "":
-			intents.Add(e.Checkpoint.Intent)
-		case e.ToolResult != nil && i >= b.Start && e.ToolResult.Artifacts != nil && e.ToolResult.Artifacts.Skill != "":
-			st.skills = append(st.skills, e.ToolResult.Artifacts.Skill)
-		case e.Capsule != nil:
-			c := e.Capsule
-			r := compaction.CompactionResult{Trigger: c.Trigger, Outcome: compaction.OutcomeCompleted, TokensBefore: c.TokensBefore,
-				TokensAfter: c.TokensAfter, ReclaimedTokens: c.TokensBefore - c.TokensAfter, CheckpointID: c.CheckpointID, Quality: c.Quality}
-			if c.TokensBefore > 0 {
-				r.ReclaimedRatio = float64(r.ReclaimedTokens) / float64(c.TokensBefore)
-			}
-			r.Line = compaction.ResultLine(r)
-			st.last = &r
-		}
-		if i >= b.Start && i != b.CapsuleIndex && modelType(e.Type) {
-			st.inputTokens += e.Tokens
-		}
-	}
-	if l := intents.List(); l != nil {
-		st.pending = l
-	}
-	for i := len(path) - 1; i > b.CapsuleIndex && i >= b.Start; i-- {
-		if a := path[i].Assistant; a != nil {
-			if a.Usage != nil {
-				st.usage = a.Usage
-				for _, e := range path[i+1:] {
-					if modelType(e.Type) {
-						st.sinceUsage += e.Tokens
-					}
-				}
-			}
-			break
-		}
-	}
-	return st, nil
-}
-
-func modelType(t string) bool {
-	return t == session.TypeUser || t == session.TypeAssistant || t == session.TypeToolResult
+	return agent.Restore(path, b, o.counter)
 }
 
 // budget is the Budget object (PROTOCOL.md) of a restored session, as the
 // server reports it right after resuming it: the provider's count of the
 // last request plus estimates since, or the estimate; state idle.
 // lastCompaction is the newest capsule on the leaf path.
-func (o *offline) budget(st sessionState, systemTokens int) compaction.Budget {
+func (o *offline) budget(st agent.Restored) compaction.Budget {
 	c := o.config
-	eff, src := systemTokens+st.inputTokens, "estimated"
-	if st.usage != nil {
-		eff, src = st.usage.InputTokens+st.usage.OutputTokens+st.sinceUsage, "provider_usage"
-	}
+	var m tokens.Meter
+	st.Input.ResetMeter(&m, o.systemTokens(st.ActiveSkills))
+	eff, src := m.Effective()
 	return compaction.Budget{
 		EffectiveTokens: eff, HardLimit: c.HardLimit(), SoftLimit: c.SoftLimit(), ContextWindow: c.ContextWindow,
 		MaxOutputTokens: c.MaxOutputTokens, SafetyReserveTokens: c.SafetyReserveTokens, Source: src,
-		AutoCompact: st.autoCompact && c.Auto, Pending: st.pending, State: compaction.StateIdle, LastCompaction: st.last,
+		AutoCompact: st.AutoCompact && c.Auto, Pending: st.Intents.List(), State: compaction.StateIdle, LastCompaction: st.LastCompaction,
 	}
 }
 
@@ -209,7 +141,7 @@ func runBudget(_ context.Context, env *cmdEnv, args []string) int {
 	}
 	enc := json.NewEncoder(env.stdout)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(o.budget(st, o.systemTokens())); err != nil {
+	if err := enc.Encode(o.budget(st)); err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 1
 	}

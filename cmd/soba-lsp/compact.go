@@ -107,7 +107,7 @@ func (o *offline) compact(ctx context.Context, file, trigger string, store *sess
 		return compaction.CompactionResult{}, nil, fmt.Errorf("the store's leaf %s is not the file's last entry %s", store.Leaf(), leaf)
 	}
 	req := compaction.PlanRequest{OperationID: "op_" + randomHex(6), CheckpointID: "ck_" + randomHex(3), Trigger: trigger, Config: o.config,
-		SystemTokens: o.systemTokens(), ExpectedLeaf: leaf, Extras: compaction.Extras{ActiveSkills: st.skills}}
+		SystemTokens: o.systemTokens(st.ActiveSkills), ExpectedLeaf: leaf, Extras: compaction.Extras{ActiveSkills: st.ActiveSkills}}
 	p, err := compaction.MakePlan(path, o.counter, req)
 	var skip *compaction.Skip
 	switch {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -390,5 +391,54 @@ func checkUnestimated(t *testing.T, fixture string, compacts bool) {
 	}
 	if _, errs, _ := runCLI(t, ws, "verify", withTokens); strings.Contains(errs, "carry no token estimate") {
 		t.Errorf("verify notes missing estimates on a file that has them: %s", errs)
+	}
+}
+
+// TestOfflineBudgetIsTheServers_RO1: `soba-lsp budget` on a session file
+// prints the Budget the server reports after resuming that session: the
+// same effective tokens and source, pending intents, auto-compact setting
+// and last compaction (R-O1, R-T4).
+func TestOfflineBudgetIsTheServers_RO1(t *testing.T) {
+	for i, fixture := range importFixtures {
+		t.Run(fixture, func(t *testing.T) {
+			p := start(t)
+			ws := p.cmd.Dir
+			src, _ := filepath.Abs(fixturePath(fixture))
+			out, errs, code := runCLI(t, ws, "import", src)
+			if code != 0 {
+				t.Fatalf("import: exit %d %s", code, errs)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			file := lines[len(lines)-1]
+			offline, errs, code := runCLI(t, ws, "budget", file)
+			if code != 0 {
+				t.Fatalf("budget: exit %d %s", code, errs)
+			}
+			var want compaction.Budget
+			if err := json.Unmarshal([]byte(offline), &want); err != nil {
+				t.Fatal(err)
+			}
+
+			p.initialize()
+			id := strings.TrimSuffix(filepath.Base(file), ".jsonl")
+			p.send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": map[string]any{
+				"command": "soba.session.resume", "arguments": []any{map[string]any{"sessionId": id}}}})
+			if r := p.response(2); r["result"] == nil {
+				t.Fatalf("soba.session.resume = %v", r)
+			}
+			p.send(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "workspace/executeCommand", "params": map[string]any{"command": "soba.budget"}})
+			r := p.response(3)
+			raw, _ := json.Marshal(r["result"])
+			var got compaction.Budget
+			if err := json.Unmarshal(raw, &got); err != nil {
+				t.Fatalf("soba.budget = %v", r)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("server after resume:\n%+v\noffline budget:\n%+v", got, want)
+			}
+			if got.LastCompaction == nil && i == 0 {
+				t.Error("the pi fixture's own compaction is not the last compaction after resume")
+			}
+		})
 	}
 }

@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"fmt"
+
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/compaction/tokens"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// Restored is what a session's leaf path restores (R-T4) besides the leaf
+// itself: the auto-compact setting, the pending trigger intents, the active
+// skills, the newest compaction and the model input's measure. The server's
+// resume and the offline budget and compact read it with the same code, so
+// their figures agree.
+type Restored struct {
+	AutoCompact bool
+	Intents     compaction.Intents
+	// ActiveSkills are the skills the capsule carries and those activated in
+	// the model input since, in that order, without repeats.
+	ActiveSkills []string
+	// LastCompaction is the result of the newest capsule on the path, as
+	// the status line shows it; nil when there is none.
+	LastCompaction *compaction.CompactionResult
+	Input          InputMeasure
+}
+
+// Restore reads what path restores; base is the path's model-input base
+// (compaction.FindBase). It loads only the settings, checkpoints and tool
+// results in the model input, and the newest capsule.
+func Restore(path compaction.Transcript, base compaction.Base, counter compaction.Counter) (Restored, error) {
+	r := Restored{AutoCompact: true}
+	newest := -1
+	for i := range path.Len() {
+		switch path.Node(i).Type {
+		case session.TypeSettings, session.TypeCheckpoint:
+		case session.TypeToolResult:
+			if i < base.Start {
+				continue
+			}
+		case session.TypeCapsule:
+			newest = i
+			continue
+		default:
+			continue
+		}
+		e, err := path.Entry(i)
+		if err != nil {
+			return r, fmt.Errorf("resume: %w", err)
+		}
+		switch {
+		case e.Settings != nil:
+			if e.Settings.AutoCompact != nil {
+				r.AutoCompact = *e.Settings.AutoCompact
+			}
+			for _, c := range e.Settings.ConsumedIntents {
+				r.Intents.Consume(c)
+			}
+		case e.Checkpoint != nil:
+			if e.Checkpoint.Intent != "" {
+				r.Intents.Add(e.Checkpoint.Intent)
+			}
+		case e.ToolResult != nil && e.ToolResult.Artifacts != nil && e.ToolResult.Artifacts.Skill != "":
+			r.ActiveSkills = appendUnique(r.ActiveSkills, e.ToolResult.Artifacts.Skill)
+		}
+	}
+	if base.State != nil {
+		skills := append([]string(nil), base.State.ActiveSkills...)
+		for _, s := range r.ActiveSkills {
+			skills = appendUnique(skills, s)
+		}
+		r.ActiveSkills = skills
+	}
+	if newest >= 0 {
+		e, err := path.Entry(newest)
+		if err != nil {
+			return r, fmt.Errorf("resume: %w", err)
+		}
+		if e.Capsule != nil {
+			res := compaction.CapsuleResult(e.Capsule)
+			r.LastCompaction = &res
+		}
+	}
+	in, err := MeasureInput(path, base, counter)
+	if err != nil {
+		return r, fmt.Errorf("resume: %w", err)
+	}
+	r.Input = in
+	return r, nil
+}
+
+// InputMeasure is the model input measured from its base, for the Meter.
+type InputMeasure struct {
+	// Entries are the raw estimates of the input's parts: the capsule's
+	// rendered text first when there is one, then each message.
+	Entries []int
+	// UsageAt indexes Entries at the newest response after the capsule
+	// that carries provider usage, -1 when none does; Prompt and
+	// Completion are that usage.
+	UsageAt            int
+	Prompt, Completion int
+}
+
+// MeasureInput measures the model input of path from base (O(tail); only
+// assistant entries after the capsule are loaded, newest first, until one
+// with usage). Provider usage counts only when its response lies after the
+// newest capsule, so a compaction never re-triggers itself on the stale
+// figures of the input it replaced.
+func MeasureInput(path compaction.Transcript, base compaction.Base, counter compaction.Counter) (InputMeasure, error) {
+	m := InputMeasure{UsageAt: -1}
+	if base.State != nil {
+		m.Entries = append(m.Entries, counter.Count(compaction.CapsulePreamble+compaction.ModelText(*base.State)))
+	}
+	at := make([]int, 0, max(0, path.Len()-base.Start)) // path index of each message in Entries
+	for i := base.Start; i < path.Len(); i++ {
+		n := path.Node(i)
+		if i == base.CapsuleIndex || !isModelType(n.Type) {
+			continue
+		}
+		m.Entries = append(m.Entries, n.Tokens)
+		at = append(at, i)
+	}
+	offset := len(m.Entries) - len(at)
+	for k := len(at) - 1; k >= 0; k-- {
+		i := at[k]
+		if i <= base.CapsuleIndex {
+			break
+		}
+		if path.Node(i).Type != session.TypeAssistant {
+			continue
+		}
+		e, err := path.Entry(i)
+		if err != nil {
+			return m, err
+		}
+		if e.Assistant != nil && e.Assistant.Usage != nil {
+			m.UsageAt, m.Prompt, m.Completion = offset+k, e.Assistant.Usage.InputTokens, e.Assistant.Usage.OutputTokens
+			break
+		}
+	}
+	return m, nil
+}
+
+// ResetMeter starts meter over from this input with the system prompt and
+// tool schemas estimated at systemTokens.
+func (m InputMeasure) ResetMeter(meter *tokens.Meter, systemTokens int) {
+	if m.UsageAt >= 0 {
+		meter.ResetWithUsage(systemTokens, m.Entries, m.UsageAt, m.Prompt, m.Completion)
+		return
+	}
+	meter.Reset(systemTokens, m.Entries)
+}
