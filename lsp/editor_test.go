@@ -331,6 +331,20 @@ func runServer(t testing.TB, opts ...Option) *env {
 	return e
 }
 
+// script changes the fake backend's behaviour under its lock.
+func (e *env) script(f func(b *testBackend)) {
+	e.backend.mu.Lock()
+	defer e.backend.mu.Unlock()
+	f(e.backend)
+}
+
+// slowCompact sends soba.compact to a backend whose compaction waits until
+// the test releases it.
+func (e *env) slowCompact() (<-chan wireMsg, int64) {
+	e.script(func(b *testBackend) { b.slowCompact = true })
+	return e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+}
+
 // initialize runs initialize + initialized; workDone says whether the
 // editor announces window.workDoneProgress.
 func (e *env) initialize(workDone bool) map[string]any {

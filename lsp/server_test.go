@@ -218,16 +218,12 @@ func TestUnknownCommand(t *testing.T) {
 func TestRequestFailed(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
-	e.backend.mu.Lock()
-	e.backend.failWith = errScripted
-	e.backend.mu.Unlock()
+	e.script(func(b *testBackend) { b.failWith = errScripted })
 	err := e.Command(CommandCapsuleShow, map[string]any{"checkpointId": "ck_9"}, nil)
 	if err == nil || err.Code != -32803 || !strings.Contains(err.Message, "capsule ck_9 not found on the leaf path") {
 		t.Fatalf("failing backend: %v, want -32803 with the backend's message", err)
 	}
-	e.backend.mu.Lock()
-	e.backend.failWith = nil
-	e.backend.mu.Unlock()
+	e.script(func(b *testBackend) { b.failWith = nil })
 	if err := e.Command(CommandBudget, nil, nil); err != nil {
 		t.Errorf("server stopped serving after a failed command: %v", err)
 	}
@@ -251,9 +247,7 @@ func TestMalformedJSON_KeepsServing(t *testing.T) {
 func TestHandlerPanic_ErrorReply(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
-	e.backend.mu.Lock()
-	e.backend.panicOn = "Checkpoint"
-	e.backend.mu.Unlock()
+	e.script(func(b *testBackend) { b.panicOn = "Checkpoint" })
 	err := e.Command(CommandCheckpoint, map[string]any{"kind": "milestone", "note": "n"}, nil)
 	if err == nil || err.Code != -32603 || !strings.Contains(err.Message, "soba.checkpoint") {
 		t.Fatalf("panicking handler: %v, want -32603 naming the command", err)
@@ -273,10 +267,7 @@ func TestHandlerPanic_ErrorReply(t *testing.T) {
 func TestBudgetDuringSlowCompact_RB3(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
-	e.backend.mu.Lock()
-	e.backend.slowCompact = true
-	e.backend.mu.Unlock()
-	compactCh, _ := e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+	compactCh, _ := e.slowCompact()
 	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) >= 1 }, wait)
 	for range 3 {
 		if err := e.Command(CommandBudget, nil, nil); err != nil {
@@ -366,10 +357,7 @@ func TestProgressLifecycle_RB3(t *testing.T) {
 func TestProgressReportPercentage(t *testing.T) {
 	e := runServer(t)
 	e.initialize(true)
-	e.backend.mu.Lock()
-	e.backend.slowCompact = true
-	e.backend.mu.Unlock()
-	ch, _ := e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+	ch, _ := e.slowCompact()
 	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodProgress)) >= 3 }, wait)
 	p := of(s.notes, methodProgress)
 	if !strings.Contains(string(p[1].Params), `"kind":"report"`) || !strings.Contains(string(p[1].Params), `"percentage":1`) {
@@ -387,10 +375,7 @@ func TestProgressReportPercentage(t *testing.T) {
 func TestProgressCancel_RF2(t *testing.T) {
 	e := runServer(t)
 	e.initialize(true)
-	e.backend.mu.Lock()
-	e.backend.slowCompact = true
-	e.backend.mu.Unlock()
-	ch, _ := e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+	ch, _ := e.slowCompact()
 	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodProgress)) >= 1 }, wait)
 	var begin struct {
 		Token json.RawMessage `json:"token"`
@@ -512,10 +497,7 @@ func TestEventsInOrder(t *testing.T) {
 func TestCancelRequestNumericID(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
-	e.backend.mu.Lock()
-	e.backend.slowCompact = true
-	e.backend.mu.Unlock()
-	ch, id := e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+	ch, id := e.slowCompact()
 	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) >= 1 }, wait)
 	e.Notify(methodCancelRequest, map[string]any{"id": id})
 	select {
@@ -540,9 +522,9 @@ func TestDidChangeConfiguration_RS1(t *testing.T) {
 	if err := e.Command(CommandBudget, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	e.backend.mu.Lock()
-	e.backend.configErr = &ArgError{Command: "config", Field: "compaction.keepRecentTokens", Problem: "must not be negative"}
-	e.backend.mu.Unlock()
+	e.script(func(b *testBackend) {
+		b.configErr = &ArgError{Command: "config", Field: "compaction.keepRecentTokens", Problem: "must not be negative"}
+	})
 	e.Notify(methodDidChangeConfig, map[string]any{"settings": map[string]any{"soba": map[string]any{"compaction": map[string]any{"keepRecentTokens": -1}}}})
 	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodShowMessage)) == 1 }, wait)
 	msg := string(of(s.notes, methodShowMessage)[0].Params)
@@ -678,10 +660,7 @@ func TestExitWithoutShutdown(t *testing.T) {
 func TestInputEOF(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
-	e.backend.mu.Lock()
-	e.backend.slowCompact = true
-	e.backend.mu.Unlock()
-	e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+	e.slowCompact()
 	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) >= 1 }, wait)
 	_ = e.conn.Close()
 	if code := e.exitCode(wait); code != 1 {
