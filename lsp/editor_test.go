@@ -345,6 +345,18 @@ func (e *env) slowCompact() (<-chan wireMsg, int64) {
 	return e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
 }
 
+// ended checks that the server exited with code and closed the backend
+// exactly once.
+func (e *env) ended(code int) {
+	e.t.Helper()
+	if got := e.exitCode(wait); got != code {
+		e.t.Errorf("exit code = %d, want %d", got, code)
+	}
+	if _, _, _, closed := e.backend.snapshot(); closed != 1 {
+		e.t.Errorf("backend closed %d times, want 1", closed)
+	}
+}
+
 // initialize runs initialize + initialized; workDone says whether the
 // editor announces window.workDoneProgress.
 func (e *env) initialize(workDone bool) map[string]any {

@@ -617,12 +617,7 @@ func TestPipelinedShutdownExit(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("pipelined shutdown reply lost on exit")
 	}
-	if code := e.exitCode(wait); code != 0 {
-		t.Errorf("exit code after shutdown = %d, want 0", code)
-	}
-	if _, _, _, closed := e.backend.snapshot(); closed != 1 {
-		t.Errorf("backend closed %d times, want 1", closed)
-	}
+	e.ended(0)
 	// The server closes the connection on exit.
 	e.Await(func(s editorState) bool { return s.eof }, wait)
 }
@@ -646,12 +641,7 @@ func TestExitWithoutShutdown(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	e.Notify(methodExit, nil)
-	if code := e.exitCode(wait); code != 1 {
-		t.Errorf("exit code without shutdown = %d, want 1", code)
-	}
-	if _, _, _, closed := e.backend.snapshot(); closed != 1 {
-		t.Errorf("backend closed %d times, want 1", closed)
-	}
+	e.ended(1)
 	e.Await(func(s editorState) bool { return s.eof }, wait)
 }
 
@@ -663,10 +653,5 @@ func TestInputEOF(t *testing.T) {
 	e.slowCompact()
 	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) >= 1 }, wait)
 	_ = e.conn.Close()
-	if code := e.exitCode(wait); code != 1 {
-		t.Errorf("exit code on EOF without shutdown = %d, want 1", code)
-	}
-	if _, _, _, closed := e.backend.snapshot(); closed != 1 {
-		t.Errorf("backend closed %d times, want 1", closed)
-	}
+	e.ended(1)
 }
