@@ -1,8 +1,6 @@
 package tokens
 
 import (
-	"strings"
-
 	"github.com/soba-agent/soba-lsp/compaction/capsule"
 	"github.com/soba-agent/soba-lsp/session"
 )
@@ -27,13 +25,9 @@ type TextCounter interface {
 type Estimator struct {
 	// Counter counts text; nil means Default().
 	Counter TextCounter
-	// RenderCapsule renders a capsule's state as the model input carries it
-	// (the compaction package owns that rendering); nil renders every
-	// section as a plain list, which is close enough for an estimate.
-	RenderCapsule func(capsule.State) string
 }
 
-// EntryTokens estimates e with Default() and the plain capsule rendering.
+// EntryTokens estimates e with Default().
 // It is the Estimate function the session store writes into Entry.Tokens.
 func EntryTokens(e *session.Entry) int { return Estimator{}.EntryTokens(e) }
 
@@ -72,60 +66,12 @@ func (x Estimator) EntryTokens(e *session.Entry) int {
 		if e.Capsule == nil {
 			return 0
 		}
-		return MessageOverhead + c.Count(x.render(e.Capsule.State))
+		return MessageOverhead + c.Count(capsule.RenderModelText(e.Capsule.State))
 	case session.TypeCapsuleLoad:
 		if e.CapsuleLoad == nil {
 			return 0
 		}
-		return MessageOverhead + c.Count(x.render(e.CapsuleLoad.State))
+		return MessageOverhead + c.Count(capsule.RenderModelText(e.CapsuleLoad.State))
 	}
 	return 0
-}
-
-func (x Estimator) render(s capsule.State) string {
-	if x.RenderCapsule != nil {
-		return x.RenderCapsule(s)
-	}
-	return plainCapsule(s)
-}
-
-// plainCapsule lists every field of s under a heading, one item a line.
-func plainCapsule(s capsule.State) string {
-	var b strings.Builder
-	list := func(head string, items []string) {
-		if len(items) == 0 {
-			return
-		}
-		b.WriteString("## " + head + "\n")
-		for _, it := range items {
-			b.WriteString("- " + it + "\n")
-		}
-	}
-	if s.Goal != "" {
-		b.WriteString("## Goal\n" + s.Goal + "\n")
-	}
-	list("Constraints", s.Constraints)
-	list("Done", s.Done)
-	list("In progress", s.InProgress)
-	list("Pending", s.Pending)
-	if len(s.Decisions) > 0 {
-		b.WriteString("## Decisions\n")
-		for _, d := range s.Decisions {
-			b.WriteString("- " + d.Decision + " — " + d.Rationale + "\n")
-		}
-	}
-	list("Blockers", s.Blockers)
-	list("Next steps", s.NextSteps)
-	list("Notes", s.Notes)
-	list("Files read", s.FilesRead)
-	list("Files modified", s.FilesModified)
-	if len(s.Verification) > 0 {
-		b.WriteString("## Verification\n")
-		for _, v := range s.Verification {
-			b.WriteString("- `" + v.Command + "` " + v.Outcome + "\n")
-		}
-	}
-	list("Active skills", s.ActiveSkills)
-	list("User messages", s.UserMessages)
-	return b.String()
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/compaction/capsule"
@@ -164,8 +163,8 @@ func TestEntryTokens(t *testing.T) {
 			MessageOverhead + c.Count("Reading.") + ToolCallOverhead + c.Count("call_1") + c.Count("read_file") + c.Count(string(args))},
 		{"tool result", session.Entry{Type: session.TypeToolResult, ToolResult: &session.ToolResult{ToolCallID: "call_1", Content: "package main"}},
 			MessageOverhead + ToolResultOverhead + c.Count("call_1") + c.Count("package main")},
-		{"capsule", session.Entry{Type: session.TypeCapsule, Capsule: &session.Capsule{State: st}}, MessageOverhead + c.Count(plainCapsule(st))},
-		{"capsule load", session.Entry{Type: session.TypeCapsuleLoad, CapsuleLoad: &session.CapsuleLoad{State: st}}, MessageOverhead + c.Count(plainCapsule(st))},
+		{"capsule", session.Entry{Type: session.TypeCapsule, Capsule: &session.Capsule{State: st}}, MessageOverhead + c.Count(capsule.RenderModelText(st))},
+		{"capsule load", session.Entry{Type: session.TypeCapsuleLoad, CapsuleLoad: &session.CapsuleLoad{State: st}}, MessageOverhead + c.Count(capsule.RenderModelText(st))},
 		{"header", session.Entry{Type: session.TypeSession, Session: &session.SessionHeader{SessionID: "s"}}, 0},
 		{"checkpoint", session.Entry{Type: session.TypeCheckpoint, Checkpoint: &session.Checkpoint{Kind: "milestone", Note: "x"}}, 0},
 		{"unknown", session.Entry{Type: "future_type"}, 0},
@@ -177,12 +176,5 @@ func TestEntryTokens(t *testing.T) {
 				t.Errorf("EntryTokens = %d, want %d", got, tc.want)
 			}
 		})
-	}
-	// An injected renderer is what a capsule counts.
-	rendered := strings.Repeat("word ", 100)
-	x := Estimator{RenderCapsule: func(capsule.State) string { return rendered }}
-	e := session.Entry{Type: session.TypeCapsule, Capsule: &session.Capsule{State: st}}
-	if got, want := x.EntryTokens(&e), MessageOverhead+c.Count(rendered); got != want {
-		t.Errorf("EntryTokens with injected renderer = %d, want %d", got, want)
 	}
 }
