@@ -3,7 +3,6 @@ package compaction
 import (
 	"encoding/json"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,7 +70,7 @@ type artifactSet struct {
 	read, modified, skills []string
 	seenRead, seenMod      map[string]bool
 	seenSkill              map[string]bool
-	verification           []capsule.Verification // last outcome per command
+	checks                 checkRuns // the latest run of each check
 }
 
 func newArtifactSet() *artifactSet {
@@ -99,14 +98,13 @@ func (a *artifactSet) addSkill(s string) {
 	}
 }
 
-// addVerification records a run; a command run again moves to the end with
-// its new outcome, so the list ends with the most recent runs.
+// addVerification records a run; a check run again moves to the end with
+// its new outcome, so the list ends with the most recent runs (checks.go).
 func (a *artifactSet) addVerification(cmd string, exit int, outcome string) {
 	if cmd == "" {
 		return
 	}
-	a.verification = slices.DeleteFunc(a.verification, func(v capsule.Verification) bool { return v.Command == cmd })
-	a.verification = append(a.verification, capsule.Verification{Command: cmd, ExitCode: exit, Outcome: outcome})
+	a.checks.add(capsule.Verification{Command: cmd, ExitCode: exit, Outcome: outcome})
 }
 
 // toolArgs are the argument fields the engine reads from recorded calls when

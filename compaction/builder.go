@@ -68,7 +68,8 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 	arts := newArtifactSet()
 	calls := map[string]*session.ToolCall{}
 	var (
-		users       []string
+		users       []string // the requests
+		said        []string // every user message, commands included
 		done        []string
 		decisions   []capsule.Decision
 		failures    []string
@@ -87,7 +88,12 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			return capsule.State{}, err
 		}
 		switch {
+		case e.User != nil && isAgentCommand(e.User.Text):
+			// A command to the agent itself (`/model`, `/theme`), recorded by
+			// another agent: the user's words, not a request for the work.
+			said = append(said, e.User.Text)
 		case e.User != nil:
+			said = append(said, e.User.Text)
 			if turnPending && len(users) > 0 {
 				done = append(done, "Worked on: "+firstLine(users[len(users)-1], maxItemChars))
 			}
@@ -144,7 +150,11 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		st.Notes = append(st.Notes, "Last reply: "+firstLine(lastReply, maxItemChars))
 	}
 	st.Decisions = decisions
-	for _, v := range arts.verification {
+	verification := arts.checks.list()
+	for _, v := range verification {
+		if !conclusive(v) {
+			continue // its exit status is an output filter's
+		}
 		switch v.Outcome {
 		case OutcomeFailedCmd:
 			st.Blockers = append(st.Blockers, "`"+v.Command+"` fails")
@@ -159,14 +169,28 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 	}
 	st.FilesRead = arts.read
 	st.FilesModified = arts.modified
-	st.Verification = arts.verification
+	st.Verification = verification
 	st.ActiveSkills = arts.skills
-	st.UserMessages = boundUserMessages(reversed(users), UserMessagesBudget)
+	st.UserMessages = boundUserMessages(reversed(said), UserMessagesBudget)
 	if prev != nil {
 		return rollKeepingGoal(*prev, st), nil
 	}
 	return st, nil
 }
+
+// isAgentCommand reports whether a user message is a command to an agent
+// rather than a request: one short line that is a slash word with at most a
+// few arguments (`/model gpt-4o`, `/theme`), as other agents record them.
+// Paths (`/usr/bin is missing`) are not: the word has no further slash.
+func isAgentCommand(text string) bool {
+	t := strings.TrimSpace(text)
+	if len(t) > 40 || strings.ContainsAny(t, "\n") {
+		return false
+	}
+	return agentCommand.MatchString(t)
+}
+
+var agentCommand = regexp.MustCompile(`^/[a-z][a-z0-9-]*(\s+\S+){0,2}$`)
 
 // rollKeepingGoal rolls a capsule built without a model into prev: the
 // deterministic goal is only the range's first request, so the goal that
@@ -200,19 +224,31 @@ func Roll(prev, next capsule.State) capsule.State {
 			out.Decisions = append(out.Decisions, d)
 		}
 	}
-	// Verification: one line per command with its latest outcome.
-	out.Verification = slices.Clone(prev.Verification)
-	for _, v := range next.Verification {
-		out.Verification = slices.DeleteFunc(out.Verification, func(x capsule.Verification) bool { return x.Command == v.Command })
-		out.Verification = append(out.Verification, v)
+	// Verification: one line per check with its latest outcome.
+	var runs checkRuns
+	for _, v := range prev.Verification {
+		runs.add(v)
 	}
-	passing := map[string]bool{}
+	for _, v := range next.Verification {
+		runs.add(v)
+	}
+	out.Verification = runs.list()
+	passing := map[string]bool{} // checks whose latest conclusive run passed
 	for _, v := range out.Verification {
-		if v.Outcome == OutcomePassed {
-			passing["`"+v.Command+"` fails"] = true
+		if v.Outcome == OutcomePassed && conclusive(v) {
+			check, _ := CheckOf(v.Command)
+			passing[check] = true
 		}
 	}
-	out.Blockers = slices.DeleteFunc(union(prev.Blockers, next.Blockers), func(s string) bool { return doneSet[s] || passing[s] })
+	resolved := func(blocker string) bool {
+		cmd, ok := strings.CutSuffix(strings.TrimPrefix(blocker, "`"), "` fails")
+		if !ok || !strings.HasPrefix(blocker, "`") {
+			return false
+		}
+		check, _ := CheckOf(cmd)
+		return passing[check]
+	}
+	out.Blockers = slices.DeleteFunc(union(prev.Blockers, next.Blockers), func(s string) bool { return doneSet[s] || resolved(s) })
 	out.FilesRead = union(prev.FilesRead, next.FilesRead)
 	out.FilesModified = union(prev.FilesModified, next.FilesModified)
 	out.ActiveSkills = union(prev.ActiveSkills, next.ActiveSkills)

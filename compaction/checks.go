@@ -1,0 +1,136 @@
+package compaction
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
+)
+
+// A verification command is often run with its output trimmed for reading:
+// `npm run check 2>&1 | tail -5`, `go test ./... | grep FAIL`, `make; echo
+// $?`. Those are runs of one check (`npm run check`), and their exit status
+// is the filter's, not the check's (a shell without pipefail reports the
+// last stage; grep exits 1 when nothing failed). So the capsule keeps one
+// line per check, and only a run without an output filter says whether the
+// check passes.
+
+// outputFilters are the commands that, as the last stages of a pipeline,
+// only select or reformat what the check printed.
+var outputFilters = map[string]bool{
+	"tail": true, "head": true, "grep": true, "egrep": true, "fgrep": true, "rg": true, "wc": true,
+	"sort": true, "uniq": true, "cat": true, "less": true, "more": true, "tee": true, "cut": true,
+	"awk": true, "sed": true, "tr": true, "column": true, "jq": true, "nl": true, "fold": true,
+}
+
+var (
+	// echoStatus is a trailing `; echo …$?…`, which prints the status and
+	// exits 0 itself.
+	echoStatus = regexp.MustCompile(`\s*(;|&&)\s*echo\b[^;&|]*\$\?[^;&|]*$`)
+	// redirections are trailing stream redirections: they change where the
+	// output goes, not what is checked.
+	redirections = regexp.MustCompile(`(\s+(\d?>&\d|&>>?\s*\S+|\d?>>?\s*\S+|<\s*\S+))+\s*$`)
+	blanks       = regexp.MustCompile(`\s+`)
+)
+
+// CheckOf returns the check a shell command runs — the command without its
+// trailing output filters, status echo and redirections, blanks collapsed —
+// and whether anything that hides the check's exit status was removed. The
+// capsule's Verification section has one line per check: its latest run
+// whose exit status is the check's own, else its latest run.
+func CheckOf(cmd string) (check string, filtered bool) {
+	s := strings.TrimSpace(cmd)
+	if loc := echoStatus.FindStringIndex(s); loc != nil {
+		s, filtered = s[:loc[0]], true
+	}
+	stages := pipeStages(s)
+	for len(stages) > 1 {
+		last := strings.Fields(stages[len(stages)-1])
+		if len(last) == 0 || !outputFilters[last[0]] {
+			break
+		}
+		stages, filtered = stages[:len(stages)-1], true
+	}
+	s = strings.Join(stages, "|")
+	s = redirections.ReplaceAllString(s, "")
+	return blanks.ReplaceAllString(strings.TrimSpace(s), " "), filtered
+}
+
+// pipeStages splits a shell line at its top-level pipes (`|` and `|&`, not
+// `||`), outside quotes.
+func pipeStages(s string) []string {
+	var stages []string
+	start := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && quote != '\'':
+			i++ // the next byte is escaped
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '|':
+			if i+1 < len(s) && s[i+1] == '|' {
+				i++ // ||: a list, not a pipe
+				continue
+			}
+			stages = append(stages, s[start:i])
+			if i+1 < len(s) && s[i+1] == '&' {
+				i++
+			}
+			start = i + 1
+		}
+	}
+	return append(stages, s[start:])
+}
+
+// checkRuns keeps the latest run of each check, in the order of the checks'
+// latest runs; a run with an output filter stands for its check only until
+// a run without one is recorded, whose exit status is the check's own.
+type checkRuns struct {
+	runs []checkRun
+}
+
+type checkRun struct {
+	check    string
+	filtered bool
+	v        capsule.Verification
+}
+
+// add records v as the latest run of its check.
+func (c *checkRuns) add(v capsule.Verification) {
+	check, filtered := CheckOf(v.Command)
+	i := slices.IndexFunc(c.runs, func(r checkRun) bool { return r.check == check })
+	if i >= 0 {
+		old := c.runs[i]
+		c.runs = slices.Delete(c.runs, i, i+1)
+		if filtered && !old.filtered {
+			// Still the better evidence; the check moves to the end as
+			// the most recently run.
+			c.runs = append(c.runs, old)
+			return
+		}
+	}
+	c.runs = append(c.runs, checkRun{check: check, filtered: filtered, v: v})
+}
+
+// list is the capsule's Verification section.
+func (c *checkRuns) list() []capsule.Verification {
+	out := make([]capsule.Verification, 0, len(c.runs))
+	for _, r := range c.runs {
+		out = append(out, r.v)
+	}
+	return out
+}
+
+// conclusive reports whether v's exit status is its check's own (no output
+// filter hides it), so the capsule may say the check passes or fails.
+func conclusive(v capsule.Verification) bool {
+	_, filtered := CheckOf(v.Command)
+	return !filtered
+}

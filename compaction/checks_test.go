@@ -1,0 +1,116 @@
+package compaction
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
+)
+
+func TestCheckOf(t *testing.T) {
+	for _, tc := range []struct {
+		cmd, check string
+		filtered   bool
+	}{
+		{"go test ./...", "go test ./...", false},
+		{"  go   test  ./... ", "go test ./...", false},
+		{"npm run check 2>&1", "npm run check", false},
+		{"npm run check > out.txt 2>&1", "npm run check", false},
+		{"cd pkg && npm run check 2>&1 | tail -20", "cd pkg && npm run check", true},
+		{`cd pkg && npm run check 2>&1 | grep -E "(error|success)" | head -20`, "cd pkg && npm run check", true},
+		{`npm run check 2>&1 | grep "error TS" | wc -l`, "npm run check", true},
+		{"go test ./... |& tee log.txt", "go test ./...", true},
+		{"make; echo $?", "make", true},
+		{`make && echo "exit: $?"`, "make", true},
+		{"go test ./... || true", "go test ./... || true", false},
+		{"go vet ./... | xargs -n1 echo", "go vet ./... | xargs -n1 echo", false},
+		{`go test -run 'A|B' ./...`, `go test -run 'A|B' ./...`, false},
+		{`go test -run "A|B" ./... | tail -3`, `go test -run "A|B" ./...`, true},
+		{`grep -r foo . | wc -l`, `grep -r foo .`, true},
+	} {
+		check, filtered := CheckOf(tc.cmd)
+		if check != tc.check || filtered != tc.filtered {
+			t.Errorf("CheckOf(%q) = %q, %v; want %q, %v", tc.cmd, check, filtered, tc.check, tc.filtered)
+		}
+	}
+}
+
+// TestVerificationOneLinePerCheck_RC2: runs of one check with their output
+// filtered are one Verification line, and only a run whose exit status is
+// the check's own says in Done or Blockers whether it passes (R-C2: the
+// verification commands with their last outcome). The pi session this
+// comes from listed a dozen `npm run check … | grep …` variants as passing
+// next to `npm run check` failing.
+func TestVerificationOneLinePerCheck_RC2(t *testing.T) {
+	b := newBuilder()
+	b.user("make the type check pass", 10)
+	b.bash("cd pkg && npm run check", 1, 10)
+	b.bash("cd pkg && npm run check 2>&1 | tail -5", 0, 10)
+	b.bash(`cd pkg && npm run check 2>&1 | grep "error TS" | wc -l`, 0, 10)
+	b.bash("go vet ./... | tail -3", 0, 10)
+	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []capsule.Verification{
+		{Command: "cd pkg && npm run check", ExitCode: 1, Outcome: OutcomeFailedCmd},
+		{Command: "go vet ./... | tail -3", ExitCode: 0, Outcome: OutcomePassed},
+	}
+	if !slices.Equal(st.Verification, want) {
+		t.Fatalf("verification %+v\nwant %+v", st.Verification, want)
+	}
+	if !slices.Equal(st.Blockers, []string{"`cd pkg && npm run check` fails"}) {
+		t.Errorf("blockers %q", st.Blockers)
+	}
+	for _, d := range st.Done {
+		if d == "`go vet ./... | tail -3` passes" {
+			t.Errorf("done claims a filtered run passes: %q", st.Done)
+		}
+	}
+
+	// A later run of the check itself decides, and rolling resolves the
+	// blocker (R-M4).
+	b2 := newBuilder()
+	b2.bash("cd pkg && npm run check 2>&1", 0, 10)
+	next, err := BuildDeterministic(b2.es, 0, len(b2.es), nil, Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rolled := Roll(st, next)
+	if len(rolled.Blockers) != 0 {
+		t.Errorf("blockers after the check passed: %q", rolled.Blockers)
+	}
+	if len(rolled.Verification) != 2 || rolled.Verification[1].Command != "cd pkg && npm run check 2>&1" || rolled.Verification[1].Outcome != OutcomePassed {
+		t.Errorf("rolled verification %+v", rolled.Verification)
+	}
+}
+
+// TestAgentCommandsAreNotRequests_RC1: a user message that is a command to
+// another agent (`/mode`, `/theme dark`) is not the goal or a piece of work;
+// it stays among the user's words.
+func TestAgentCommandsAreNotRequests_RC1(t *testing.T) {
+	b := newBuilder()
+	b.user("/mode", 10)
+	b.user("Fix the theme loader so invalid themes never crash", 10)
+	b.reply("Fixed.", 10)
+	b.user("/theme dark", 10)
+	b.user("/usr/share/themes is missing on this machine", 10)
+	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Goal != "Fix the theme loader so invalid themes never crash" {
+		t.Errorf("goal %q", st.Goal)
+	}
+	if !slices.Equal(st.InProgress, []string{"Latest request: /usr/share/themes is missing on this machine"}) {
+		t.Errorf("in progress %q", st.InProgress)
+	}
+	for _, d := range st.Done {
+		if d == "Worked on: /theme dark" || d == "Worked on: /mode" {
+			t.Errorf("done lists an agent command: %q", st.Done)
+		}
+	}
+	if !slices.Contains(st.UserMessages, "/mode") || !slices.Contains(st.UserMessages, "/theme dark") {
+		t.Errorf("user messages %q lost the commands", st.UserMessages)
+	}
+}
