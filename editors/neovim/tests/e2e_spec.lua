@@ -257,6 +257,66 @@ test('SessionInfo_RT1', function()
   eq(1, vim.fn.filereadable(r.path), 'transcript file exists')
 end)
 
+-- sent records the server commands the plugin puts on the wire while fn
+-- runs (every command goes through client.request).
+local function sent_during(fn)
+  local orig, sent = client.request, {}
+  client.request = function(c, method, params, handler)
+    if method == 'workspace/executeCommand' then
+      sent[#sent + 1] = { command = params.command, args = params.arguments and params.arguments[1] }
+    end
+    return orig(c, method, params, handler)
+  end
+  local ok_, err = pcall(fn)
+  client.request = orig
+  if not ok_ then
+    error(err, 0)
+  end
+  return sent
+end
+
+local function completed_turns()
+  local n = 0
+  for _, l in ipairs(chat.lines()) do
+    if l:match('^— completed') then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+test('SlashCommandsInAsk', function()
+  local turns = completed_turns()
+  local sent = sent_during(function()
+    local b = must('ask /budget')
+    eq(48808, b.hardLimit, '/budget answers the Budget')
+  end)
+  eq({ 'soba.budget' }, vim.tbl_map(function(s)
+    return s.command
+  end, sent), ':Soba ask /budget sends soba.budget, not soba.prompt')
+  sent = sent_during(function()
+    ok(must('ask //compact x').turnId, '//compact x starts a turn')
+  end)
+  eq(1, #sent, 'one command for //compact x')
+  eq('soba.prompt', sent[1].command, ':Soba ask //compact x sends soba.prompt')
+  eq('/compact x', sent[1].args.text, 'with one / removed')
+  wait(30000, function()
+    return completed_turns() > turns
+  end, 'the //compact x turn to complete')
+  ok(table.concat(chat.lines(), '\n'):find('\n> /compact x\n', 1, true), 'the chat shows the prompt sent')
+  -- A bad slash command sends nothing.
+  sent = sent_during(function()
+    local err = run('ask /capsule export ' .. compacted.checkpointId)
+    match('usage: /capsule export', err and err.message, 'the error names the usage')
+  end)
+  eq({}, sent, 'nothing sent for a bad slash command')
+  -- /rewind runs the new :Soba rewind (soba.session.rewind).
+  local info = must('session info')
+  local r = must('ask /rewind ' .. info.leafId)
+  match('.', tostring(r.leafId), 'rewind answers the new leaf')
+  eq(r.leafId, must('session info').leafId, 'the session leaf after /rewind')
+end)
+
 test('BadArgumentsAnswer32602', function()
   local done, err = false, nil
   client.execute('soba.capsule.export', { path = 'x.capsule.md' }, function(e)

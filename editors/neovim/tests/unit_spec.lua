@@ -1,7 +1,7 @@
 -- Unit tests that need no server: status-line formatting, the notification
 -- handlers fed with recorded notifications, :Soba parsing and completion,
--- the mapping of subcommands onto PROTOCOL.md commands, approvals, help
--- and health.
+-- the mapping of subcommands onto PROTOCOL.md commands, slash commands in
+-- :Soba ask (docs/slash-commands.md), approvals, help and health.
 local H = require('harness')
 local test, eq, ok, match = H.test, H.eq, H.ok, H.match
 
@@ -166,6 +166,7 @@ test('ParseSubcommands_RO3', function()
     { 'session resume s_1', 'session resume', { sessionId = 's_1' } },
     { 'session info', 'session info', {} },
     { 'chat', 'chat', {} },
+    { 'rewind e_42', 'rewind', { entryId = 'e_42' } },
   }) do
     local node, args, path = commands.parse(c[1])
     ok(node, c[1] .. ' parses (' .. tostring(args) .. ')')
@@ -187,6 +188,8 @@ test('ParseErrorsNameTheProblem_RO3', function()
     { 'ask', 'missing {text}' },
     { 'budget now', 'unexpected "now"' },
     { 'session resume a b', 'unexpected "b"' },
+    { 'rewind', 'missing {entryId}; usage: :Soba rewind {entryId}' },
+    { 'rewind e_1 e_2', 'unexpected "e_2"' },
   }) do
     local node, err = commands.parse(c[1])
     eq(nil, node, c[1] .. ' must not parse')
@@ -224,6 +227,7 @@ test('SubcommandsSendProtocolCommands_RO3', function()
     { 'session resume s_1', 'soba.session.resume', { sessionId = 's_1' } },
     { 'session info', 'soba.session.info', {} },
     { 'session list', 'soba.session.list', {} },
+    { 'rewind e_42', 'soba.session.rewind', { entryId = 'e_42' } },
   }) do
     sent = nil
     local line, bang = c[1], false
@@ -264,7 +268,8 @@ test('CompleteSubcommandsAndCheckpointIds_RP1', function()
   local function cl(line)
     return vim.fn.getcompletion(line, 'cmdline')
   end
-  eq({ 'ask', 'auto-compact', 'budget', 'cancel', 'capsule', 'chat', 'compact', 'milestone', 'pivot', 'session' },
+  eq({ 'ask', 'auto-compact', 'budget', 'cancel', 'capsule', 'chat', 'compact', 'milestone', 'pivot', 'rewind',
+    'session' },
     cl('Soba '), 'top level')
   eq({ 'capsule', 'chat', 'compact', 'cancel' }, (function()
     local r = cl('Soba c')
@@ -291,6 +296,228 @@ test('CompleteSubcommandsAndCheckpointIds_RP1', function()
   eq({ dir .. '/handoff.capsule.md' }, cl('Soba capsule export ck_8f2a1c ' .. dir .. '/hand'), 'export path')
   eq({ dir .. '/handoff.capsule.md' }, cl('Soba capsule load ' .. dir .. '/h'), 'load path')
   client.execute_sync = orig
+end)
+
+local slash = require('soba.slash')
+
+local function cmd(path, args, bang)
+  return { kind = 'command', path = path, args = args or {}, bang = bang or false }
+end
+
+local function prompt(text)
+  return { kind = 'prompt', text = text }
+end
+
+-- One case per rule of docs/slash-commands.md "Grammar".
+test('SlashGrammarRules', function()
+  for _, c in ipairs({
+    { 'a slash and a command word is a command', '/budget', cmd('budget') },
+    { 'leading blanks are skipped', '  \t/budget', cmd('budget') },
+    { 'the word ends at a blank', '/compact keep notes', cmd('compact', { instructions = 'keep notes' }) },
+    { 'the word ends at a tab', '/compact\tkeep', cmd('compact', { instructions = 'keep' }) },
+    { 'command words hold "-"', '/auto-compact off', cmd('auto-compact', { ['on|off'] = 'off' }) },
+    { 'a path is a prompt', '/usr/bin is missing', prompt('/usr/bin is missing') },
+    { 'a file path is a prompt', '/tmp/x.go fails', prompt('/tmp/x.go fails') },
+    { 'a comment is a prompt', '/*comment*/', prompt('/*comment*/') },
+    { 'a slash and a blank is a prompt', '/ x', prompt('/ x') },
+    { 'a lone slash is a prompt', '/', prompt('/') },
+    { 'upper case is not a command word', '/Budget', prompt('/Budget') },
+    { 'a digit does not end a command word', '/budget2', prompt('/budget2') },
+    { 'text without a leading slash is a prompt', 'fix a/b /budget', prompt('fix a/b /budget') },
+    { 'a prompt is sent as typed', '  plain text  ', prompt('  plain text  ') },
+    { '// sends the rest with one / removed', '//compact means…', prompt('/compact means…') },
+    { '// before an unknown word', '//nope', prompt('/nope') },
+    { '// after leading blanks', '  //x', prompt('  /x') },
+    { '/// keeps two', '///x', prompt('//x') },
+    { 'words are separated by blanks', '/capsule   export  ck_1   a.md',
+      cmd('capsule export', { checkpointId = 'ck_1', path = 'a.md' }) },
+    { 'a quoted word holds blanks', '/capsule export ck_1 "my notes/x.md"',
+      cmd('capsule export', { checkpointId = 'ck_1', path = 'my notes/x.md' }) },
+    { '\\" inside quotes is a quote', '/capsule load "a \\"b\\".md"', cmd('capsule load', { path = 'a "b".md' }) },
+    { 'quotes inside an unquoted word are kept', '/capsule load a"b', cmd('capsule load', { path = 'a"b' }) },
+    { 'free text is the rest of the line', '/milestone parser done, lexer next',
+      cmd('milestone', { note = 'parser done, lexer next' }) },
+    { 'free text loses one pair of surrounding quotes', '/capsule create "handoff auth work"',
+      cmd('capsule create', { title = 'handoff auth work' }) },
+    { 'quoted free text reads \\"', '/pivot "say \\"no\\" to globals"', cmd('pivot', { note = 'say "no" to globals' }) },
+    { 'quotes inside free text are kept', '/compact keep "x" and "y"',
+      cmd('compact', { instructions = 'keep "x" and "y"' }) },
+    { 'free text that only starts and ends with quotes is kept', '/pivot "a" or "b"', cmd('pivot', { note = '"a" or "b"' }) },
+    { 'trailing blanks are not arguments', '/budget  ', cmd('budget') },
+  }) do
+    eq(c[3], slash.parse(c[2]), c[1] .. ' (' .. c[2] .. ')')
+  end
+end)
+
+-- Every command of docs/slash-commands.md "Commands" and the :Soba
+-- subcommand it runs.
+test('SlashCommandsMapToSobaSubcommands', function()
+  for _, c in ipairs({
+    { '/budget', cmd('budget') },
+    { '/compact', cmd('compact') },
+    { '/compact keep the API notes', cmd('compact', { instructions = 'keep the API notes' }) },
+    { '/auto-compact on', cmd('auto-compact', { ['on|off'] = 'on' }) },
+    { '/auto-compact off', cmd('auto-compact', { ['on|off'] = 'off' }) },
+    { '/milestone tests pass', cmd('milestone', { note = 'tests pass' }) },
+    { '/pivot use sqlite', cmd('pivot', { note = 'use sqlite' }) },
+    { '/capsule', cmd('capsule show') },
+    { '/capsule show', cmd('capsule show') },
+    { '/capsule show ck_1', cmd('capsule show', { checkpointId = 'ck_1' }) },
+    { '/capsule list', cmd('capsule list') },
+    { '/capsule create handoff auth work', cmd('capsule create', { title = 'handoff auth work' }) },
+    { '/capsule export ck_abc ./handoff.capsule.md',
+      cmd('capsule export', { checkpointId = 'ck_abc', path = './handoff.capsule.md' }) },
+    { '/capsule export ck_abc ./handoff.capsule.md --overwrite',
+      cmd('capsule export', { checkpointId = 'ck_abc', path = './handoff.capsule.md' }, true) },
+    { '/capsule export ck_abc "--overwrite"', cmd('capsule export', { checkpointId = 'ck_abc', path = '--overwrite' }) },
+    { '/capsule load ./handoff.capsule.md', cmd('capsule load', { path = './handoff.capsule.md' }) },
+    { '/cancel', cmd('cancel') },
+    { '/session new', cmd('session new') },
+    { '/session info', cmd('session info') },
+    { '/session list', cmd('session list') },
+    { '/session resume', cmd('session resume') },
+    { '/session resume s_1', cmd('session resume', { sessionId = 's_1' }) },
+    { '/rewind e_42', cmd('rewind', { entryId = 'e_42' }) },
+  }) do
+    eq(c[2], slash.parse(c[1]), c[1])
+  end
+  local help = slash.parse('/help')
+  eq('help', help.kind, '/help')
+  for _, u in ipairs({ '/budget', '/compact [instructions…]', '/auto-compact on|off', '/milestone <note…>',
+    '/pivot <note…>', '/capsule show [checkpointId]', '/capsule list', '/capsule create <title…>',
+    '/capsule export <checkpointId> <path> [--overwrite]', '/capsule load <path>', '/cancel', '/session new',
+    '/session info', '/session list', '/session resume [sessionId]', '/rewind <entryId>', '/help' }) do
+    ok(help.text:find('\n  ' .. u .. ' ', 1, true), '/help lists ' .. u .. ':\n' .. help.text)
+  end
+end)
+
+test('SlashErrorsNameCommandAndUsage', function()
+  for _, c in ipairs({
+    { '/nope', 'unknown command /nope; commands: /help /budget' },
+    { '/compat keep notes', 'unknown command /compat' },
+    { '/capsule burn', 'unknown command /capsule burn; usage: /capsule | /capsule show [checkpointId] |' },
+    { '/session', '/session needs a subcommand; usage: /session new | /session info' },
+    { '/session old', 'unknown command /session old; usage: /session new' },
+    { '/help me', '/help: unexpected "me"; usage: /help' },
+    { '/budget now', '/budget: unexpected "now"; usage: /budget' },
+    { '/cancel it', '/cancel: unexpected "it"; usage: /cancel' },
+    { '/auto-compact', '/auto-compact: missing on|off; usage: /auto-compact on|off' },
+    { '/auto-compact maybe', '/auto-compact: expected on or off, got "maybe"; usage: /auto-compact on|off' },
+    { '/auto-compact on off', '/auto-compact: unexpected "off"' },
+    { '/milestone', '/milestone: missing <note>; usage: /milestone <note…>' },
+    { '/pivot ""', '/pivot: missing <note>; usage: /pivot <note…>' },
+    { '/capsule create', '/capsule create: missing <title>; usage: /capsule create <title…>' },
+    { '/capsule show ck_1 ck_2', '/capsule show: unexpected "ck_2"; usage: /capsule show [checkpointId]' },
+    { '/capsule list all', '/capsule list: unexpected "all"' },
+    { '/capsule export', '/capsule export: missing <checkpointId>; usage: /capsule export <checkpointId> <path> [--overwrite]' },
+    { '/capsule export ck_1', '/capsule export: missing <path>; usage: /capsule export <checkpointId> <path> [--overwrite]' },
+    { '/capsule export ck_1 --overwrite', '/capsule export: missing <path>' },
+    { '/capsule export ck_1 a.md --force', '/capsule export: unexpected "--force"' },
+    { '/capsule export ck_1 my notes.md', '/capsule export: unexpected "notes.md"' },
+    { '/capsule load', '/capsule load: missing <path>; usage: /capsule load <path>' },
+    { '/capsule load ""', '/capsule load: missing <path>' },
+    { '/capsule load "a.md', '/capsule load: a quote is not closed; usage: /capsule load <path>' },
+    { '/capsule load "a"b', '/capsule load: a closing quote must end the word' },
+    { '/session new now', '/session new: unexpected "now"; usage: /session new' },
+    { '/session resume a b', '/session resume: unexpected "b"; usage: /session resume [sessionId]' },
+    { '/rewind', '/rewind: missing <entryId>; usage: /rewind <entryId>' },
+    { '/rewind e_1 e_2', '/rewind: unexpected "e_2"' },
+  }) do
+    local r = slash.parse(c[1])
+    eq('error', r.kind, c[1] .. ' is an error')
+    ok(r.message:find('soba: ' .. c[2], 1, true),
+      string.format('error for %q is %q, want it to contain %q', c[1], r.message, c[2]))
+  end
+end)
+
+-- The parsed arguments go to the :Soba subcommands unchanged, so each
+-- slash command must name an existing subcommand and its parameters.
+test('SlashCommandsAreSobaSubcommands', function()
+  local function check(name, leaf)
+    local node = { sub = commands.spec }
+    for w in leaf.run:gmatch('%S+') do
+      node = node.sub and node.sub[w]
+    end
+    ok(node and node.run, name .. ' runs :Soba ' .. leaf.run)
+    local names = {}
+    for _, p in ipairs(node.params or {}) do
+      names[p.name] = true
+    end
+    for _, p in ipairs(leaf.params) do
+      ok(names[p.name], name .. ': :Soba ' .. leaf.run .. ' has a parameter ' .. p.name)
+    end
+  end
+  for _, c in ipairs(slash.commands) do
+    if c.leaf then
+      check('/' .. c.word, c.leaf)
+    end
+    for _, s in ipairs(c.sub or {}) do
+      check('/' .. c.word .. ' ' .. s.word, s.leaf)
+    end
+  end
+end)
+
+test('AskRunsSlashCommandsInsteadOfPrompts', function()
+  local sent = {}
+  local orig = client.execute
+  client.execute = function(command, args, cb)
+    sent[#sent + 1] = { command, args }
+    cb(nil, { checkpointId = 'ck_1', path = '/tmp/x', markdown = '## Goal\nship', effectiveTokens = 1,
+      hardLimit = 2, softLimit = 1, contextWindow = 3, turnId = 't1', leafId = 'e_9' }, { id = 98 })
+  end
+  local function ask(text)
+    sent = {}
+    local seen, restore = H.capture_notify()
+    local err = 'not called'
+    commands.run('ask ' .. text, false, function(e)
+      err = e
+    end)
+    restore()
+    return sent, err, seen
+  end
+  for _, c in ipairs({
+    { '/budget', { { 'soba.budget', {} } } },
+    { '  /compact keep notes', { { 'soba.compact', { instructions = 'keep notes' } } } },
+    { '/capsule export ck_1 "a b.md" --overwrite',
+      { { 'soba.capsule.export', { checkpointId = 'ck_1', path = 'a b.md', overwrite = true } } } },
+    { '/capsule create "handoff auth work"', { { 'soba.capsule.create', { title = 'handoff auth work' } } } },
+    { '/rewind e_9', { { 'soba.session.rewind', { entryId = 'e_9' } } } },
+    { '//compact x', { { 'soba.prompt', { text = '/compact x' } } } },
+    { '/usr/bin is missing', { { 'soba.prompt', { text = '/usr/bin is missing' } } } },
+  }) do
+    local got, err = ask(c[1])
+    eq(nil, err, ':Soba ask ' .. c[1] .. ' outcome')
+    eq(c[2], got, ':Soba ask ' .. c[1] .. ' sends')
+  end
+  -- The result shows as :Soba budget shows it.
+  local _, _, via_slash = ask('/budget')
+  local direct, restore = H.capture_notify()
+  commands.run('budget', false)
+  restore()
+  match('^SOBA budget: ', direct[1] and direct[1].msg, ':Soba budget shows the budget')
+  eq(direct, via_slash, '/budget shows what :Soba budget shows')
+  -- /capsule opens the newest capsule like :Soba capsule show.
+  eq({ { 'soba.capsule.show', {} } }, ask('/capsule'), '/capsule sends')
+  eq({ '## Goal', 'ship' }, vim.api.nvim_buf_get_lines(0, 0, -1, false), '/capsule opened the capsule')
+  vim.cmd('only')
+  -- Help and errors send nothing.
+  local none, err, seen = ask('/help')
+  eq({}, none, '/help sends nothing')
+  eq(nil, err, '/help outcome')
+  match('^SOBA slash commands', seen[1] and seen[1].msg, '/help shows the list')
+  none, err = ask('/capsule export ck_1')
+  eq({}, none, 'a bad slash command sends nothing')
+  match('usage: /capsule export <checkpointId> <path> %[%-%-overwrite%]', err and err.message, 'error to done')
+  -- Without a callback (typed :Soba ask) the error is an ERROR notification.
+  sent = {}
+  seen, restore = H.capture_notify()
+  vim.cmd('Soba ask /nope now')
+  restore()
+  eq({}, sent, ':Soba ask /nope sends nothing')
+  eq(1, #seen, 'one notification')
+  eq(vim.log.levels.ERROR, seen[1].level, 'shown as an error')
+  match('unknown command /nope', seen[1].msg, 'error names the command')
+  client.execute = orig
 end)
 
 test('ConfigDefaultsAndErrors_RS1', function()
@@ -386,7 +613,7 @@ test('HelpTags', function()
   vim.opt.rtp:prepend(rtp)
   for _, tag in ipairs({ 'soba', 'soba.txt', ':Soba', 'soba-config', 'soba-statusline', 'soba-lualine',
     'soba-commands', 'soba-autocmds', 'SobaBudget', 'SobaCompaction', 'soba-health', 'soba-progress',
-    'soba-chat', 'soba-approvals', 'soba.setup()', 'soba.statusline()' }) do
+    'soba-chat', 'soba-approvals', 'soba.setup()', 'soba.statusline()', 'soba-slash' }) do
     vim.cmd('help ' .. tag)
     eq('help', vim.bo.buftype, 'help ' .. tag .. ' opens help')
     match('soba%.txt$', vim.api.nvim_buf_get_name(0), 'help ' .. tag .. ' file')

@@ -140,6 +140,44 @@ local function open_scratch(name, lines, filetype)
   return b
 end
 
+-- prompt sends text to the model and shows it in the chat.
+local function prompt(text, done)
+  local chat = require('soba.chat')
+  chat.append({ '', '> ' .. text })
+  if require('soba.config').current.chat.open_on_ask then
+    local win = vim.api.nvim_get_current_win()
+    chat.open()
+    pcall(vim.api.nvim_set_current_win, win)
+  end
+  run('soba.prompt', { text = text }, done, function(r)
+    if r and r.queued then
+      client.notify('soba: prompt queued (turn ' .. str(r.turnId) .. ')')
+    end
+  end)
+end
+
+-- ask sends the user's text to the agent, unless it is a slash command
+-- (|soba-slash|): then it runs that :Soba subcommand, or shows the slash
+-- command's error, and sends nothing to the model.
+local function ask(text, done)
+  local action = require('soba.slash').parse(text)
+  if action.kind == 'command' then
+    return M.dispatch(action.path, action.args, action.bang, done)
+  elseif action.kind == 'help' then
+    client.notify(action.text)
+    if done then
+      done(nil, { text = action.text })
+    end
+    return
+  elseif action.kind == 'error' then
+    if done then
+      return done({ message = action.message }, nil)
+    end
+    return client.notify(action.message, levels.ERROR)
+  end
+  prompt(action.text, done)
+end
+
 -- M.spec describes every subcommand: `params` are taken in order, a
 -- `word` is one blank-separated word, `rest` is the rest of the line.
 -- `run(args, ctx)` gets the parsed arguments and ctx = {bang, done}.
@@ -147,18 +185,7 @@ M.spec = {
   ask = {
     params = { { name = 'text', kind = 'rest' } },
     run = function(a, ctx)
-      local chat = require('soba.chat')
-      chat.append({ '', '> ' .. a.text })
-      if require('soba.config').current.chat.open_on_ask then
-        local win = vim.api.nvim_get_current_win()
-        chat.open()
-        pcall(vim.api.nvim_set_current_win, win)
-      end
-      run('soba.prompt', { text = a.text }, ctx.done, function(r)
-        if r and r.queued then
-          client.notify('soba: prompt queued (turn ' .. str(r.turnId) .. ')')
-        end
-      end)
+      ask(a.text, ctx.done)
     end,
   },
   cancel = {
@@ -345,6 +372,14 @@ M.spec = {
       },
     },
   },
+  rewind = {
+    params = { { name = 'entryId', kind = 'word' } },
+    run = function(a, ctx)
+      run('soba.session.rewind', { entryId = a.entryId }, ctx.done, function(r)
+        client.notify('soba: rewound to ' .. a.entryId .. ' · leaf ' .. str(r and r.leafId))
+      end)
+    end,
+  },
 }
 
 local function names(t)
@@ -411,6 +446,19 @@ function M.parse(line)
     return nil, string.format('soba: unexpected "%s"; usage: %s', trim(rest), usage(p, node))
   end
   return node, args, p
+end
+
+-- M.dispatch runs the :Soba subcommand at path (e.g. "capsule export")
+-- with already parsed arguments, as :Soba[!] path … would.
+function M.dispatch(path, args, bang, done)
+  local node = { sub = M.spec }
+  for w in path:gmatch('%S+') do
+    node = node.sub and node.sub[w]
+    if not node then
+      error('soba: no :Soba subcommand "' .. path .. '"')
+    end
+  end
+  node.run(args, { bang = bang, done = done })
 end
 
 -- M.run parses and runs one :Soba invocation. done(err, result), when
