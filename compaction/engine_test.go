@@ -562,3 +562,27 @@ func TestParseSummaryFreeHeadings(t *testing.T) {
 		t.Fatalf("%+v", st)
 	}
 }
+
+// TestParseSummaryTables: a summary that lists its work as a Markdown table
+// (models do; pi's own compaction summaries do) gives one item per body row,
+// without the header row or the separator.
+func TestParseSummaryTables(t *testing.T) {
+	md := "## Done\n" +
+		"| WP | Description | Status |\n" +
+		"|----|:------------|:------:|\n" +
+		"| WP1 | bash-executor.ts | ✅ |\n" +
+		"| WP2 | AgentSession basic structure | ✅ |\n" +
+		"- plus a bullet\n" +
+		"## Pending\n" +
+		"| WP14 | docs |  |\n"
+	st, err := ParseSummary(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"WP1 · bash-executor.ts · ✅", "WP2 · AgentSession basic structure · ✅", "plus a bullet"}; !slices.Equal(st.Done, want) {
+		t.Errorf("done %q, want %q", st.Done, want)
+	}
+	if want := []string{"WP14 · docs"}; !slices.Equal(st.Pending, want) {
+		t.Errorf("pending %q, want %q", st.Pending, want)
+	}
+}

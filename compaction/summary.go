@@ -171,7 +171,16 @@ func ParseSummary(md string) (capsule.State, error) {
 	section := ""
 	found := 0
 	var goal []string
-	for _, line := range strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n") {
+	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if isTableRow(line) {
+			if i+1 < len(lines) && tableSeparator.MatchString(lines[i+1]) {
+				i++ // a header row and its separator: column names, not items
+				continue
+			}
+			line = tableItem(line)
+		}
 		if m := headingPattern.FindStringSubmatch(line); m != nil {
 			if name, ok := sectionName(m[2]); ok {
 				section = name
@@ -219,6 +228,29 @@ func ParseSummary(md string) (capsule.State, error) {
 	}
 	st.Goal = strings.Join(goal, " ")
 	return st, nil
+}
+
+// Markdown tables, which models (and pi's own summaries) use for work
+// packages: each body row is one item, its cells joined by " · ".
+var tableSeparator = regexp.MustCompile(`^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$`)
+
+func isTableRow(line string) bool {
+	t := strings.TrimSpace(line)
+	return len(t) > 2 && t[0] == '|' && t[len(t)-1] == '|'
+}
+
+// tableItem turns a table row into an item; a separator row becomes blank.
+func tableItem(line string) string {
+	if tableSeparator.MatchString(line) {
+		return ""
+	}
+	var cells []string
+	for _, c := range strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|") {
+		if c = strings.TrimSpace(c); c != "" {
+			cells = append(cells, c)
+		}
+	}
+	return strings.Join(cells, " · ")
 }
 
 func sectionName(h string) (string, bool) {
