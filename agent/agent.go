@@ -117,6 +117,9 @@ type state struct {
 	intents     compaction.Intents
 	phase       string
 	lastResult  *compaction.CompactionResult
+	// declined is the last soft compaction the exact check declined since
+	// the model input last changed shape (recomputeInput clears it).
+	declined *compaction.Declined
 
 	turn  *turnState
 	queue []queuedPrompt
@@ -376,6 +379,7 @@ func (a *Agent) refreshPath(st *state) {
 // compaction never re-triggers itself on the stale figures of the input it
 // replaced.
 func (a *Agent) recomputeInput(st *state) error {
+	st.declined = nil // the model input changed shape: soft triggers judge afresh
 	m, err := MeasureInput(newPathView(st.store, st.path, 0, st.latest), st.base, a.opt.Counter)
 	if err != nil {
 		return err

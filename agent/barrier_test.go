@@ -438,3 +438,66 @@ func TestCompactRequestCancelledBeforeItStarts(t *testing.T) {
 		t.Fatalf("pending intents %v after the request was withdrawn", b.Pending)
 	}
 }
+
+// TestDeclinedCompactionWaitsForGrowth_RG6_RR2: when the exact check (R-R2)
+// declines a soft compaction, the turns after it do not run the same
+// barrier again (with a model summarizer, a summary request each turn)
+// until enough history has been added for it to pass.
+func TestDeclinedCompactionWaitsForGrowth_RG6_RR2(t *testing.T) {
+	var script []providertest.Reply
+	for range 12 {
+		script = append(script, providertest.Text("answer "+bigText))
+	}
+	f := newFixture(t, func(o *Options) {
+		smallWindow(o)
+		// R-R1 sees (effective − keep) / effective; R-R2 also pays for the
+		// system prompt and the capsule, so a high ratio floor passes the
+		// first and fails the second.
+		o.Compaction.MinSavingsRatio = 0.55
+		o.Compaction.ContextWindow = 40000 // far from the hard limit: only soft triggers here
+	}, script...)
+	barriers := func() (starts int, declined int) {
+		f.rec.mu.Lock()
+		defer f.rec.mu.Unlock()
+		for _, c := range f.rec.comps {
+			if c.Phase == "start" {
+				starts++
+			}
+			if c.Phase == "end" && c.CompactionResult != nil && c.CompactionResult.Outcome == compaction.OutcomeSkipped &&
+				strings.HasPrefix(c.CompactionResult.Reason, "the capsule would") {
+				declined++
+			}
+		}
+		return starts, declined
+	}
+	turn := 0
+	for ; turn < 8; turn++ {
+		f.prompt(t, "question "+bigText)
+		if _, declined := barriers(); declined > 0 {
+			break
+		}
+	}
+	startsAtDecline, declined := barriers()
+	if declined == 0 {
+		t.Fatalf("no soft compaction was declined by R-R2 in %d turns (%d barriers); the test proves nothing", turn+1, startsAtDecline)
+	}
+	for range 3 { // a few tokens each: far from enough
+		f.prompt(t, "ok")
+	}
+	if starts, _ := barriers(); starts != startsAtDecline {
+		for _, c := range f.rec.comps {
+			if c.CompactionResult != nil {
+				t.Logf("%s %s %s %s", c.Phase, c.Trigger, c.CompactionResult.Outcome, c.CompactionResult.Reason)
+			} else {
+				t.Logf("%s %s", c.Phase, c.Trigger)
+			}
+		}
+		t.Fatalf("%d more barriers ran after the decline with almost no growth", starts-startsAtDecline)
+	}
+	for range 3 { // now the history grows by thousands of tokens
+		f.prompt(t, "question "+bigText+bigText)
+	}
+	if starts, _ := barriers(); starts == startsAtDecline {
+		t.Fatal("soft compaction never ran again once the history had grown")
+	}
+}

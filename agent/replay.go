@@ -77,14 +77,20 @@ type recordedTurn struct {
 }
 
 // readRecording walks a session's leaf path into turns and recorded results.
-func readRecording(path string) ([]recordedTurn, map[string]session.ToolResult, error) {
+// The provider usage recorded in an imported session measured another
+// agent's requests (its own system prompt, its own compactions), not the
+// requests this replay makes, so it is dropped there and the budget is
+// estimated; foreign says so.
+func readRecording(path string) (turns []recordedTurn, results map[string]session.ToolResult, foreign bool, err error) {
 	s, _, err := session.Open(path, session.Options{})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	defer s.Close()
-	var turns []recordedTurn
-	results := map[string]session.ToolResult{}
+	if h, ok := s.Header(); ok && h.ImportedFrom != "" {
+		foreign = true
+	}
+	results = map[string]session.ToolResult{}
 	for _, m := range s.Path() {
 		switch m.Type {
 		case session.TypeUser, session.TypeAssistant, session.TypeToolResult:
@@ -93,7 +99,10 @@ func readRecording(path string) ([]recordedTurn, map[string]session.ToolResult, 
 		}
 		e, err := s.Load(m.ID)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
+		}
+		if foreign && e.Assistant != nil {
+			e.Assistant.Usage = nil
 		}
 		switch {
 		case e.User != nil:
@@ -109,9 +118,9 @@ func readRecording(path string) ([]recordedTurn, map[string]session.ToolResult, 
 		}
 	}
 	if len(turns) == 0 {
-		return nil, nil, fmt.Errorf("replay: %s has no user message to replay", path)
+		return nil, nil, false, fmt.Errorf("replay: %s has no user message to replay", path)
 	}
-	return turns, results, nil
+	return turns, results, foreign, nil
 }
 
 // ReplayOptions configure Replay.
@@ -137,7 +146,7 @@ type ReplayReport struct {
 // from the record, tools are not re-executed. It prints budgets, barrier
 // progress and result lines to opt.Out.
 func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayReport, error) {
-	turns, results, err := readRecording(recording)
+	turns, results, foreign, err := readRecording(recording)
 	if err != nil {
 		return ReplayReport{}, err
 	}
@@ -158,6 +167,9 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 	fmt.Fprintf(opt.Out, "replaying %d turns of %s\nlimits: hard %s, soft %s (context window %s, max output %s, reserve %s)\n",
 		len(turns), filepath.Base(recording), compaction.Thousands(c.HardLimit()), compaction.Thousands(c.SoftLimit()), compaction.Thousands(c.ContextWindow),
 		compaction.Thousands(c.MaxOutputTokens), compaction.Thousands(c.SafetyReserveTokens))
+	if foreign {
+		fmt.Fprintln(opt.Out, "imported session: its recorded provider usage measured the other agent's requests, so budgets here are estimated")
+	}
 	rep := ReplayReport{SessionPath: info.Path}
 	for i, t := range turns {
 		if ctx.Err() != nil {

@@ -72,7 +72,7 @@ func (a *Agent) endTurn(turnID, outcome string, ferr error) {
 		st.phase = compaction.StateIdle
 		if outcome == "completed" {
 			eff, _ := st.effective()
-			if compaction.TurnCompleteIntent(eff, a.opt.Compaction, st.autoCompact) {
+			if compaction.TurnCompleteIntent(eff, a.opt.Compaction, st.autoCompact, st.declined) {
 				st.intents.Add(compaction.TriggerTurnComplete)
 			}
 		}
@@ -171,7 +171,7 @@ func (a *Agent) preflight(ctx context.Context, turnID string) error {
 	if e := a.do(func(st *state) {
 		eff, _ := st.effective()
 		d := compaction.Preflight(compaction.PreflightInput{Effective: eff, Config: a.opt.Compaction, AutoCompact: st.autoCompact,
-			Pending: st.intents, SoftAttempted: st.turn != nil && st.turn.softAttempted})
+			Pending: st.intents, SoftAttempted: st.turn != nil && st.turn.softAttempted, Declined: st.declined})
 		for _, c := range d.Consume {
 			st.intents.Consume(c)
 		}
@@ -304,6 +304,10 @@ func (a *Agent) finishCompaction(res compaction.CompactionResult, p compaction.P
 	_ = a.do(func(st *state) {
 		if st.compacting != nil && st.compacting.operationID == res.OperationID {
 			st.compacting.cancel()
+			if d := res.Declined; d != nil && compaction.IsSoft(p.Trigger) {
+				// Soft triggers wait until this could pass (Declined.Blocks).
+				st.declined = &compaction.Declined{Before: d.Before, After: d.After, Effective: st.compacting.effectiveBefore}
+			}
 			if res.Outcome == compaction.OutcomeCompleted {
 				res = inBudgetTerms(res, st.compacting.effectiveBefore, st)
 			}

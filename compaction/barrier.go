@@ -136,7 +136,8 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 		return CompactionResult{Outcome: OutcomeFailed, Reason: err.Error(), TokensBefore: p.TokensBefore}
 	}
 	if ok, why := p.Accept(cp); !ok {
-		return CompactionResult{Outcome: OutcomeSkipped, Reason: why, TokensBefore: p.TokensBefore}
+		return CompactionResult{Outcome: OutcomeSkipped, Reason: why, TokensBefore: p.TokensBefore,
+			Declined: &Declined{Before: p.TokensBefore, After: cp.TokensAfter}}
 	}
 	switch err := in.Appender.AppendCapsule(ctx, p.ExpectedLeaf, cp.Entry); {
 	case errors.Is(err, ErrStale):

@@ -60,6 +60,10 @@ type CompactionResult struct {
 	DurationMs      int64   `json:"durationMs"`
 	Reason          string  `json:"reason"`
 	Line            string  `json:"line"`
+	// Declined is set on a soft compaction the exact check (R-R2) declined:
+	// the figures it measured, for the next soft triggers to wait on. It is
+	// the engine's, not the wire's.
+	Declined *Declined `json:"-"`
 }
 
 // CapsuleResult is the completed compaction a recorded capsule stands for,

@@ -37,3 +37,29 @@ func PostGenerationROI(trigger string, before, after int, c Config) (bool, strin
 	}
 	return true, ""
 }
+
+// Declined remembers the last soft compaction the exact check (R-R2)
+// declined: the continuation measured Before tokens and its capsule would
+// have left After, when the session's effective input was Effective.
+// Running the same barrier again before the history has grown enough would
+// only be declined again, at the cost of a summary request each turn when a
+// model summarizes, so soft triggers wait for that growth (Blocks).
+type Declined struct {
+	Before, After, Effective int
+}
+
+// Blocks reports whether a soft trigger at effective would be declined
+// again: even if every token added since counted as reclaimed (the keep
+// window moves forward by what is appended; the capsule does not shrink),
+// the gate of R-R2 would still fail. A nil Declined blocks nothing.
+func (d *Declined) Blocks(effective int, c Config) (bool, string) {
+	if d == nil {
+		return false, ""
+	}
+	grown := max(0, effective-d.Effective)
+	if ok, _ := PostGenerationROI(TriggerTurnComplete, d.Before+grown, d.After, c); ok {
+		return false, ""
+	}
+	return true, fmt.Sprintf("the last soft compaction would have reclaimed only %d tokens; %d tokens added since cannot make it worthwhile",
+		max(0, d.Before-d.After), grown)
+}

@@ -80,6 +80,10 @@ type PreflightInput struct {
 	// SoftAttempted is true once a soft compaction was attempted in the
 	// current agent turn (R-G5).
 	SoftAttempted bool
+	// Declined is the last soft compaction the exact check declined since
+	// the model input last changed shape, or nil; soft triggers wait until
+	// one could pass (Declined.Blocks).
+	Declined *Declined
 }
 
 // Decision is the preflight's choice: at most one trigger, or none.
@@ -135,10 +139,16 @@ func Preflight(in PreflightInput) Decision {
 			// this moment, and a later preflight re-evaluates afresh.
 			return Decision{Consume: []string{t}, Reason: why}
 		}
+		if blocked, why := in.Declined.Blocks(in.Effective, c); blocked {
+			return Decision{Consume: []string{t}, Reason: why}
+		}
 		return Decision{Trigger: t, Consume: []string{t}}
 	}
 	if in.Effective >= c.SoftLimit() {
 		if ok, why := PreGenerationROI(in.Effective, c); !ok {
+			return Decision{Reason: why}
+		}
+		if blocked, why := in.Declined.Blocks(in.Effective, c); blocked {
 			return Decision{Reason: why}
 		}
 		return Decision{Trigger: TriggerAutoThreshold}
@@ -148,12 +158,17 @@ func Preflight(in PreflightInput) Decision {
 
 // TurnCompleteIntent reports whether a completed turn records a
 // turn_complete intent (R-G6): with auto and compactOnTurnComplete, when the
-// effective context is at least minTokensForAutoCompact and R-R1 passes.
-func TurnCompleteIntent(effective int, c Config, autoCompact bool) bool {
+// effective context is at least minTokensForAutoCompact, R-R1 passes, and
+// the last declined soft compaction (nil when none) does not show that the
+// exact check would decline it again ("worthwhile", R-G6).
+func TurnCompleteIntent(effective int, c Config, autoCompact bool, declined *Declined) bool {
 	if !c.Auto || !autoCompact || !c.CompactOnTurnComplete {
 		return false
 	}
 	if effective < c.MinTokensForAutoCompact {
+		return false
+	}
+	if blocked, _ := declined.Blocks(effective, c); blocked {
 		return false
 	}
 	ok, _ := PreGenerationROI(effective, c)

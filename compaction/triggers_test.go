@@ -187,7 +187,7 @@ func TestTurnCompleteIntent_RG6(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cc := c
 			tt.mod(&cc)
-			if got := TurnCompleteIntent(tt.effective, cc, tt.auto); got != tt.want {
+			if got := TurnCompleteIntent(tt.effective, cc, tt.auto, nil); got != tt.want {
 				t.Fatalf("TurnCompleteIntent = %v, want %v", got, tt.want)
 			}
 		})
@@ -285,5 +285,65 @@ func TestPostGenerationGate_RR2(t *testing.T) {
 		if ok, why := PostGenerationROI(tt.trigger, tt.before, tt.after, c); ok != tt.ok {
 			t.Fatalf("%s %d→%d: ok=%v (%s), want %v", tt.trigger, tt.before, tt.after, ok, why, tt.ok)
 		}
+	}
+}
+
+// TestDeclinedWaitsForGrowth_RG6_RR2: after the exact check (R-R2) declined
+// a soft compaction, soft triggers wait until the history added since could
+// make the same compaction pass; the hard limit and the user never wait.
+func TestDeclinedWaitsForGrowth_RG6_RR2(t *testing.T) {
+	c := DefaultConfig() // minReclaimableTokens 12000, minSavingsRatio 0.2
+	// 36,140 tokens measured, the capsule would have left 24,779: 11,361
+	// reclaimed (the replay of the real pi session).
+	d := &Declined{Before: 36140, After: 24779, Effective: 36140}
+	for _, tc := range []struct {
+		name      string
+		effective int
+		blocked   bool
+	}{
+		{"no growth", 36140, true},
+		{"638 tokens more: 11,999 at best", 36778, true},
+		{"639 tokens more: could reach 12,000", 36779, false},
+		{"smaller input (a rewind would reset it anyway)", 30000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			blocked, why := d.Blocks(tc.effective, c)
+			if blocked != tc.blocked || (blocked && !strings.Contains(why, "11361")) {
+				t.Fatalf("Blocks(%d) = %v %q, want %v", tc.effective, blocked, why, tc.blocked)
+			}
+			if got := TurnCompleteIntent(tc.effective, c, true, d); got == tc.blocked {
+				t.Errorf("TurnCompleteIntent = %v while blocked = %v", got, tc.blocked)
+			}
+		})
+	}
+	// The savings ratio is part of the gate too: 10% saved needs growth.
+	ratio := &Declined{Before: 100000, After: 90000, Effective: 100000}
+	rc := c
+	rc.MinReclaimableTokens, rc.MinSavingsRatio = 1000, 0.2
+	if blocked, _ := ratio.Blocks(100000, rc); !blocked {
+		t.Error("a declined 10% saving does not block at the same size")
+	}
+	if blocked, _ := (*Declined)(nil).Blocks(1, c); blocked {
+		t.Error("nil blocks")
+	}
+
+	soft := PreflightInput{Effective: 40000, Config: c, AutoCompact: true, Declined: &Declined{Before: 40000, After: 30000, Effective: 40000}}
+	if got := Preflight(soft); got.Due() || !strings.Contains(got.Reason, "cannot make it worthwhile") {
+		t.Errorf("auto_threshold after a decline: %+v", got)
+	}
+	soft.Pending.Add(TriggerTurnComplete)
+	if got := Preflight(soft); got.Due() || len(got.Consume) != 1 {
+		t.Errorf("turn_complete intent after a decline: %+v, want consumed and declined", got)
+	}
+	hard := soft
+	hard.Effective = c.HardLimit() + 1
+	if got := Preflight(hard); got.Trigger != TriggerHardLimit {
+		t.Errorf("hard limit after a decline: %+v", got)
+	}
+	user := soft
+	user.Pending = Intents{}
+	user.Pending.Add(TriggerUser)
+	if got := Preflight(user); got.Trigger != TriggerUser {
+		t.Errorf("user compact after a decline: %+v", got)
 	}
 }
