@@ -442,3 +442,24 @@ func TestOfflineBudgetIsTheServers_RO1(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayOfImportIsEstimated_RO1: replaying an imported session does not
+// trust the usage the other agent's provider reported (it measured that
+// agent's requests, not the replay's): budgets are estimated, and the
+// replay says why.
+func TestReplayOfImportIsEstimated_RO1(t *testing.T) {
+	ws, file := importInto(t, fixturePath("claude-code.jsonl"))
+	if b, _, _ := runCLI(t, ws, "budget", file); !strings.Contains(b, `"provider_usage"`) {
+		t.Fatalf("the fixture's budget does not come from provider usage, so the test proves nothing: %s", b)
+	}
+	out, errs, code := runCLI(t, ws, "replay", file)
+	if code != 0 && !strings.Contains(errs, "no compaction completed") { // the fixture is small
+		t.Fatalf("replay: exit %d %s", code, errs)
+	}
+	if !strings.Contains(out, "imported session: its recorded provider usage measured the other agent's requests") {
+		t.Errorf("replay does not say why budgets are estimated:\n%s", out)
+	}
+	if strings.Contains(out, "(provider_usage)") || !strings.Contains(out, "(estimated)") {
+		t.Errorf("replay of an import used the recorded usage:\n%s", out)
+	}
+}
