@@ -52,17 +52,18 @@ export function capsuleCreateArgs(title: string | undefined): { title: string } 
 
 /**
  * capsuleExportArgs builds soba.capsule.export's `{checkpointId, path,
- * overwrite?}`. overwrite is sent only when the file exists, because the save
- * dialog has then already asked the user to replace it.
+ * overwrite?}`. overwrite is sent only when true: the save dialog has already
+ * asked the user to replace an existing file, or `/capsule export … --overwrite`
+ * says so.
  */
 export function capsuleExportArgs(
   checkpointId: string | undefined,
   path: string | undefined,
-  exists: boolean,
+  overwrite: boolean,
 ): { checkpointId: string; path: string; overwrite?: boolean } {
   if (!checkpointId) throw new ArgumentError('checkpointId', 'SOBA: pick a checkpoint to export');
   if (!path) throw new ArgumentError('path', 'SOBA: choose where to save the capsule');
-  return exists ? { checkpointId, path, overwrite: true } : { checkpointId, path };
+  return overwrite ? { checkpointId, path, overwrite: true } : { checkpointId, path };
 }
 
 /** capsuleLoadArgs builds soba.capsule.load's `{path}`. */
@@ -80,6 +81,13 @@ export function capsuleShowArgs(checkpointId?: string): { checkpointId?: string 
 export function sessionResumeArgs(sessionId: string | undefined): { sessionId: string } {
   if (!sessionId) throw new ArgumentError('sessionId', 'SOBA: pick a session to resume');
   return { sessionId };
+}
+
+/** sessionRewindArgs builds soba.session.rewind's `{entryId}`. */
+export function sessionRewindArgs(entryId: string | undefined): { entryId: string } {
+  const t = (entryId ?? '').trim();
+  if (t === '') throw new ArgumentError('entryId', 'SOBA: name the entry to rewind to');
+  return { entryId: t };
 }
 
 /** suggestedCapsuleName is the default file name of an exported capsule. */

@@ -20,10 +20,11 @@ import {
   promptArgs,
   sessionPickItems,
   sessionResumeArgs,
+  sessionRewindArgs,
   suggestedCapsuleName,
   type CheckpointKind,
 } from './args';
-import { budgetSummary, resultLine } from './format';
+import { budgetSummary, capsuleListLines, resultLine, sessionListLines } from './format';
 import {
   ServerCommand,
   type Budget,
@@ -40,9 +41,11 @@ import {
   type SessionListItem,
   type SessionNewResult,
   type SessionResumeResult,
+  type SessionRewindResult,
 } from './protocol';
 import { errorMessage, type ServerLink } from './server';
 import type { SidebarModel } from './sidebar/model';
+import { parseSlash, slashHelp, type SlashCommand } from './slash';
 
 /** Extension command IDs of the palette. */
 export const PaletteCommand = {
@@ -58,10 +61,62 @@ export const PaletteCommand = {
   exportCapsule: 'soba-vscode.exportCapsule',
   loadCapsule: 'soba-vscode.loadCapsule',
   showLatestCapsule: 'soba-vscode.showLatestCapsule',
+  listCapsules: 'soba-vscode.listCapsules',
   newSession: 'soba-vscode.newSession',
   resumeSession: 'soba-vscode.resumeSession',
   showSessionInfo: 'soba-vscode.showSessionInfo',
+  listSessions: 'soba-vscode.listSessions',
+  rewindSession: 'soba-vscode.rewindSession',
 } as const;
+
+/**
+ * SlashRun is how a slash command runs: a palette command with the arguments
+ * that skip its prompts, or `help`, which lists the slash commands.
+ */
+export type SlashRun = { palette: string; args: unknown[] } | { help: true };
+
+/** slashRun maps a slash command (slash.ts) to the palette command that runs it. */
+export function slashRun(c: SlashCommand): SlashRun {
+  const run = (palette: string, ...args: unknown[]): SlashRun => ({ palette, args });
+  switch (c.name) {
+    case 'help':
+      return { help: true };
+    case 'budget':
+      return run(PaletteCommand.showBudget);
+    case 'compact':
+      // '' (not undefined) so the focus-instructions box is not shown.
+      return run(PaletteCommand.compact, c.instructions);
+    case 'auto-compact':
+      return run(c.enabled ? PaletteCommand.autoCompactOn : PaletteCommand.autoCompactOff);
+    case 'milestone':
+      return run(PaletteCommand.markMilestone, c.note);
+    case 'pivot':
+      return run(PaletteCommand.markPlanPivot, c.note);
+    case 'capsule show':
+      return run(PaletteCommand.showLatestCapsule, c.checkpointId);
+    case 'capsule list':
+      return run(PaletteCommand.listCapsules);
+    case 'capsule create':
+      return run(PaletteCommand.createCapsule, c.title);
+    case 'capsule export':
+      return run(PaletteCommand.exportCapsule, c.checkpointId, c.path, c.overwrite);
+    case 'capsule load':
+      return run(PaletteCommand.loadCapsule, c.path);
+    case 'cancel':
+      return run(PaletteCommand.cancel);
+    case 'session new':
+      return run(PaletteCommand.newSession);
+    case 'session info':
+      return run(PaletteCommand.showSessionInfo);
+    case 'session list':
+      return run(PaletteCommand.listSessions);
+    case 'session resume':
+      // Without an id the handler asks with its quick pick, as the palette does.
+      return run(PaletteCommand.resumeSession, c.sessionId);
+    case 'rewind':
+      return run(PaletteCommand.rewindSession, c.entryId);
+  }
+}
 
 /** OutputLike is the part of vscode.OutputChannel the commands write to. */
 export interface OutputLike {
@@ -128,6 +183,13 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
     void vscode.window.showInformationMessage(msg);
   };
   const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+  /** listed writes what was listed and its lines to the output, reveals it, and says so. */
+  const listed = (what: string, lines: string[]) => {
+    output.appendLine(`SOBA: ${what}${lines.length > 0 ? ':' : ''}`);
+    for (const l of lines) output.appendLine(`  ${l}`);
+    if (lines.length > 0) output.show(true);
+    void vscode.window.showInformationMessage(`SOBA: ${what}${lines.length > 0 ? ' (listed in the SOBA output)' : ''}`);
+  };
 
   const budget = async (b: Budget) => {
     ctx.status.setBudget(b);
@@ -150,13 +212,40 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
     return r;
   };
 
-  return {
+  /**
+   * slash runs a slash command typed in Ask or the sidebar through the
+   * palette command's own guarded handler, so its result and its failure are
+   * shown exactly as the palette shows them.
+   */
+  const slash = (c: SlashCommand) => {
+    const r = slashRun(c);
+    if ('help' in r) {
+      for (const l of slashHelp().split('\n')) output.appendLine(l);
+      output.show(true);
+      return Promise.resolve(undefined);
+    }
+    return guarded(r.palette, handlers[r.palette], output)(...r.args);
+  };
+
+  const handlers: Record<string, Handler> = {
     [PaletteCommand.ask]: async (textArg) => {
-      const text =
+      const typed =
         str(textArg) ??
-        (await vscode.window.showInputBox({ title: 'SOBA: Ask', prompt: 'Ask the agent', placeHolder: 'e.g. add a test for the parser' }));
-      if (text === undefined) return undefined;
-      const args = promptArgs(text);
+        (await vscode.window.showInputBox({
+          title: 'SOBA: Ask',
+          prompt: 'Ask the agent, or type a slash command (/help lists them)',
+          placeHolder: 'e.g. add a test for the parser',
+        }));
+      if (typed === undefined) return undefined;
+      const parsed = parseSlash(typed);
+      if (parsed.kind === 'error') {
+        // Nothing reaches the server or the model.
+        output.appendLine(parsed.message);
+        void vscode.window.showErrorMessage(parsed.message);
+        return undefined;
+      }
+      if (parsed.kind === 'command') return slash(parsed.command);
+      const args = promptArgs(parsed.text);
       const r = await server.execute<PromptResult>(ServerCommand.prompt, args);
       model.applyUserPrompt(r.turnId, args.text);
       ctx.changed();
@@ -225,7 +314,9 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       return r;
     },
 
-    [PaletteCommand.exportCapsule]: async (checkpointArg, pathArg) => {
+    // overwriteArg (from /capsule export … --overwrite) decides alone; the
+    // palette's save dialog has already asked about an existing file.
+    [PaletteCommand.exportCapsule]: async (checkpointArg, pathArg, overwriteArg) => {
       let checkpointId = str(checkpointArg);
       let title = '';
       if (!checkpointId) {
@@ -253,7 +344,8 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
         target = uri.fsPath;
       }
       const file = absolute(target, ctx.workspaceRoot());
-      const r = await server.execute<CapsuleExportResult>(ServerCommand.capsuleExport, capsuleExportArgs(checkpointId, file, ctx.fileExists(file)));
+      const overwrite = typeof overwriteArg === 'boolean' ? overwriteArg : ctx.fileExists(file);
+      const r = await server.execute<CapsuleExportResult>(ServerCommand.capsuleExport, capsuleExportArgs(checkpointId, file, overwrite));
       const out = absolute(r.path, ctx.workspaceRoot());
       output.appendLine(`SOBA: exported ${checkpointId} · ${out}`);
       void vscode.window.showInformationMessage(`SOBA: exported capsule ${checkpointId}`, 'Open').then((c) => {
@@ -296,6 +388,12 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       return r;
     },
 
+    [PaletteCommand.listCapsules]: async () => {
+      const list = await server.execute<CapsuleListItem[]>(ServerCommand.capsuleList, {});
+      listed(list.length === 0 ? 'no checkpoints yet. Create a capsule or compact first.' : `${count(list.length, 'checkpoint')}, newest first`, capsuleListLines(list));
+      return list;
+    },
+
     [PaletteCommand.newSession]: async () => {
       const r = await server.execute<SessionNewResult>(ServerCommand.sessionNew, {});
       model.reset();
@@ -331,7 +429,41 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       info(`SOBA: session ${r.sessionId} · ${r.entries} entries · leaf ${r.leafId} · ${r.path}`);
       return r;
     },
+
+    [PaletteCommand.listSessions]: async () => {
+      const [list, current] = await Promise.all([
+        server.execute<SessionListItem[]>(ServerCommand.sessionList, {}),
+        server.execute<SessionInfo>(ServerCommand.sessionInfo, {}).catch(() => undefined),
+      ]);
+      listed(list.length === 0 ? 'no sessions yet' : `${count(list.length, 'session')}, most recent first`, sessionListLines(list, current?.sessionId));
+      return list;
+    },
+
+    [PaletteCommand.rewindSession]: async (entryArg) => {
+      const entryId =
+        str(entryArg) ??
+        (await vscode.window.showInputBox({
+          title: 'SOBA: Rewind Session',
+          prompt: 'Entry to move the leaf back to; new entries branch from there (the transcript keeps the rest)',
+          placeHolder: 'entry id, e.g. from SOBA: Show Session Info',
+        }));
+      if (entryId === undefined) return undefined;
+      const args = sessionRewindArgs(entryId);
+      const r = await server.execute<SessionRewindResult>(ServerCommand.sessionRewind, args);
+      // The conversation shown so far is past the new leaf.
+      model.reset();
+      ctx.changed();
+      // The leaf is the entry that records the rewind (hanging from the target), not the target itself.
+      info(`SOBA: rewound the session to ${args.entryId} · leaf ${r.leafId}`);
+      return r;
+    },
   };
+  return handlers;
+}
+
+/** count is "1 checkpoint", "3 checkpoints". */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 /**

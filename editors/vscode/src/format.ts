@@ -1,6 +1,6 @@
 // Pure formatting of the budget and compaction state for the status bar, the
 // sidebar and messages. Nothing here imports vscode, so it is unit-tested as is.
-import type { Budget, CompactionEvent, CompactionResult } from './protocol';
+import type { Budget, CapsuleListItem, CompactionEvent, CompactionResult, SessionListItem } from './protocol';
 
 /** BudgetLevel is the colour class of the status bar item. */
 export type BudgetLevel = 'normal' | 'warning' | 'error';
@@ -130,6 +130,27 @@ export function budgetSummary(b: Budget): string {
   ];
   if (b.pending && b.pending.length > 0) parts.push(`pending ${b.pending.join(', ')}`);
   return `SOBA budget · ${parts.join(' · ')}`;
+}
+
+/**
+ * capsuleListLines are the lines of "SOBA: List Capsules" (/capsule list),
+ * newest first, id first so it can be copied into /capsule export.
+ */
+export function capsuleListLines(list: CapsuleListItem[]): string[] {
+  return newestFirst(list, (c) => c.createdAt).map((c) =>
+    [c.checkpointId, c.trigger, c.quality || '—', c.createdAt, c.title ? `"${c.title}"` : ''].filter((x) => x !== '').join(' · '),
+  );
+}
+
+/** sessionListLines are the lines of "SOBA: List Sessions" (/session list), most recently updated first. */
+export function sessionListLines(list: SessionListItem[], current?: string): string[] {
+  return newestFirst(list, (s) => s.updatedAt).map(
+    (s) => `${s.sessionId} · ${s.entries} entries · ${s.updatedAt} · ${s.path}${s.sessionId === current ? ' · current' : ''}`,
+  );
+}
+
+function newestFirst<T>(list: T[], at: (x: T) => string): T[] {
+  return [...list].sort((a, b) => (at(a) < at(b) ? 1 : at(a) > at(b) ? -1 : 0));
 }
 
 /**

@@ -118,6 +118,7 @@ export interface SessionInfo { sessionId: string; path: string; flightPath: stri
 export interface SessionListItem { sessionId: string; path: string; updatedAt: string; entries: number }
 export interface SessionNewResult { sessionId: string; path: string }
 export interface SessionResumeResult { sessionId: string; path: string; leafId: string }
+export interface SessionRewindResult { leafId: string }
 
 /** Approval actions of window/showMessageRequest (lsp/approve.go). */
 export const ApprovalAction = {

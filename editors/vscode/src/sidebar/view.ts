@@ -66,7 +66,7 @@ export class SidebarView implements vscode.WebviewViewProvider, vscode.Disposabl
 <body>
 <div class="toolbar"><button data-command="soba-vscode.compact" title="Compact Context">Compact</button><button data-command="soba-vscode.cancel" title="Cancel the turn or compaction">Cancel</button><button data-command="soba-vscode.showLatestCapsule" title="Show the latest capsule">Capsule</button></div>
 <div id="content"><p class="muted">Starting soba-lsp…</p></div>
-<form id="ask"><textarea id="prompt" rows="3" placeholder="Ask SOBA… (Enter to send, Shift+Enter for a new line)"></textarea><button type="submit">Ask</button></form>
+<form id="ask"><textarea id="prompt" rows="3" placeholder="Ask SOBA, or /help for commands… (Enter to send, Shift+Enter for a new line)"></textarea><button type="submit">Ask</button></form>
 <script nonce="${nonce}" src="${js}"></script>
 </body></html>`;
   }

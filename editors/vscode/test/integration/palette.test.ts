@@ -99,6 +99,23 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     expect(on.autoCompact).toBe(true);
   });
 
+  it('slash commands typed in Ask: /budget and /auto-compact off reach the server, a bad one does not', async () => {
+    const b = (await handlers[PaletteCommand.ask]('/budget')) as Budget;
+    expect(b.hardLimit).toBeGreaterThan(0);
+    expect(shown().some((m) => m.startsWith('SOBA budget · '))).toBe(true);
+    const off = (await handlers[PaletteCommand.ask]('/auto-compact off')) as Budget;
+    expect(off.autoCompact).toBe(false);
+    expect(shown()).toContain('SOBA: auto-compact is off (the hard limit still compacts)');
+    expect(await handlers[PaletteCommand.ask]('/auto-compact maybe')).toBeUndefined();
+    expect(fake.messages.filter((m) => m.level === 'error').map((m) => m.message)).toEqual([
+      'SOBA: /auto-compact: expected on or off, not "maybe" · usage: /auto-compact on|off',
+    ]);
+    const on = (await handlers[PaletteCommand.ask]('  /auto-compact on')) as Budget;
+    expect(on.autoCompact).toBe(true);
+    // No turn was started by any of them.
+    expect(s.model.snapshot().stream.filter((i) => i.kind === 'user').map((i) => i.text)).not.toContain('/budget');
+  });
+
   it('Mark Milestone and Mark Plan Pivot', async () => {
     fake.answers.inputBox.push('read the notes', 'switch plan');
     const m = (await handlers[PaletteCommand.markMilestone]()) as { checkpointId: string };
@@ -139,6 +156,22 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     expect(fs.existsSync(path.resolve(s.workspace, r.path))).toBe(true);
   });
 
+  it('/capsule list lists it, /capsule export refuses to overwrite without --overwrite', async () => {
+    const list = (await handlers[PaletteCommand.ask]('/capsule list')) as { checkpointId: string }[];
+    expect(list.map((c) => c.checkpointId)).toContain(checkpointId);
+    expect(lines().some((l) => l.startsWith(`  ${checkpointId} · `))).toBe(true);
+    const rel = 'slash handoff.capsule.md';
+    await handlers[PaletteCommand.ask](`/capsule export ${checkpointId} "${rel}"`);
+    expect(fs.existsSync(path.join(s.workspace, rel))).toBe(true);
+    fake.messages = [];
+    await handlers[PaletteCommand.ask](`/capsule export ${checkpointId} "${rel}"`);
+    expect(fake.messages[0]).toMatchObject({ level: 'error' });
+    expect(fake.messages[0].message).toMatch(/^SOBA: exportCapsule failed: /);
+    fake.messages = [];
+    await handlers[PaletteCommand.ask](`/capsule export ${checkpointId} "${rel}" --overwrite`);
+    expect(shown()[0]).toBe(`SOBA: exported capsule ${checkpointId}`);
+  });
+
   it('Export Capsule: pick from soba.capsule.list, then the save dialog', async () => {
     const target = path.join(s.workspace, 'handoff.capsule.md');
     fake.answers.quickPick.push((items: { value: { checkpointId: string } }[]) => items.find((i) => i.value.checkpointId === checkpointId) ?? items[0]);
@@ -176,6 +209,21 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     const r = (await handlers[PaletteCommand.resumeSession]()) as { sessionId: string };
     expect(r.sessionId).toBe(first);
     expect(shown()[2]).toMatch(new RegExp(`^SOBA: resumed session ${first} at `));
+  });
+
+  it('/session list and /rewind to the leaf of /session info', async () => {
+    const list = (await handlers[PaletteCommand.ask]('/session list')) as { sessionId: string }[];
+    expect(list.length).toBeGreaterThanOrEqual(1);
+    expect(lines().some((l) => l.endsWith(' · current'))).toBe(true);
+    const info = (await handlers[PaletteCommand.ask]('/session info')) as { leafId: string };
+    const r = (await handlers[PaletteCommand.ask](`/rewind ${info.leafId}`)) as { leafId: string };
+    expect(r.leafId).toBeTruthy();
+    expect(shown()).toContain(`SOBA: rewound the session to ${info.leafId} · leaf ${r.leafId}`);
+    fake.messages = [];
+    // The scripted backend rewinds anywhere; soba-lsp refuses an entry that is not in the session.
+    await handlers[PaletteCommand.ask]('/rewind no-such-entry');
+    expect(fake.messages[0]?.level).toBe(scripted ? 'info' : 'error');
+    if (!scripted) expect(fake.messages[0].message).toMatch(/^SOBA: rewindSession failed: .*no-such-entry/);
   });
 });
 

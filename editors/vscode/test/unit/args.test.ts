@@ -12,6 +12,7 @@ import {
   promptArgs,
   sessionPickItems,
   sessionResumeArgs,
+  sessionRewindArgs,
   slugify,
   suggestedCapsuleName,
 } from '../../src/args';
@@ -34,6 +35,7 @@ describe('command argument building (PROTOCOL.md Commands)', () => {
     ['soba.capsule.show newest', () => capsuleShowArgs(), {}],
     ['soba.capsule.show one', () => capsuleShowArgs('ck_2'), { checkpointId: 'ck_2' }],
     ['soba.session.resume', () => sessionResumeArgs('s1'), { sessionId: 's1' }],
+    ['soba.session.rewind', () => sessionRewindArgs(' e3 '), { entryId: 'e3' }],
   ])('%s', (_name, build, want) => {
     expect(build()).toStrictEqual(want);
   });
@@ -46,6 +48,7 @@ describe('command argument building (PROTOCOL.md Commands)', () => {
     ['path', () => capsuleExportArgs('ck', '', false)],
     ['path', () => capsuleLoadArgs(undefined)],
     ['sessionId', () => sessionResumeArgs('')],
+    ['entryId', () => sessionRewindArgs('  ')],
     ['kind', () => checkpointArgs('nope' as never, 'x')],
   ])('bad input names the field %s', (field, build) => {
     let err: unknown;

@@ -58,6 +58,7 @@ const answers: Partial<Record<ServerCommandId, unknown>> = {
   [ServerCommand.sessionList]: [{ sessionId: 's1', path: 'p', updatedAt: '2025', entries: 4 }],
   [ServerCommand.sessionInfo]: { sessionId: 's2', path: 'p', flightPath: 'f', leafId: 'e9', entries: 2 },
   [ServerCommand.sessionResume]: { sessionId: 's1', path: 'p', leafId: 'e4' },
+  [ServerCommand.sessionRewind]: { leafId: 'e10' },
 };
 
 beforeEach(() => fake.reset());
@@ -98,6 +99,16 @@ describe('palette commands build the server arguments from the prompts', () => {
       ],
     ],
     [PaletteCommand.showSessionInfo, () => {}, [{ command: 'soba.session.info', args: {} }]],
+    [PaletteCommand.listCapsules, () => {}, [{ command: 'soba.capsule.list', args: {} }]],
+    [
+      PaletteCommand.listSessions,
+      () => {},
+      [
+        { command: 'soba.session.list', args: {} },
+        { command: 'soba.session.info', args: {} },
+      ],
+    ],
+    [PaletteCommand.rewindSession, () => fake.answers.inputBox.push(' e3 '), [{ command: 'soba.session.rewind', args: { entryId: 'e3' } }]],
   ];
 
   it.each(cases)('%s', async (id, prepare, want) => {
@@ -116,7 +127,7 @@ describe('palette commands build the server arguments from the prompts', () => {
 
   it('a dismissed prompt sends nothing', async () => {
     const { ctx, sent } = recordingContext(answers);
-    for (const id of [PaletteCommand.ask, PaletteCommand.compact, PaletteCommand.markMilestone, PaletteCommand.createCapsule, PaletteCommand.loadCapsule]) {
+    for (const id of [PaletteCommand.ask, PaletteCommand.compact, PaletteCommand.markMilestone, PaletteCommand.createCapsule, PaletteCommand.loadCapsule, PaletteCommand.rewindSession]) {
       expect(await paletteHandlers(ctx)[id]()).toBeUndefined();
     }
     expect(sent).toEqual([]);
@@ -167,6 +178,35 @@ describe('palette commands render their results', () => {
     expect(snap.filesModified).toEqual(['b.go']);
   });
 
+  it('list capsules writes one line per checkpoint to the output and says so', async () => {
+    const { ctx, output } = recordingContext(answers);
+    await paletteHandlers(ctx)[PaletteCommand.listCapsules]();
+    expect((output as any).lines).toEqual(['SOBA: 1 checkpoint, newest first:', '  ck_c1 · user · full · 2025-01-01T00:00:00Z · "handoff"']);
+    expect((output as any).shown).toBe(1);
+    expect(fake.messages[0]).toMatchObject({ level: 'info', message: 'SOBA: 1 checkpoint, newest first (listed in the SOBA output)' });
+  });
+
+  it('list sessions marks the current session', async () => {
+    const { ctx, output } = recordingContext({ ...answers, [ServerCommand.sessionInfo]: { sessionId: 's1', path: 'p', flightPath: 'f', leafId: 'e4', entries: 4 } });
+    await paletteHandlers(ctx)[PaletteCommand.listSessions]();
+    expect((output as any).lines).toEqual(['SOBA: 1 session, most recent first:', '  s1 · 4 entries · 2025 · p · current']);
+  });
+
+  it('an empty list says so without opening the output', async () => {
+    const { ctx, output } = recordingContext({ ...answers, [ServerCommand.capsuleList]: [] });
+    await paletteHandlers(ctx)[PaletteCommand.listCapsules]();
+    expect((output as any).shown).toBe(0);
+    expect(fake.messages[0].message).toBe('SOBA: no checkpoints yet. Create a capsule or compact first.');
+  });
+
+  it('rewind forgets the conversation shown so far and names the new leaf', async () => {
+    const { ctx } = recordingContext(answers);
+    ctx.model.applyUserPrompt('t1', 'old question');
+    await paletteHandlers(ctx)[PaletteCommand.rewindSession]('e3');
+    expect(ctx.model.snapshot().stream).toEqual([]);
+    expect(fake.messages[0].message).toBe('SOBA: rewound the session to e3 · leaf e10');
+  });
+
   it('load capsule shows each warning', async () => {
     const { ctx } = recordingContext(answers);
     await paletteHandlers(ctx)[PaletteCommand.loadCapsule]('/ws/in.capsule.md');
@@ -213,5 +253,126 @@ describe('command IDs: declared once, never registered twice', () => {
     }
     const declaredServer = declared.filter((c) => !c.startsWith('soba-vscode.'));
     expect(declaredServer.sort()).toEqual([...SERVER_COMMANDS].sort());
+  });
+});
+
+describe('slash commands typed in SOBA: Ask run the palette handlers (docs/slash-commands.md)', () => {
+  const ask = (ctx: CommandContext, text: string) => guarded(PaletteCommand.ask, paletteHandlers(ctx)[PaletteCommand.ask], ctx.output)(text);
+
+  type Case = [string, () => void, { command: string; args: object }[]];
+  const cases: Case[] = [
+    ['/budget', () => {}, [{ command: 'soba.budget', args: {} }]],
+    ['/compact', () => {}, [{ command: 'soba.compact', args: {} }]],
+    ['/compact keep the API decisions', () => {}, [{ command: 'soba.compact', args: { instructions: 'keep the API decisions' } }]],
+    ['/auto-compact on', () => {}, [{ command: 'soba.autoCompact', args: { enabled: true } }]],
+    ['/auto-compact off', () => {}, [{ command: 'soba.autoCompact', args: { enabled: false } }]],
+    ['/milestone parser done', () => {}, [{ command: 'soba.checkpoint', args: { kind: 'milestone', note: 'parser done' } }]],
+    ['/pivot switch to SAX', () => {}, [{ command: 'soba.checkpoint', args: { kind: 'plan_pivot', note: 'switch to SAX' } }]],
+    ['/capsule', () => {}, [{ command: 'soba.capsule.show', args: {} }]],
+    ['/capsule show ck_c1', () => {}, [{ command: 'soba.capsule.show', args: { checkpointId: 'ck_c1' } }]],
+    ['/capsule list', () => {}, [{ command: 'soba.capsule.list', args: {} }]],
+    ['/capsule create "handoff auth work"', () => {}, [{ command: 'soba.capsule.create', args: { title: 'handoff auth work' } }]],
+    ['/capsule export ck_abc ./handoff.capsule.md', () => {}, [{ command: 'soba.capsule.export', args: { checkpointId: 'ck_abc', path: '/ws/handoff.capsule.md' } }]],
+    ['/capsule export ck_1 /ws/exists.capsule.md', () => {}, [{ command: 'soba.capsule.export', args: { checkpointId: 'ck_1', path: '/ws/exists.capsule.md' } }]],
+    ['/capsule export ck_1 exists.capsule.md --overwrite', () => {}, [{ command: 'soba.capsule.export', args: { checkpointId: 'ck_1', path: '/ws/exists.capsule.md', overwrite: true } }]],
+    ['/capsule load ./handoff.capsule.md', () => {}, [{ command: 'soba.capsule.load', args: { path: '/ws/handoff.capsule.md' } }]],
+    ['/cancel', () => {}, [{ command: 'soba.cancel', args: {} }]],
+    ['/session new', () => {}, [{ command: 'soba.session.new', args: {} }]],
+    ['/session info', () => {}, [{ command: 'soba.session.info', args: {} }]],
+    ['/session list', () => {}, [{ command: 'soba.session.list', args: {} }, { command: 'soba.session.info', args: {} }]],
+    ['/session resume s1', () => {}, [{ command: 'soba.session.resume', args: { sessionId: 's1' } }]],
+    [
+      '/session resume',
+      () => fake.answers.quickPick.push((items: any[]) => items[0]),
+      [
+        { command: 'soba.session.list', args: {} },
+        { command: 'soba.session.info', args: {} },
+        { command: 'soba.session.resume', args: { sessionId: 's1' } },
+      ],
+    ],
+    ['/rewind e3', () => {}, [{ command: 'soba.session.rewind', args: { entryId: 'e3' } }]],
+    ['/usr/bin is missing', () => {}, [{ command: 'soba.prompt', args: { text: '/usr/bin is missing' } }]],
+    ['//compact means what?', () => {}, [{ command: 'soba.prompt', args: { text: '/compact means what?' } }]],
+  ];
+
+  it.each(cases)('%s', async (text, prepare, want) => {
+    const { ctx, sent } = recordingContext(answers);
+    prepare();
+    const r = await ask(ctx, text);
+    expect(sent).toStrictEqual(want);
+    expect(r).toBeDefined();
+    // A slash command asks for nothing the palette would not ask: no input box, no dialogs.
+    expect(fake.asked.inputBox).toEqual([]);
+    expect(fake.asked.saveDialog).toEqual([]);
+    expect(fake.asked.openDialog).toEqual([]);
+  });
+
+  it('covers every slash command of docs/slash-commands.md except /help', () => {
+    const words = new Set(cases.map(([t]) => t.split(' ').slice(0, t.startsWith('/capsule') || t.startsWith('/session') ? 2 : 1).join(' ')));
+    for (const w of ['/budget', '/compact', '/auto-compact', '/milestone', '/pivot', '/capsule', '/capsule show', '/capsule list', '/capsule create', '/capsule export', '/capsule load', '/cancel', '/session new', '/session info', '/session list', '/session resume', '/rewind']) {
+      expect(words.has(w), w).toBe(true);
+    }
+  });
+
+  it.each([
+    ['/budget', PaletteCommand.showBudget, []],
+    ['/auto-compact off', PaletteCommand.autoCompactOff, []],
+    ['/compact', PaletteCommand.compact, ['']],
+    ['/milestone parser done', PaletteCommand.markMilestone, ['parser done']],
+    ['/capsule create handoff', PaletteCommand.createCapsule, ['handoff']],
+    ['/capsule', PaletteCommand.showLatestCapsule, []],
+    ['/session info', PaletteCommand.showSessionInfo, []],
+  ])('%s shows its result exactly as the palette command does', async (text, id, args) => {
+    const palette = recordingContext(answers);
+    await paletteHandlers(palette.ctx)[id](...args);
+    const fromPalette = { messages: fake.messages, lines: (palette.output as any).lines, docs: fake.documents, sidebar: palette.ctx.model.snapshot(), budgets: palette.budgets };
+    fake.reset();
+    const typed = recordingContext(answers);
+    await ask(typed.ctx, text);
+    const fromSlash = { messages: fake.messages, lines: (typed.output as any).lines, docs: fake.documents, sidebar: typed.ctx.model.snapshot(), budgets: typed.budgets };
+    expect(fromSlash).toStrictEqual(fromPalette);
+    expect(typed.sent).toStrictEqual(palette.sent);
+  });
+
+  it('a slash command that fails is shown as the palette command failing', async () => {
+    const { ctx } = recordingContext({});
+    await expect(ask(ctx, '/budget')).resolves.toBeUndefined();
+    expect(fake.messages[0]).toMatchObject({ level: 'error', message: 'SOBA: showBudget failed: not available yet: soba.budget (-32803)' });
+  });
+
+  it('/help lists the commands in the SOBA output and sends nothing', async () => {
+    const { ctx, sent, output } = recordingContext(answers);
+    await ask(ctx, '/help');
+    expect(sent).toEqual([]);
+    const lines: string[] = (output as any).lines;
+    expect(lines[0]).toMatch(/^SOBA slash commands/);
+    expect(lines.some((l) => l.includes('/capsule export <checkpointId> <path> [--overwrite]'))).toBe(true);
+    expect((output as any).shown).toBe(1);
+  });
+
+  it.each([
+    ['/capsule export ck_abc', 'SOBA: /capsule export: missing <path> · usage: /capsule export <checkpointId> <path> [--overwrite]'],
+    ['/auto-compact maybe', 'SOBA: /auto-compact: expected on or off, not "maybe" · usage: /auto-compact on|off'],
+    ['/etc is missing', 'SOBA: unknown command /etc · /help lists the commands; //etc sends /etc to the model'],
+  ])('%s is an error message and nothing is sent', async (text, message) => {
+    const { ctx, sent, output } = recordingContext(answers);
+    await expect(ask(ctx, text)).resolves.toBeUndefined();
+    expect(sent).toEqual([]);
+    expect(fake.messages).toEqual([{ level: 'error', message, modal: false, detail: undefined, items: [] }]);
+    expect((output as any).lines).toEqual([message]);
+    expect(ctx.model.snapshot().stream).toEqual([]);
+  });
+
+  it('a slash command typed in the Ask input box runs too', async () => {
+    const { ctx, sent } = recordingContext(answers);
+    fake.answers.inputBox.push('/auto-compact off');
+    await paletteHandlers(ctx)[PaletteCommand.ask]();
+    expect(sent).toStrictEqual([{ command: 'soba.autoCompact', args: { enabled: false } }]);
+  });
+
+  it('a command, unlike a prompt, is not shown as a user message in the conversation', async () => {
+    const { ctx } = recordingContext(answers);
+    await ask(ctx, '/budget');
+    expect(ctx.model.snapshot().stream).toEqual([]);
   });
 });

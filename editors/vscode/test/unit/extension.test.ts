@@ -25,7 +25,9 @@ class FakeClient {
   async stop() { this.running = false; }
   isRunning() { return this.running; }
   async sendNotification(method: string, params: unknown) { this.notifications.push({ method, params }); }
+  requests: { method: string; params: any }[] = [];
   async sendRequest(method: string, params: any) {
+    this.requests.push({ method, params });
     if (method === 'workspace/executeCommand' && params.command === 'soba.budget') {
       return { effectiveTokens: 1000, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000, safetyReserveTokens: 8192, source: 'estimated', autoCompact: true, pending: [], state: 'idle', lastCompaction: null };
     }
@@ -127,5 +129,59 @@ describe('activation', () => {
     expect(fake.messages[0]).toMatchObject({ level: 'error', items: ['Open Settings', 'Show Output'] });
     expect(fake.messages[0].message).toContain('go install github.com/soba-agent/soba-lsp/cmd/soba-lsp@latest');
     expect(fake.statusItems[0].text).toBe('$(debug-disconnect) SOBA');
+  });
+});
+
+/** fakeWebviewView is the part of a WebviewView the sidebar uses; send() posts a message from the webview script. */
+function fakeWebviewView() {
+  let receive: (m: unknown) => void = () => {};
+  const view = {
+    visible: true,
+    webview: {
+      options: {},
+      html: '',
+      cspSource: 'vscode-resource:',
+      asWebviewUri: (u: Uri) => u,
+      onDidReceiveMessage: (l: (m: unknown) => void) => ((receive = l), { dispose() {} }),
+      postMessage: async () => true,
+    },
+    onDidChangeVisibility: () => ({ dispose() {} }),
+    onDidDispose: () => ({ dispose() {} }),
+  };
+  return { view, send: (m: unknown) => receive(m) };
+}
+
+describe("the sidebar's prompt box reads slash commands", () => {
+  async function sidebar() {
+    fake.configuration['soba.serverPath'] = { globalValue: fakeServer() };
+    await activate(context('/nonexistent-ext'));
+    const { view, send } = fakeWebviewView();
+    (fake.webviewProviders.get('soba.sidebar') as any).resolveWebviewView(view);
+    const c = clients[0];
+    await vi.waitFor(() => expect(c.requests).toHaveLength(1)); // the first budget
+    c.requests.length = 0;
+    return { c, send };
+  }
+  const commandsSent = (c: FakeClient) => c.requests.filter((r) => r.method === 'workspace/executeCommand').map((r) => r.params);
+
+  it('/budget runs Show Budget: soba.budget, and the palette summary is shown', async () => {
+    const { c, send } = await sidebar();
+    send({ type: 'ask', text: '/budget' });
+    await vi.waitFor(() => expect(fake.messages.map((m) => m.message)).toContain('SOBA budget · 1,000 / 48,808 tokens · soft 39,046 · estimated · auto-compact on · idle'));
+    expect(commandsSent(c)).toEqual([{ command: 'soba.budget', arguments: [{}] }]);
+  });
+
+  it('a slash command with a missing argument is an error and nothing reaches the server', async () => {
+    const { c, send } = await sidebar();
+    send({ type: 'ask', text: '/capsule export ck_1' });
+    await vi.waitFor(() => expect(fake.messages).toHaveLength(1));
+    expect(fake.messages[0]).toMatchObject({ level: 'error', message: 'SOBA: /capsule export: missing <path> · usage: /capsule export <checkpointId> <path> [--overwrite]' });
+    expect(c.requests).toEqual([]);
+  });
+
+  it('a prompt that only looks like a path goes to the model as typed', async () => {
+    const { c, send } = await sidebar();
+    send({ type: 'ask', text: '/usr/bin is missing' });
+    await vi.waitFor(() => expect(commandsSent(c)).toEqual([{ command: 'soba.prompt', arguments: [{ text: '/usr/bin is missing' }] }]));
   });
 });
