@@ -94,7 +94,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			said = append(said, e.User.Text)
 		case e.User != nil:
 			said = append(said, e.User.Text)
-			if turnPending && len(users) > 0 {
+			if turnPending && len(users) > 0 && !isChatter(users[len(users)-1]) {
 				done = append(done, "Worked on: "+firstLine(users[len(users)-1], maxItemChars))
 			}
 			users = append(users, e.User.Text)
@@ -108,7 +108,9 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 				lastReply = e.Assistant.Text
 			}
 			if len(e.Assistant.ToolCalls) == 0 && e.Assistant.Error == "" && len(users) > 0 && turnPending {
-				done = append(done, "Answered: "+firstLine(users[len(users)-1], maxItemChars))
+				if !isChatter(users[len(users)-1]) {
+					done = append(done, "Answered: "+firstLine(users[len(users)-1], maxItemChars))
+				}
 				turnPending = false
 			}
 		case e.ToolResult != nil:
@@ -143,11 +145,12 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 	}
 	st.Constraints = constraintsFrom(users)
 	st.Done = lastN(done, maxListItems)
-	if len(users) > 0 {
-		st.InProgress = []string{"Latest request: " + firstLine(users[len(users)-1], maxItemChars)}
+	latest := latestRequest(users)
+	if latest != "" {
+		st.InProgress = []string{"Latest request: " + latest}
 	}
 	if lastReply != "" {
-		st.Notes = append(st.Notes, "Last reply: "+firstLine(lastReply, maxItemChars))
+		st.Notes = append(st.Notes, lastReplyNote+firstLine(lastReply, maxItemChars))
 	}
 	st.Decisions = decisions
 	verification := arts.checks.list()
@@ -164,8 +167,8 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		}
 	}
 	st.Blockers = append(st.Blockers, lastN(failures, 5)...)
-	if len(users) > 0 && turnPending {
-		st.NextSteps = append(st.NextSteps, "Continue with: "+firstLine(users[len(users)-1], maxItemChars))
+	if latest != "" && turnPending {
+		st.NextSteps = append(st.NextSteps, "Continue with: "+latest)
 	}
 	st.FilesRead = arts.read
 	st.FilesModified = arts.modified
@@ -177,6 +180,41 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 	}
 	return st, nil
 }
+
+// isChatter reports whether a user message is an acknowledgement or an
+// aside ("ok", "wow", "yes please") rather than a request: one line of at
+// most two words. It stays among the user's words but is not a piece of
+// work, and it does not replace the request it answers as the latest one.
+func isChatter(text string) bool {
+	t := strings.TrimSpace(text)
+	return len(t) <= 20 && !strings.Contains(t, "\n") && len(strings.Fields(t)) <= 2
+}
+
+// latestRequest describes the newest request: the last user message that is
+// not chatter, followed by the chatter that came after it ("ok" after a
+// proposal means: go ahead with it).
+func latestRequest(users []string) string {
+	i := len(users) - 1
+	for i >= 0 && isChatter(users[i]) {
+		i--
+	}
+	switch {
+	case len(users) == 0:
+		return ""
+	case i < 0:
+		return firstLine(users[len(users)-1], maxItemChars)
+	case i == len(users)-1:
+		return firstLine(users[i], maxItemChars)
+	}
+	var then []string
+	for _, u := range users[i+1:] {
+		then = append(then, quoted(u))
+	}
+	return firstLine(users[i], maxItemChars) + " (then: " + strings.Join(then, ", ") + ")"
+}
+
+// quoted quotes a short user message for latestRequest.
+func quoted(s string) string { return `"` + strings.TrimSpace(s) + `"` }
 
 // isAgentCommand reports whether a user message is a command to an agent
 // rather than a request: one short line that is a slash word with at most a
@@ -214,7 +252,7 @@ func Roll(prev, next capsule.State) capsule.State {
 		Done:        lastN(union(prev.Done, next.Done), 2*maxListItems),
 		InProgress:  orElse(next.InProgress, prev.InProgress),
 		NextSteps:   orElse(next.NextSteps, prev.NextSteps),
-		Notes:       lastN(union(prev.Notes, next.Notes), maxListItems),
+		Notes:       lastN(union(notesBefore(prev.Notes, next.Notes), next.Notes), maxListItems),
 	}
 	doneSet := setOf(out.Done)
 	out.Pending = slices.DeleteFunc(union(prev.Pending, next.Pending), func(s string) bool { return doneSet[s] })
@@ -248,12 +286,32 @@ func Roll(prev, next capsule.State) capsule.State {
 		check, _ := CheckOf(cmd)
 		return passing[check]
 	}
-	out.Blockers = slices.DeleteFunc(union(prev.Blockers, next.Blockers), func(s string) bool { return doneSet[s] || resolved(s) })
+	// A tool that failed before the previous capsule was followed by more
+	// work: it is history, not a current blocker.
+	prevBlockers := slices.DeleteFunc(slices.Clone(prev.Blockers), func(s string) bool { return toolFailure.MatchString(s) })
+	out.Blockers = slices.DeleteFunc(union(prevBlockers, next.Blockers), func(s string) bool { return doneSet[s] || resolved(s) })
 	out.FilesRead = union(prev.FilesRead, next.FilesRead)
 	out.FilesModified = union(prev.FilesModified, next.FilesModified)
 	out.ActiveSkills = union(prev.ActiveSkills, next.ActiveSkills)
 	out.UserMessages = boundUserMessages(union(next.UserMessages, prev.UserMessages), UserMessagesBudget)
 	return out
+}
+
+// toolFailure matches the blockers BuildDeterministic writes for a failed
+// tool call ("edit_file failed: …").
+var toolFailure = regexp.MustCompile(`^[a-z][a-z_]* failed: `)
+
+// lastReplyNote starts the note BuildDeterministic writes about the
+// model's last reply.
+const lastReplyNote = "Last reply: "
+
+// notesBefore is prev's notes that still hold next to next's: a newer
+// "Last reply" replaces the older one.
+func notesBefore(prev, next []string) []string {
+	if !slices.ContainsFunc(next, func(n string) bool { return strings.HasPrefix(n, lastReplyNote) }) {
+		return prev
+	}
+	return slices.DeleteFunc(slices.Clone(prev), func(n string) bool { return strings.HasPrefix(n, lastReplyNote) })
 }
 
 func constraintsFrom(users []string) []string {

@@ -1,0 +1,70 @@
+package compaction
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
+)
+
+// TestChatterIsNotWork_RC1: acknowledgements ("ok", "wow") are not pieces of
+// work, and the latest request is the last real one, with what followed it.
+func TestChatterIsNotWork_RC1(t *testing.T) {
+	b := newBuilder()
+	b.user("Propose a plan to split the parser into lexer and parser packages", 10)
+	b.reply("Here is the plan: …", 10)
+	b.user("ok", 10)
+	b.reply("Starting.", 10)
+	b.user("wow", 10)
+	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range st.Done {
+		if strings.HasSuffix(d, ": ok") || strings.HasSuffix(d, ": wow") {
+			t.Errorf("done lists chatter: %q", st.Done)
+		}
+	}
+	want := `Latest request: Propose a plan to split the parser into lexer and parser packages (then: "ok", "wow")`
+	if !slices.Equal(st.InProgress, []string{want}) {
+		t.Errorf("in progress %q, want %q", st.InProgress, want)
+	}
+	if !slices.Contains(st.UserMessages, "ok") {
+		t.Errorf("user messages %q lost the chatter", st.UserMessages)
+	}
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{"ok", true}, {"yes please", true}, {"wow!", true}, {"ls", true},
+		{"ok, create a branch refactor", false}, {"are we all committed?", false}, {"fix\nit", false},
+	} {
+		if got := isChatter(tc.text); got != tc.want {
+			t.Errorf("isChatter(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}
+
+// TestRollDropsStaleToolFailuresAndReplies_RM4: rolling keeps what the
+// previous capsule knew, but a tool failure from before it (the work went
+// on) is no longer a blocker, and only the newest "Last reply" note stays;
+// failing checks and other blockers carry over.
+func TestRollDropsStaleToolFailuresAndReplies_RM4(t *testing.T) {
+	prev := capsule.State{
+		Blockers: []string{"edit_file failed: old text not found", "`go test ./...` fails", "waiting for the API key"},
+		Notes:    []string{"Last reply: first", "the CI runs on Fridays"},
+	}
+	next := capsule.State{Blockers: []string{"bash failed: permission denied"}, Notes: []string{"Last reply: second"}}
+	got := Roll(prev, next)
+	if want := []string{"`go test ./...` fails", "waiting for the API key", "bash failed: permission denied"}; !slices.Equal(got.Blockers, want) {
+		t.Errorf("blockers %q, want %q", got.Blockers, want)
+	}
+	if want := []string{"the CI runs on Fridays", "Last reply: second"}; !slices.Equal(got.Notes, want) {
+		t.Errorf("notes %q, want %q", got.Notes, want)
+	}
+	// Without a newer reply, the old one stays.
+	if got := Roll(prev, capsule.State{}); !slices.Contains(got.Notes, "Last reply: first") {
+		t.Errorf("notes %q dropped the only reply", got.Notes)
+	}
+}
