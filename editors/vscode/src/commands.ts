@@ -344,7 +344,9 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
         target = uri.fsPath;
       }
       const file = absolute(target, ctx.workspaceRoot());
-      const overwrite = typeof overwriteArg === 'boolean' ? overwriteArg : ctx.fileExists(file);
+      // Only the save dialog has asked the user about an existing file; a
+      // path given by a caller never replaces one unless overwrite says so.
+      const overwrite = typeof overwriteArg === 'boolean' ? overwriteArg : !pathArg && ctx.fileExists(file);
       const r = await server.execute<CapsuleExportResult>(ServerCommand.capsuleExport, capsuleExportArgs(checkpointId, file, overwrite));
       const out = absolute(r.path, ctx.workspaceRoot());
       output.appendLine(`SOBA: exported ${checkpointId} · ${out}`);

@@ -143,6 +143,12 @@ describe('palette commands build the server arguments from the prompts', () => {
     expect(dialog.defaultUri.fsPath).toBe('/ws/ck_c1-handoff.capsule.md');
   });
 
+  it('export with a path from a caller never overwrites an existing file unless told to', async () => {
+    const { ctx, sent } = recordingContext(answers);
+    await paletteHandlers(ctx)[PaletteCommand.exportCapsule]('ck_c1', '/ws/exists.capsule.md');
+    expect(sent).toStrictEqual([{ command: 'soba.capsule.export', args: { checkpointId: 'ck_c1', path: '/ws/exists.capsule.md' } }]);
+  });
+
   it('compact with focus instructions sends them', async () => {
     const { ctx, sent } = recordingContext(answers);
     fake.answers.inputBox.push('keep the failing test names');
