@@ -317,13 +317,59 @@ func notesBefore(prev, next []string) []string {
 func constraintsFrom(users []string) []string {
 	var out []string
 	for _, u := range users {
-		for _, s := range sentences(u) {
-			if s = leadingAside.ReplaceAllString(s, ""); isConstraint(s) {
+		for _, s := range sentences(ownWords(u)) {
+			if s = leadingAside.ReplaceAllString(s, ""); isConstraint(s) && !hasOpaqueID(s) {
 				out = append(out, clip(s, maxItemChars))
 			}
 		}
 	}
 	return lastN(dedupeFold(out), maxListItems/2)
+}
+
+// ownWords is a user message without what it pastes: fenced code blocks and
+// quoted lines. A rule is in the user's words; "must" in a pasted error or
+// log line is not one.
+func ownWords(msg string) string {
+	if !strings.Contains(msg, "```") && !strings.Contains(msg, "\n>") && !strings.HasPrefix(msg, ">") {
+		return msg
+	}
+	var b strings.Builder
+	fenced := false
+	for _, line := range strings.Split(msg, "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(t, "```"):
+			fenced = !fenced
+		case fenced, strings.HasPrefix(t, ">"):
+		default:
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// hasOpaqueID reports whether s holds a machine identifier (20 or more
+// letters, digits and _- with both letters and digits, such as
+// toolu_019tYDrbzifrra2KYzmYqWvk): the mark of a pasted error message.
+func hasOpaqueID(s string) bool {
+	run, letters, digits := 0, false, false
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) {
+			c := s[i]
+			isL, isD := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z', c >= '0' && c <= '9'
+			if isL || isD || c == '_' || c == '-' {
+				run++
+				letters, digits = letters || isL, digits || isD
+				continue
+			}
+		}
+		if run >= 20 && letters && digits {
+			return true
+		}
+		run, letters, digits = 0, false, false
+	}
+	return false
 }
 
 // leadingAside matches parenthesised asides that open a sentence, such as

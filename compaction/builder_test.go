@@ -68,3 +68,32 @@ func TestRollDropsStaleToolFailuresAndReplies_RM4(t *testing.T) {
 		t.Errorf("notes %q dropped the only reply", got.Notes)
 	}
 }
+
+// TestConstraintsAreTheUsersOwnWords_RC1: a rule is taken from what the
+// user wrote, not from what they pasted: fenced code, quoted lines and
+// error messages carrying machine ids hold "must" and "never" too.
+func TestConstraintsAreTheUsersOwnWords_RC1(t *testing.T) {
+	b := newBuilder()
+	b.user("Fix the stream handling. Never drop a tool result.\n```\npanic: value must not be nil\n```\n> the API must be called twice\n"+
+		"The API says: ids were found without tool_result blocks, must answer toolu_019tYDrbzifrra2KYzmYqWvk first", 10)
+	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Never drop a tool result"}; !slices.Equal(st.Constraints, want) {
+		t.Errorf("constraints %q, want %q", st.Constraints, want)
+	}
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"answer toolu_019tYDrbzifrra2KYzmYqWvk first", true},
+		{"keep request ids like req-7f3a9c2e41b04d5e8a1 out of logs", true},
+		{"never touch internationalization_settings", false}, // letters only
+		{"keep 2026-12-02 as the date", false},
+	} {
+		if got := hasOpaqueID(tc.s); got != tc.want {
+			t.Errorf("hasOpaqueID(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
