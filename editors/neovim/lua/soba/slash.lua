@@ -198,15 +198,20 @@ local function parse_args(name, node, s)
   local function bad(what)
     return nil, string.format('%s: %s; usage: %s', name, what, usage(name, node))
   end
+  -- set stores a parameter's value; false when a required one is empty.
+  local function set(p, value)
+    if value ~= '' then
+      args[p.name] = value
+      return true
+    end
+    return p.optional
+  end
   local i, n = 1, 1
   while true do
     i = s:find('%S', i) or (#s + 1)
     local p = params[n]
     if p and p.rest then
-      local value = free_text(s:sub(i))
-      if value ~= '' then
-        args[p.name] = value
-      elseif not p.optional then
+      if not set(p, free_text(s:sub(i))) then
         return bad('missing <' .. p.name .. '>')
       end
       n = n + 1
@@ -228,9 +233,7 @@ local function parse_args(name, node, s)
       if p.choices and not contains(p.choices, value) then
         return bad(string.format('expected %s, got "%s"', table.concat(p.choices, ' or '), value))
       end
-      if value ~= '' then
-        args[p.name] = value
-      elseif not p.optional then
+      if not set(p, value) then
         return bad('missing <' .. p.name .. '>')
       end
       n = n + 1
