@@ -97,3 +97,38 @@ func TestConstraintsAreTheUsersOwnWords_RC1(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryPrompt_RC1_RM4: the summary request carries the previous
+// capsule to roll forward (R-M4), the history, the user's focus, the part
+// of a long history, and every section heading in order with what goes
+// under it (R-C1); artifacts are left to the engine.
+func TestSummaryPrompt_RC1_RM4(t *testing.T) {
+	prev := capsule.State{Goal: "ship the parser", Constraints: []string{"no new dependencies"}}
+	p := SummaryPrompt(SummaryPromptOptions{Previous: &prev, History: "user: add a lexer", Instructions: "  keep test names ", Part: 2, Parts: 3})
+	for _, want := range []string{
+		"<previous-capsule>\n", "ship the parser", "no new dependencies", "</previous-capsule>",
+		"<history>\nuser: add a lexer\n</history>",
+		"Focus of this compaction, as the user asked: keep test names\n",
+		"this is part 2 of 3",
+		"Do not list files read or modified, commands run or skills",
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, p)
+		}
+	}
+	at := -1
+	for _, s := range summarySections {
+		i := strings.Index(p, "\n## "+s+"\n")
+		if i <= at {
+			t.Fatalf("heading %q missing or out of order:\n%s", s, p)
+		}
+		at = i
+		if g := sectionGuide[s]; g == "" || !strings.Contains(p, "- "+s+": "+g) {
+			t.Errorf("no guidance for %q", s)
+		}
+	}
+	bare := SummaryPrompt(SummaryPromptOptions{History: "h"})
+	if strings.Contains(bare, "<previous-capsule>") || strings.Contains(bare, "Focus of this compaction") || strings.Contains(bare, "comes in parts") {
+		t.Errorf("a first, single-part, unfocused prompt mentions what it does not have:\n%s", bare)
+	}
+}

@@ -33,6 +33,21 @@ const SummarySystemPrompt = `You compact the history of a coding-agent session i
 // "Fixed details"); artifacts are written by the engine, not the model.
 var summarySections = []string{"Goal", "Constraints", "Done", "In progress", "Pending", "Decisions", "Blockers", "Next steps", "Notes"}
 
+// sectionGuide says what each section holds, as the summary prompt tells
+// the model: the next model acts on In progress and Next steps first, so
+// those must name the exact step, not the topic.
+var sectionGuide = map[string]string{
+	"Goal":        "what the user wants from the whole session, in one or two sentences; it changes only when the user changes it",
+	"Constraints": "the user's rules and preferences, in their words (tools, style, what not to touch)",
+	"Done":        "finished and verified work, one result per bullet",
+	"In progress": "what was being done when the history ends, down to the exact step, file and function",
+	"Pending":     "work the user asked for that has not started",
+	"Decisions":   "choices made and why, so they are not reopened",
+	"Blockers":    "what currently fails or is missing, with the exact error text",
+	"Next steps":  "the next concrete actions, in order",
+	"Notes":       "anything else the next model needs: facts found about the code, conventions, pitfalls",
+}
+
 // SummaryPromptOptions shape one summary request.
 type SummaryPromptOptions struct {
 	// Previous is the state so far: the previous capsule rolled with the
@@ -72,6 +87,10 @@ func SummaryPrompt(o SummaryPromptOptions) string {
 		b.WriteString("## ")
 		b.WriteString(s)
 		b.WriteByte('\n')
+	}
+	b.WriteString("\nWhat goes where:\n")
+	for _, s := range summarySections {
+		fmt.Fprintf(&b, "- %s: %s\n", s, sectionGuide[s])
 	}
 	b.WriteString("Under Decisions write each bullet as `- decision — rationale`. Do not list files read or modified, commands run or skills: the engine records those exactly.\n")
 	return b.String()
