@@ -220,6 +220,9 @@ func TestAgentFixesFailingTestEndToEnd(t *testing.T) {
 	if results[2].OK || *results[2].Artifacts.ExitCode == 0 || !results[4].OK || *results[4].Artifacts.ExitCode != 0 {
 		t.Fatalf("test runs: first ok=%v, second ok=%v", results[2].OK, results[4].OK)
 	}
+	if !results[2].Artifacts.Pipefail || !results[4].Artifacts.Pipefail {
+		t.Error("bash runs are not recorded as run with pipefail")
+	}
 	// Every request after the first carried the previous results, paired.
 	reqs := f.model.Requests()
 	if len(reqs) != 6 {

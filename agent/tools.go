@@ -406,7 +406,7 @@ func (env *toolEnv) bash(ctx context.Context, raw json.RawMessage) toolRun {
 	case err != nil:
 		return fail("bash: %v", err)
 	}
-	art := &session.Artifacts{Command: a.Command}
+	art := &session.Artifacts{Command: a.Command, Pipefail: true}
 	if exit >= 0 {
 		art.ExitCode = &exit
 	}

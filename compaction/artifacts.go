@@ -135,7 +135,7 @@ func (a *artifactSet) addResult(r *session.ToolResult, call *session.ToolCall) {
 					outcome = OutcomeFailedCmd
 				}
 			}
-			a.addVerification(art.Command, exit, outcome)
+			a.addVerification(recordedCommand(art.Command, exit, art.Pipefail), exit, outcome)
 		}
 		return
 	}

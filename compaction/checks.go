@@ -40,9 +40,16 @@ var (
 // capsule's Verification section has one line per check: its latest run
 // whose exit status is the check's own, else its latest run.
 func CheckOf(cmd string) (check string, filtered bool) {
+	check, piped, echoed := checkParts(cmd)
+	return check, piped || echoed
+}
+
+// checkParts is CheckOf with what was removed: output-filter stages of a
+// pipeline (piped) or a status echo (echoed).
+func checkParts(cmd string) (check string, piped, echoed bool) {
 	s := strings.TrimSpace(cmd)
 	if loc := echoStatus.FindStringIndex(s); loc != nil {
-		s, filtered = s[:loc[0]], true
+		s, echoed = s[:loc[0]], true
 	}
 	stages := pipeStages(s)
 	for len(stages) > 1 {
@@ -50,11 +57,23 @@ func CheckOf(cmd string) (check string, filtered bool) {
 		if len(last) == 0 || !outputFilters[last[0]] {
 			break
 		}
-		stages, filtered = stages[:len(stages)-1], true
+		stages, piped = stages[:len(stages)-1], true
 	}
 	s = strings.Join(stages, "|")
 	s = redirections.ReplaceAllString(s, "")
-	return blanks.ReplaceAllString(strings.TrimSpace(s), " "), filtered
+	return blanks.ReplaceAllString(strings.TrimSpace(s), " "), piped, echoed
+}
+
+// recordedCommand is the command a verification run is recorded under. A
+// run under pipefail whose pipeline exited 0 passed every stage, the check
+// included, so it is recorded as the check itself (`go test ./... | tail -5`
+// → `go test ./...`) and counts as conclusive; the transcript keeps the
+// command as typed. Any other run keeps its command as it ran.
+func recordedCommand(cmd string, exit int, pipefail bool) string {
+	if check, piped, echoed := checkParts(cmd); piped && !echoed && pipefail && exit == 0 {
+		return check
+	}
+	return cmd
 }
 
 // pipeStages splits a shell line at its top-level pipes (`|` and `|&`, not

@@ -1,10 +1,12 @@
 package compaction
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/session"
 )
 
 func TestCheckOf(t *testing.T) {
@@ -112,5 +114,52 @@ func TestAgentCommandsAreNotRequests_RC1(t *testing.T) {
 	}
 	if !slices.Contains(st.UserMessages, "/mode") || !slices.Contains(st.UserMessages, "/theme dark") {
 		t.Errorf("user messages %q lost the commands", st.UserMessages)
+	}
+}
+
+// TestPipefailRunsAreConclusive_RC2: SOBA's bash tool runs with pipefail, so
+// a filtered pipeline that exited 0 passed every stage: it counts as a pass
+// of the check itself (and resolves the check's failure), while the same
+// run from a shell without pipefail, or a failing one, proves nothing.
+func TestPipefailRunsAreConclusive_RC2(t *testing.T) {
+	run := func(b *builder, cmd string, exit int, pipefail bool) {
+		b.calls++
+		id := "call_pf" + string(rune('a'+b.calls))
+		b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: ToolBash, Arguments: json.RawMessage(`{}`)}}}}, 10)
+		code := exit
+		b.result(id, ToolBash, exit == 0, "out", 10, &session.Artifacts{Command: cmd, ExitCode: &code, Pipefail: pipefail})
+	}
+	for _, tc := range []struct {
+		name     string
+		pipefail bool
+		exit     int
+		want     []capsule.Verification
+		blockers []string
+	}{
+		{"pipefail, passed", true, 0, []capsule.Verification{{Command: "go test ./...", ExitCode: 0, Outcome: OutcomePassed}}, nil},
+		{"pipefail, failed: grep may have found nothing", true, 1,
+			[]capsule.Verification{{Command: "go test ./...", ExitCode: 1, Outcome: OutcomeFailedCmd}}, []string{"`go test ./...` fails"}},
+		{"no pipefail", false, 0,
+			[]capsule.Verification{{Command: "go test ./...", ExitCode: 1, Outcome: OutcomeFailedCmd}}, []string{"`go test ./...` fails"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			b.user("fix the tests", 10)
+			run(b, "go test ./...", 1, tc.pipefail)
+			run(b, "go test ./... 2>&1 | tail -5", tc.exit, tc.pipefail)
+			st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(st.Verification, tc.want) {
+				t.Errorf("verification %+v, want %+v", st.Verification, tc.want)
+			}
+			if !slices.Equal(st.Blockers, tc.blockers) {
+				t.Errorf("blockers %q, want %q", st.Blockers, tc.blockers)
+			}
+		})
+	}
+	if got := recordedCommand("make; echo $?", 0, true); got != "make; echo $?" {
+		t.Errorf("a status echo is not made conclusive by pipefail: %q", got)
 	}
 }

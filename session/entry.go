@@ -119,7 +119,11 @@ type Artifacts struct {
 	FilesModified []string `json:"filesModified,omitempty"`
 	Command       string   `json:"command,omitempty"`
 	ExitCode      *int     `json:"exitCode,omitempty"`
-	Skill         string   `json:"skill,omitempty"`
+	// Pipefail says the command ran with bash's pipefail (SOBA's bash tool
+	// always does): a pipeline's exit status is then 0 only when every
+	// stage succeeded.
+	Pipefail bool   `json:"pipefail,omitempty"`
+	Skill    string `json:"skill,omitempty"`
 }
 
 // Capsule is a completed compaction (R-C3).
