@@ -119,7 +119,7 @@ func TestHardLimitFailsClosed_RG4(t *testing.T) {
 	}
 }
 
-func TestOverflowRecoveredOnce_RG9(t *testing.T) {
+func TestOverflowRecoveredOnce_RG3_RG9(t *testing.T) {
 	script := []providertest.Reply{}
 	for i := 0; i < 6; i++ {
 		script = append(script, providertest.Text("answer "+bigText))

@@ -100,7 +100,7 @@ func TestInitializeFactoryError(t *testing.T) {
 
 // TestCommandArguments checks each command's strict decoding: -32602 with a
 // message naming the field (PROTOCOL.md "Commands").
-func TestCommandArguments(t *testing.T) {
+func TestCommandArguments_RO3(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	cases := []struct {
@@ -173,8 +173,8 @@ func TestCommandArguments(t *testing.T) {
 	}
 }
 
-// TestCommandResults checks result shapes: arrays are never null.
-func TestCommandResults(t *testing.T) {
+// TestCommandResults_RO3 checks result shapes: arrays are never null.
+func TestCommandResults_RO3(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	var raw json.RawMessage

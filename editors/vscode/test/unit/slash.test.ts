@@ -40,7 +40,7 @@ describe('grammar: what is a slash command and what goes to the model', () => {
   });
 });
 
-describe('commands of docs/slash-commands.md', () => {
+describe('commands of docs/slash-commands.md (R-O3: budget, compact, auto-compact, capsule …)', () => {
   it.each<[string, SlashCommand]>([
     ['/help', { name: 'help' }],
     ['/budget', { name: 'budget' }],
