@@ -98,7 +98,7 @@ func TestInitializeFactoryError(t *testing.T) {
 	}
 }
 
-// TestCommandArguments checks each command's strict decoding: -32602 with a
+// TestCommandArguments_RO3 checks each command's strict decoding: -32602 with a
 // message naming the field (PROTOCOL.md "Commands").
 func TestCommandArguments_RO3(t *testing.T) {
 	e := runServer(t)
