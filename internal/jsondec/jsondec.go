@@ -8,7 +8,8 @@
 // engine decodes in one pass, three to four times faster on real sessions.
 // The options keep what foreign and hand-written files rely on from
 // encoding/json: duplicate names are accepted (the last wins), invalid
-// UTF-8 becomes U+FFFD, and object names match fields case-insensitively.
+// UTF-8 becomes U+FFFD, and object names match fields case-insensitively
+// (as strings.EqualFold does: "tool_use_id" does not match "toolUseId").
 // Types with an UnmarshalJSON method (json.RawMessage among them) are
 // decoded through it, as before.
 package jsondec
@@ -16,12 +17,15 @@ package jsondec
 import (
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 var v1Semantics = json.JoinOptions(
 	jsontext.AllowDuplicateNames(true),
 	jsontext.AllowInvalidUTF8(true),
 	json.MatchCaseInsensitiveNames(true),
+	// v2's case-insensitive matching also ignores '_' and '-'; v1's does not.
+	jsonv1.MatchCaseSensitiveDelimiter(true),
 )
 
 // Unmarshal decodes the JSON document data into v, a non-nil pointer. The

@@ -29,6 +29,7 @@ func TestSameAsEncodingJSON(t *testing.T) {
 		{"raw keeps its bytes", `{"raw": [ 1 , "two" ]}`},
 		{"duplicate names: the last wins", `{"type":"a","type":"b"}`},
 		{"names match case-insensitively", `{"TYPE":"user","Kind":"k"}`},
+		{"but not across '_' and '-'", `{"ty_pe":"user","ki-nd":"k"}`},
 		{"invalid UTF-8 becomes U+FFFD", "{\"type\":\"a\xffb\"}"},
 		{"unknown names are ignored", `{"other":{"deep":[1,2,3]},"type":"t"}`},
 		{"null leaves a pointer nil", `{"n":null,"raw":null}`},
