@@ -53,3 +53,26 @@ func TestSameAsEncodingJSON(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSameAsEncodingJSON: on any input, jsondec accepts what encoding/json
+// accepts, rejects what it rejects, and decodes to the same value.
+func FuzzSameAsEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"user","n":3,"raw":{"a":[1,2]},"list":[{"kind":"x"}],"any":{"b":1.5}}`,
+		`{"type":"a","type":"b"}`, `{"TYPE":"user"}`, "{\"type\":\"a\xffb\"}", `{"n":null}`, `{"kind":"p"}`,
+		`{"raw": [ 1 , "two" ]}`, `{"any":[true,null,"s",1e3]}`, `{"type":"\u00e9\ud83d\ude00"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var want, got sample
+		errWant := json.Unmarshal(doc, &want)
+		errGot := Unmarshal(doc, &got)
+		if (errWant == nil) != (errGot == nil) {
+			t.Fatalf("%q: encoding/json error %v, jsondec error %v", doc, errWant, errGot)
+		}
+		if errWant == nil && !reflect.DeepEqual(want, got) {
+			t.Fatalf("%q decoded differently:\nencoding/json %#v\njsondec       %#v", doc, want, got)
+		}
+	})
+}
