@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 
 // proc is the binary under test with framed stdin/stdout.
 type proc struct {
-	t   *testing.T
+	t   testing.TB
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
@@ -49,7 +49,7 @@ type proc struct {
 // start runs the binary in a fresh workspace directory (the root when the
 // client names none) whose configuration points the model at a closed
 // loopback port, with a private HOME.
-func start(t *testing.T) *proc {
+func start(t testing.TB) *proc {
 	t.Helper()
 	ws := t.TempDir()
 	os.MkdirAll(filepath.Join(ws, ".soba"), 0o755)
@@ -238,5 +238,26 @@ func TestStdioFlagAccepted(t *testing.T) {
 	cmd := exec.Command(binary, "--stdio", "--version")
 	if out, err := cmd.Output(); err != nil || !bytes.HasPrefix(out, []byte("soba-lsp ")) {
 		t.Fatalf("--stdio --version = %q, %v", out, err)
+	}
+}
+
+// BenchmarkStartToFirstBudget is what an editor waits for when it attaches:
+// spawning soba-lsp, initialize/initialized, and the answer to soba.budget
+// (the token counter and the workspace are ready by then), then a clean
+// shutdown and exit.
+func BenchmarkStartToFirstBudget(b *testing.B) {
+	for b.Loop() {
+		p := start(b)
+		p.initialize()
+		p.send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": map[string]any{"command": "soba.budget"}})
+		if r := p.response(2); r["result"] == nil {
+			b.Fatalf("budget = %v", r)
+		}
+		b.StopTimer()
+		p.send(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "shutdown"})
+		p.response(3)
+		p.send(map[string]any{"jsonrpc": "2.0", "method": "exit"})
+		p.exitCode()
+		b.StartTimer()
 	}
 }
