@@ -382,3 +382,25 @@ describe('slash commands typed in SOBA: Ask run the palette handlers (docs/slash
     expect(ctx.model.snapshot().stream).toEqual([]);
   });
 });
+
+describe('the shared slash-command cases both front ends pass (testdata/slash-commands.json)', () => {
+  const shared = JSON.parse(fs.readFileSync(path.join(__dirname, '../../../../testdata/slash-commands.json'), 'utf8')) as {
+    cases: { text: string; sends?: { command: string; args: object }; prompt?: string; error?: boolean }[];
+  };
+  const ask = (ctx: CommandContext, text: string) => guarded(PaletteCommand.ask, paletteHandlers(ctx)[PaletteCommand.ask], ctx.output)(text);
+
+  it('has cases', () => expect(shared.cases.length).toBeGreaterThan(20));
+
+  it.each(shared.cases)('$text', async (c) => {
+    const { ctx, sent } = recordingContext(answers);
+    await ask(ctx, c.text);
+    if (c.error) {
+      expect(sent).toStrictEqual([]);
+      expect(fake.messages.some((m) => m.level === 'error')).toBe(true);
+    } else if (c.prompt !== undefined) {
+      expect(sent[0]).toStrictEqual({ command: 'soba.prompt', args: { text: c.prompt } });
+    } else {
+      expect(sent[0]).toStrictEqual(c.sends);
+    }
+  });
+});
