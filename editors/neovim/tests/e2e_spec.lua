@@ -317,6 +317,65 @@ test('SlashCommandsInAsk', function()
   eq(r.leafId, must('session info').leafId, 'the session leaf after /rewind')
 end)
 
+-- typed runs keys now as if the user typed them, mappings included.
+local function typed(keys)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'xt', false)
+end
+
+-- index_of returns the index of the first line from `from` on that
+-- matches pattern.
+local function index_of(lines, pattern, from)
+  for i = from or 1, #lines do
+    if lines[i]:match(pattern) then
+      return i
+    end
+  end
+end
+
+test('ChatInputPromptAndSlashCommand', function()
+  local input = require('soba.input')
+  vim.cmd('Soba chat')
+  eq(input.buffer(), vim.api.nvim_get_current_buf(), ':Soba chat focuses the input')
+  local turns = completed_turns()
+  local sent = sent_during(function()
+    typed('iTurn from the chat input:<CR>answer in one line<C-s>')
+  end)
+  eq(1, #sent, 'one command sent from the input')
+  eq('soba.prompt', sent[1].command, 'the input sends soba.prompt')
+  eq('Turn from the chat input:\nanswer in one line', sent[1].args.text, 'both lines, joined')
+  eq({ '' }, vim.api.nvim_buf_get_lines(input.buffer(), 0, -1, false), 'the input clears')
+  wait(30000, function()
+    return completed_turns() > turns
+  end, 'the turn sent from the input to complete')
+  local lines = chat.lines()
+  local asked = index_of(lines, '^> answer in one line$')
+  ok(asked and lines[asked - 1] == '> Turn from the chat input:', 'the stream shows the user\'s message')
+  local started = index_of(lines, '^## Turn ', asked)
+  ok(started, 'a turn starts after the message')
+  ok(index_of(lines, '^— completed', started), 'and completes in the stream')
+  -- A slash command typed there runs as :Soba ask runs it.
+  local n = #notes
+  sent = sent_during(function()
+    typed('i/budget<Esc><CR>')
+  end)
+  eq({ 'soba.budget' }, vim.tbl_map(function(s)
+    return s.command
+  end, sent), '/budget in the input sends soba.budget, not soba.prompt')
+  wait(10000, function()
+    for i = n + 1, #notes do
+      if tostring(notes[i].msg):find('SOBA budget:', 1, true) then
+        return true
+      end
+    end
+  end, 'the budget shown as :Soba budget shows it')
+  eq({ '' }, vim.api.nvim_buf_get_lines(input.buffer(), 0, -1, false), 'the input clears after /budget')
+  -- Closing the input closes the chat with it.
+  vim.cmd('close')
+  wait(5000, function()
+    return chat.window() == nil
+  end, 'the chat to close with the input')
+end)
+
 test('BadArgumentsAnswer32602', function()
   local done, err = false, nil
   client.execute('soba.capsule.export', { path = 'x.capsule.md' }, function(e)

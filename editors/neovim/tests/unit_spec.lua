@@ -562,10 +562,268 @@ test('ChatRendersAgentStream', function()
     '← ok 12 lines', '', '', '— completed', '', '(queued: turn t2)', '',
     '— failed: model at http://127.0.0.1:1 unreachable' }, chat.lines(), 'chat buffer')
   local b = chat.open()
-  eq(b, vim.api.nvim_get_current_buf(), ':Soba chat shows the buffer')
+  local win = chat.window()
+  ok(win, ':Soba chat shows the buffer in a window')
+  eq(b, vim.api.nvim_win_get_buf(win), ':Soba chat shows the buffer')
   eq('soba://chat', vim.api.nvim_buf_get_name(b):match('soba://chat$'), 'chat buffer name')
   eq(false, vim.bo[b].modifiable, 'chat is read-only')
+  vim.api.nvim_set_current_win(win)
   vim.cmd('only')
+end)
+
+local input = require('soba.input')
+
+-- typed runs keys now as if the user typed them, mappings included.
+local function typed(keys)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'xt', false)
+end
+
+-- stub_execute answers every server command at once with result and
+-- returns the list of {command, args} sent and a function that restores
+-- client.execute.
+local function stub_execute(result)
+  local sent, orig = {}, client.execute
+  client.execute = function(command, args, cb)
+    sent[#sent + 1] = { command, args }
+    if cb then
+      cb(nil, result, { id = 97 })
+    end
+  end
+  return sent, function()
+    client.execute = orig
+  end
+end
+
+-- one_window leaves a single window with an empty buffer, so that the
+-- chat opens beside it as a user would see it.
+local function one_window()
+  vim.cmd('silent! only')
+  vim.cmd('enew')
+end
+
+-- undo presses `u` without its "1 line less" message.
+local function undo()
+  vim.cmd('silent normal u')
+end
+
+local function input_lines()
+  return vim.api.nvim_buf_get_lines(input.buffer(), 0, -1, false)
+end
+
+local function chat_tail(n)
+  local lines = chat.lines()
+  return vim.list_slice(lines, #lines - n + 1, #lines)
+end
+
+test('ChatInputTextIsTheLinesJoined', function()
+  for _, c in ipairs({
+    { 'one line', { 'fix the test' }, 'fix the test' },
+    { 'lines joined with newlines', { 'fix the test', 'and the docs' }, 'fix the test\nand the docs' },
+    { 'empty lines inside kept', { 'a', '', 'b' }, 'a\n\nb' },
+    { 'blank lines around dropped', { '', '  ', 'a', '', '' }, 'a' },
+    { 'blanks around dropped, inside kept', { '  /budget  ' }, '/budget' },
+    { 'indentation after the first line kept', { 'code:', '    x = 1' }, 'code:\n    x = 1' },
+    { 'an empty buffer sends nothing', { '' }, '' },
+    { 'blank lines send nothing', { ' ', '\t', '' }, '' },
+  }) do
+    eq(c[3], input.text(c[2]), c[1])
+  end
+end)
+
+test('ChatInputSignTextFitsTwoCells', function()
+  for _, c in ipairs({
+    { '> ', '>' }, { '>>', '>>' }, { '› ', '›' }, { 'soba> ', 'so' }, { ' ', '' }, { '', '' },
+    { '世界', '世' },
+  }) do
+    eq(c[2], input.sign_text(c[1]), 'sign_text(' .. c[1] .. ')')
+  end
+end)
+
+test('ChatUserMessageIsAQuotePerLine', function()
+  eq({ '', '> fix the test' }, chat.user_lines('fix the test'), 'one line')
+  eq({ '', '> fix the test', '> ', '> and the docs' }, chat.user_lines('fix the test\n\nand the docs'),
+    'every line quoted')
+end)
+
+test('ChatInputConfigDefaultsAndErrors_RS1', function()
+  local c = config.resolve({})
+  eq({ enabled = true, height = 3, prefix = '> ', send_normal = '<CR>', send_insert = '<C-s>' }, c.chat.input,
+    'input defaults')
+  c = config.resolve({ chat = { input = { send_insert = false, prefix = '' } } })
+  eq(false, c.chat.input.send_insert, 'a send key may be false')
+  eq('<CR>', c.chat.input.send_normal, 'the other key keeps its default')
+  eq('botright vsplit', c.chat.open, 'chat.open keeps its default')
+  eq({ model = { anything = 1 } }, config.resolve({ settings = { model = { anything = 1 } } }).settings,
+    'settings are the server\'s to check')
+  for _, bad in ipairs({
+    { { chat = { input = { heigth = 4 } } }, 'unknown option "chat.input.heigth"' },
+    { { chat = { inptu = {} } }, 'unknown option "chat.inptu"' },
+    { { statusline = { colour = 'red' } }, 'unknown option "statusline.colour"' },
+    { { chat = 'vsplit' }, 'chat' },
+    { { chat = { open = 1 } }, 'chat.open' },
+    { { chat = { open_on_ask = 'yes' } }, 'chat.open_on_ask' },
+    { { chat = { input = true } }, 'chat.input' },
+    { { chat = { input = { enabled = 1 } } }, 'chat.input.enabled' },
+    { { chat = { input = { height = 0 } } }, 'chat.input.height: expected a positive whole number' },
+    { { chat = { input = { height = 2.5 } } }, 'chat.input.height' },
+    { { chat = { input = { prefix = false } } }, 'chat.input.prefix' },
+    { { chat = { input = { send_normal = true } } }, 'chat.input.send_normal: expected a key' },
+    { { chat = { input = { send_insert = '' } } }, 'chat.input.send_insert' },
+    { { statusline = { prefix = 1 } }, 'statusline.prefix' },
+  }) do
+    local okk, err = pcall(config.resolve, bad[1])
+    eq(false, okk, vim.inspect(bad[1]) .. ' fails')
+    ok(tostring(err):find(bad[2], 1, true), string.format('error %q names %q', tostring(err), bad[2]))
+  end
+end)
+
+test('ChatInputOpensUnderTheStream', function()
+  one_window()
+  vim.cmd('Soba chat')
+  local chat_win, input_win = chat.window(), vim.api.nvim_get_current_win()
+  ok(chat_win, 'the chat is shown')
+  eq(input.buffer(), vim.api.nvim_get_current_buf(), ':Soba chat focuses the input')
+  eq('soba://prompt', vim.api.nvim_buf_get_name(0):match('soba://prompt$'), 'input buffer name')
+  eq('sobaprompt', vim.bo.filetype, 'input filetype')
+  eq('nofile', vim.bo.buftype, 'input is a scratch buffer')
+  eq(3, vim.api.nvim_win_get_height(input_win), 'input height')
+  eq(true, vim.wo[input_win].winfixheight, 'input keeps its height')
+  local cpos, ipos = vim.api.nvim_win_get_position(chat_win), vim.api.nvim_win_get_position(input_win)
+  eq(cpos[2], ipos[2], 'input in the chat\'s column')
+  ok(ipos[1] > cpos[1], 'input under the stream')
+  eq(3, #vim.api.nvim_list_wins(), 'the other window, the chat and the input')
+  -- The prefix is a mark on the first line, never text.
+  eq({ '' }, input_lines(), 'the input starts empty')
+  local marks = input.prefix_marks()
+  eq(1, #marks, 'one prefix mark')
+  eq({ 0, 0 }, { marks[1].row, marks[1].col }, 'the prefix marks the first line')
+  if vim.fn.has('nvim-0.10') == 1 then
+    eq({ { '> ', 'SobaPromptPrefix' } }, marks[1].virt_text, 'inline prefix')
+  end
+  -- Opening again reuses both windows.
+  vim.cmd('wincmd p')
+  vim.cmd('Soba chat')
+  eq(3, #vim.api.nvim_list_wins(), 'no new window')
+  eq(input_win, vim.api.nvim_get_current_win(), 'the input focused again')
+end)
+
+test('ChatInputSendsLikeAsk', function()
+  chat.clear()
+  local sent, restore = stub_execute({ turnId = 't1', effectiveTokens = 1, hardLimit = 2, softLimit = 1,
+    contextWindow = 3 })
+  local seen, unnotify = H.capture_notify()
+  local ok_, err = pcall(function()
+    vim.cmd('Soba chat')
+    -- Insert-mode <CR> is a line break; <C-s> sends the whole input.
+    typed('ifix the test<CR>and the docs<C-s>')
+    eq({ { 'soba.prompt', { text = 'fix the test\nand the docs' } } }, sent, '<C-s> sends both lines')
+    eq({ '' }, input_lines(), 'the input clears after sending')
+    eq({ '', '> fix the test', '> and the docs' }, chat_tail(3), 'the chat shows the user\'s message')
+    eq(input.buffer(), vim.api.nvim_get_current_buf(), 'the input keeps the focus')
+    local prefix = input.prefix_marks()
+    eq({ 0, 0 }, { prefix[1].row, prefix[1].col }, 'the prefix is back on the first line')
+    -- `u` brings the text back; <CR> in normal mode sends it.
+    undo()
+    eq({ 'fix the test', 'and the docs' }, input_lines(), 'u undoes the clearing')
+    typed('<CR>')
+    eq({ 'soba.prompt', { text = 'fix the test\nand the docs' } }, sent[2], 'normal-mode <CR> sends')
+    -- An empty input sends nothing.
+    typed('<CR>')
+    typed('o  <C-s>')
+    eq(2, #sent, 'an empty input sends nothing')
+    -- A slash command runs as :Soba ask runs it: /budget is soba.budget,
+    -- shown as :Soba budget shows it, and not a user message.
+    local before = #chat.lines()
+    typed('ggdG')
+    typed('i/budget<Esc><CR>')
+    eq({ 'soba.budget', {} }, sent[3], '/budget sends soba.budget')
+    eq(3, #sent, 'and no soba.prompt')
+    match('^SOBA budget: ', seen[#seen].msg, '/budget shows the budget')
+    eq(before, #chat.lines(), 'a slash command adds no user message')
+    typed('i//compact x<C-s>')
+    eq({ 'soba.prompt', { text = '/compact x' } }, sent[4], '// sends the text with one / removed')
+    -- A bad slash command sends nothing and is an error notification.
+    local n = #seen
+    typed('i/nope now<C-s>')
+    eq(4, #sent, '/nope sends nothing')
+    eq(n + 1, #seen, 'one notification')
+    eq(vim.log.levels.ERROR, seen[#seen].level, 'shown as an error')
+    match('unknown command /nope', seen[#seen].msg, 'the error names the command')
+    undo()
+    eq({ '/nope now' }, input_lines(), 'u brings a mistyped command back to fix')
+    typed('ggdG')
+  end)
+  unnotify()
+  restore()
+  if not ok_ then
+    error(err, 0)
+  end
+end)
+
+test('ChatInputSendReportsToDone', function()
+  local sent, restore = stub_execute({ turnId = 't7' })
+  local got = 'not called'
+  -- Quotes are the user's text here, not :Soba's command-line quoting.
+  vim.api.nvim_buf_set_lines(input.buffer(), 0, -1, false, { '"hello"' })
+  eq(true, input.send(function(err, r)
+    got = { err, r and r.turnId }
+  end), 'send says it sent')
+  eq({ nil, 't7' }, got, 'done gets the answer')
+  eq({ { 'soba.prompt', { text = '"hello"' } } }, sent, 'the quotes are sent')
+  eq(false, input.send(), 'nothing to send')
+  restore()
+end)
+
+test('ChatAndInputCloseTogether', function()
+  one_window()
+  vim.cmd('Soba chat')
+  vim.cmd('close')
+  ok(vim.wait(1000, function()
+    return chat.window() == nil
+  end, 10), 'closing the input closes the chat')
+  eq(1, #vim.api.nvim_list_wins(), 'the other window stays')
+  vim.cmd('Soba chat')
+  vim.api.nvim_win_close(chat.window(), false)
+  ok(vim.wait(1000, function()
+    return vim.fn.bufwinid(input.buffer()) == -1
+  end, 10), 'closing the chat closes the input')
+  eq(1, #vim.api.nvim_list_wins(), 'the other window stays')
+  -- The last window cannot close: closing the other one around it is
+  -- harmless.
+  vim.cmd('Soba chat')
+  vim.cmd('only')
+  vim.wait(50)
+  eq(1, #vim.api.nvim_list_wins(), ':only in the input leaves it')
+  one_window()
+end)
+
+test('ChatInputKeysPrefixAndDisable', function()
+  local function fresh_input(opts)
+    one_window()
+    vim.cmd('silent! bwipeout! ' .. input.buffer())
+    config.current = config.resolve(opts)
+  end
+  local ok_, err = pcall(function()
+    fresh_input({ chat = { input = { send_normal = false, send_insert = '<C-g>', prefix = 'soba› ', height = 5 } } })
+    vim.cmd('Soba chat')
+    eq(5, vim.api.nvim_win_get_height(0), 'input height')
+    eq({}, vim.fn.maparg('<CR>', 'n', false, true), 'send_normal = false maps nothing')
+    eq(1, vim.fn.maparg('<C-g>', 'i', false, true).buffer, 'send_insert maps <C-g> in the input')
+    if vim.fn.has('nvim-0.10') == 1 then
+      eq({ { 'soba› ', 'SobaPromptPrefix' } }, input.prefix_marks()[1].virt_text, 'custom prefix')
+    end
+    fresh_input({ chat = { input = { prefix = '' } } })
+    vim.cmd('Soba chat')
+    eq({}, input.prefix_marks(), 'an empty prefix shows nothing')
+    fresh_input({ chat = { input = { enabled = false } } })
+    vim.cmd('Soba chat')
+    eq(chat.buffer(), vim.api.nvim_get_current_buf(), 'without the input the chat is focused')
+    eq(-1, vim.fn.bufwinid(input.buffer()), 'no input window')
+  end)
+  fresh_input({})
+  if not ok_ then
+    error(err, 0)
+  end
 end)
 
 test('ApprovalThroughUiSelect', function()
@@ -613,7 +871,8 @@ test('HelpTags', function()
   vim.opt.rtp:prepend(rtp)
   for _, tag in ipairs({ 'soba', 'soba.txt', ':Soba', 'soba-config', 'soba-statusline', 'soba-lualine',
     'soba-commands', 'soba-autocmds', 'SobaBudget', 'SobaCompaction', 'soba-health', 'soba-progress',
-    'soba-chat', 'soba-approvals', 'soba.setup()', 'soba.statusline()', 'soba-slash' }) do
+    'soba-chat', 'soba-approvals', 'soba.setup()', 'soba.statusline()', 'soba-slash', 'soba-chat-input',
+    'soba.input.send()' }) do
     vim.cmd('help ' .. tag)
     eq('help', vim.bo.buftype, 'help ' .. tag .. ' opens help')
     match('soba%.txt$', vim.api.nvim_buf_get_name(0), 'help ' .. tag .. ' file')

@@ -110,18 +110,42 @@ function M.on_event(_, ev)
   end
 end
 
--- M.open shows the chat buffer in a window (reusing one that shows it).
-function M.open()
+-- M.user_lines returns the lines the user's message adds to the chat: a
+-- Markdown quote, one "> " line per line of the text.
+function M.user_lines(text)
+  local lines = { '' }
+  for _, l in ipairs(vim.split(text, '\n', { plain = true })) do
+    lines[#lines + 1] = '> ' .. l
+  end
+  return lines
+end
+
+-- M.window returns a window showing the chat buffer (or nil).
+function M.window()
   local b = M.buffer()
   for _, win in ipairs(vim.api.nvim_list_wins()) do
     if vim.api.nvim_win_get_buf(win) == b then
-      vim.api.nvim_set_current_win(win)
-      return b
+      return win
     end
   end
-  vim.cmd(require('soba.config').current.chat.open)
-  vim.api.nvim_win_set_buf(0, b)
-  vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(b), 0 })
+end
+
+-- M.open shows the chat buffer in a window (reusing one that shows it)
+-- with the prompt input under it (|soba-chat-input|), and focuses the
+-- input; without the input, the chat window.
+function M.open()
+  local b = M.buffer()
+  local win = M.window()
+  if not win then
+    vim.cmd(require('soba.config').current.chat.open)
+    win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(win, b)
+    vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(b), 0 })
+  end
+  if require('soba.config').current.chat.input.enabled then
+    win = require('soba.input').open(win)
+  end
+  vim.api.nvim_set_current_win(win)
   return b
 end
 

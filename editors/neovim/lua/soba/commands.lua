@@ -143,7 +143,7 @@ end
 -- prompt sends text to the model and shows it in the chat.
 local function prompt(text, done)
   local chat = require('soba.chat')
-  chat.append({ '', '> ' .. text })
+  chat.append(chat.user_lines(text))
   if require('soba.config').current.chat.open_on_ask then
     local win = vim.api.nvim_get_current_win()
     chat.open()

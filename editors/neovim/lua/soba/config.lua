@@ -31,6 +31,20 @@ M.defaults = {
     open = 'botright vsplit',
     -- Open the chat buffer when :Soba ask sends a prompt.
     open_on_ask = true,
+    -- The prompt input: a small scratch buffer under the stream, opened
+    -- and closed with it (|soba-chat-input|).
+    input = {
+      -- Open the input with the chat; false keeps the stream read-only.
+      enabled = true,
+      -- Lines of the input window.
+      height = 3,
+      -- Shown before the first line of the input, never sent.
+      prefix = '> ',
+      -- Keys that send the whole input; false leaves that mode unmapped.
+      -- Insert-mode <CR> stays a line break, so a prompt can span lines.
+      send_normal = '<CR>',
+      send_insert = '<C-s>',
+    },
   },
   -- Command that opens a window for :Soba capsule show.
   capsule_open = 'botright split',
@@ -66,6 +80,35 @@ local function merge(base, override)
   return out
 end
 
+-- unknown_key returns the dotted name of the first key of opts that has no
+-- default, looking into nested option tables (chat.input.…), so that a typo
+-- fails at setup() instead of being ignored. `settings` is the server's and
+-- is checked there; on_attach has no default but is an option.
+local function unknown_key(opts, defaults, path)
+  for k, v in pairs(opts) do
+    local name = path .. tostring(k)
+    local d = defaults[k]
+    if d == nil and name ~= 'on_attach' then
+      return name
+    end
+    if name ~= 'settings' and type(d) == 'table' and not is_list(d) and type(v) == 'table' then
+      local bad = unknown_key(v, d, name .. '.')
+      if bad then
+        return bad
+      end
+    end
+  end
+end
+
+local function positive_integer(v)
+  return type(v) == 'number' and v >= 1 and math.floor(v) == v
+end
+
+-- A send key is a key such as '<CR>', or false for no mapping.
+local function key_or_false(v)
+  return v == false or (type(v) == 'string' and v ~= '')
+end
+
 -- M.resolve merges opts over the defaults and checks the types, so that a
 -- typo fails at setup() with the option's name rather than later.
 function M.resolve(opts)
@@ -73,15 +116,15 @@ function M.resolve(opts)
   if type(opts) ~= 'table' then
     error('soba.setup: options must be a table, got ' .. type(opts), 2)
   end
-  for k in pairs(opts) do
-    if M.defaults[k] == nil and k ~= 'on_attach' then
-      error('soba.setup: unknown option "' .. tostring(k) .. '"', 2)
-    end
+  local bad = unknown_key(opts, M.defaults, '')
+  if bad then
+    error('soba.setup: unknown option "' .. bad .. '"', 2)
   end
   local c = merge(M.defaults, opts)
   if type(c.cmd) == 'string' then
     c.cmd = { c.cmd }
   end
+  -- Tables are checked before their fields are read.
   vim.validate({
     cmd = { c.cmd, 'table' },
     settings = { c.settings, 'table' },
@@ -93,6 +136,22 @@ function M.resolve(opts)
     chat = { c.chat, 'table' },
     capsule_open = { c.capsule_open, 'string' },
     on_attach = { c.on_attach, 'function', true },
+  })
+  vim.validate({
+    ['statusline.prefix'] = { c.statusline.prefix, 'string' },
+    ['statusline.soft_marker'] = { c.statusline.soft_marker, 'string' },
+    ['statusline.compacting'] = { c.statusline.compacting, 'string' },
+    ['chat.open'] = { c.chat.open, 'string' },
+    ['chat.open_on_ask'] = { c.chat.open_on_ask, 'boolean' },
+    ['chat.input'] = { c.chat.input, 'table' },
+  })
+  local input = c.chat.input
+  vim.validate({
+    ['chat.input.enabled'] = { input.enabled, 'boolean' },
+    ['chat.input.height'] = { input.height, positive_integer, 'a positive whole number of lines' },
+    ['chat.input.prefix'] = { input.prefix, 'string' },
+    ['chat.input.send_normal'] = { input.send_normal, key_or_false, 'a key such as "<CR>", or false' },
+    ['chat.input.send_insert'] = { input.send_insert, key_or_false, 'a key such as "<C-s>", or false' },
   })
   if #c.cmd == 0 then
     error('soba.setup: option "cmd" must name the soba-lsp executable', 2)
