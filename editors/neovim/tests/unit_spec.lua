@@ -895,3 +895,37 @@ test('HealthReportsMissingBinary', function()
   match('no soba%-lsp client', text, 'health reports no connection')
   vim.cmd('tabclose')
 end)
+
+-- The shared cases of docs/slash-commands.md that both front ends must pass
+-- (testdata/slash-commands.json; the VS Code unit tests read it too).
+test('SharedSlashCommandCases', function()
+  local file = plugin .. '/../../testdata/slash-commands.json'
+  local cases = vim.fn.json_decode(table.concat(vim.fn.readfile(file), '\n')).cases
+  ok(#cases > 20, 'the shared table has cases')
+  local sent
+  local orig = client.execute
+  client.execute = function(command, args, cb)
+    sent[#sent + 1] = { command = command, args = args }
+    cb(nil, { checkpointId = 'ck_1', path = '/tmp/x', markdown = '## Goal\nship', effectiveTokens = 1,
+      hardLimit = 2, softLimit = 1, contextWindow = 3, turnId = 't1', leafId = 'e_9', sessionId = 's1' }, { id = 97 })
+  end
+  for _, c in ipairs(cases) do
+    sent = {}
+    local err = 'not called'
+    local _, restore = H.capture_notify()
+    require('soba.commands').dispatch('ask', { text = c.text }, false, function(e)
+      err = e
+    end)
+    restore()
+    vim.cmd('silent! only')
+    if c.error then
+      eq({}, sent, c.text .. ': sends nothing')
+      ok(err ~= nil and err ~= 'not called', c.text .. ': is an error')
+    elseif c.prompt ~= nil then
+      eq({ command = 'soba.prompt', args = { text = c.prompt } }, sent[1], c.text .. ': prompt')
+    else
+      eq(c.sends, sent[1], c.text .. ': sends')
+    end
+  end
+  client.execute = orig
+end)
