@@ -244,7 +244,11 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
         void vscode.window.showErrorMessage(parsed.message);
         return undefined;
       }
-      if (parsed.kind === 'command') return slash(parsed.command);
+      if (parsed.kind === 'command') {
+        model.applySlashCommand(typed);
+        ctx.changed();
+        return slash(parsed.command);
+      }
       const args = promptArgs(parsed.text);
       const r = await server.execute<PromptResult>(ServerCommand.prompt, args);
       model.applyUserPrompt(r.turnId, args.text);

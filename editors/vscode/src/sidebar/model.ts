@@ -86,6 +86,15 @@ export class SidebarModel {
     else this.stream.splice(first, 0, { turnId, kind: 'user', text });
   }
 
+  /**
+   * applySlashCommand shows a slash command the user typed in the stream,
+   * where a prompt would have appeared, so the text does not vanish; its
+   * result shows where the palette command shows it.
+   */
+  applySlashCommand(text: string): void {
+    this.push({ turnId: '', kind: 'status', text: `› ${text.trim()}` });
+  }
+
   /** applyEvent records a soba/event notification. */
   applyEvent(e: AgentEvent): void {
     switch (e.type) {

@@ -335,7 +335,11 @@ describe('slash commands typed in SOBA: Ask run the palette handlers (docs/slash
     fake.reset();
     const typed = recordingContext(answers);
     await ask(typed.ctx, text);
-    const fromSlash = { messages: fake.messages, lines: (typed.output as any).lines, docs: fake.documents, sidebar: typed.ctx.model.snapshot(), budgets: typed.budgets };
+    const sidebar = typed.ctx.model.snapshot();
+    // The one difference: the typed command stands in the conversation.
+    expect(sidebar.stream[0]).toStrictEqual({ turnId: '', kind: 'status', text: `› ${text}` });
+    sidebar.stream = sidebar.stream.slice(1);
+    const fromSlash = { messages: fake.messages, lines: (typed.output as any).lines, docs: fake.documents, sidebar, budgets: typed.budgets };
     expect(fromSlash).toStrictEqual(fromPalette);
     expect(typed.sent).toStrictEqual(palette.sent);
   });
@@ -376,10 +380,16 @@ describe('slash commands typed in SOBA: Ask run the palette handlers (docs/slash
     expect(sent).toStrictEqual([{ command: 'soba.autoCompact', args: { enabled: false } }]);
   });
 
-  it('a command, unlike a prompt, is not shown as a user message in the conversation', async () => {
+  it('a command stands in the conversation as a status line, not as a user message to the model', async () => {
     const { ctx } = recordingContext(answers);
-    await ask(ctx, '/budget');
-    expect(ctx.model.snapshot().stream).toEqual([]);
+    await ask(ctx, '  /budget ');
+    expect(ctx.model.snapshot().stream).toStrictEqual([{ turnId: '', kind: 'status', text: '› /budget' }]);
+  });
+
+  it('a bad command is not added to the conversation', async () => {
+    const { ctx } = recordingContext(answers);
+    await ask(ctx, '/capsule export ck_1');
+    expect(ctx.model.snapshot().stream).toStrictEqual([]);
   });
 });
 
