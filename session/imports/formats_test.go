@@ -78,6 +78,7 @@ func TestDetectFormat(t *testing.T) {
 		{"pi-v3.jsonl", FormatPi},
 		{"claude-code.jsonl", FormatClaude},
 		{"codex-rollout.jsonl", FormatCodex},
+		{"opencode-export.json", FormatOpencode},
 	} {
 		got, err := Detect(fixture(t, tc.file))
 		if err != nil || got != tc.want {
@@ -294,7 +295,7 @@ func TestImportCodexRollout_RC2(t *testing.T) {
 // TestImportWritesVerifiableSessions_RT3 writes every fixture and resumes
 // it: no bad lines, no missing parents.
 func TestImportWritesVerifiableSessions_RT3(t *testing.T) {
-	for _, name := range []string{"pi-v3.jsonl", "claude-code.jsonl", "codex-rollout.jsonl"} {
+	for _, name := range []string{"pi-v3.jsonl", "claude-code.jsonl", "codex-rollout.jsonl", "opencode-export.json"} {
 		res, err := Convert(fixture(t, name), Options{})
 		if err != nil {
 			t.Fatal(err)

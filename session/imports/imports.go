@@ -1,13 +1,14 @@
 // Package imports converts other coding agents' transcripts into SOBA
 // sessions: pi sessions (format v1, linear, and v2/v3 trees), Claude Code
-// project JSONL and Codex CLI rollout files. The format is detected from the
-// content. Tool calls are renamed to SOBA's tools where they match
+// project JSONL, Codex CLI rollout files and opencode sessions (an
+// `opencode export` document, or the session's files in opencode's storage
+// directory through ConvertFile). The format is detected from the content. Tool calls are renamed to SOBA's tools where they match
 // (PROTOCOL.md "Agent tools") and their results carry the artifacts the
 // compaction engine reads (R-C2); a foreign compaction summary becomes a
 // capsule entry. The source is only read.
 //
-// Convert builds the entries in memory; Write stores them through the
-// session store. See docs/cli.md for what each format maps to.
+// Convert (or ConvertFile, for a path) builds the entries in memory; Write
+// stores them through the session store. See docs/cli.md for what each format maps to.
 package imports
 
 import (
@@ -36,17 +37,22 @@ type Format string
 
 // The formats Convert reads.
 const (
-	FormatPi     Format = "pi"
-	FormatClaude Format = "claude-code"
-	FormatCodex  Format = "codex"
+	FormatPi       Format = "pi"
+	FormatClaude   Format = "claude-code"
+	FormatCodex    Format = "codex"
+	FormatOpencode Format = "opencode"
 )
 
 // Formats lists the formats Convert reads, for messages.
-var Formats = []Format{FormatPi, FormatClaude, FormatCodex}
+var Formats = []Format{FormatPi, FormatClaude, FormatCodex, FormatOpencode}
 
 // Problem is a source line that was skipped (not JSON, not an entry of the
 // format, a tool result without its call), or a note about the conversion.
 type Problem struct {
+	// File is the source file the problem is in, when the source is more
+	// than one file (opencode's storage directory); "" for the file
+	// converted.
+	File string
 	// Line is the 1-based line of the source; 0 for a note about the whole
 	// file.
 	Line    int
@@ -54,16 +60,24 @@ type Problem struct {
 }
 
 func (p Problem) String() string {
-	if p.Line == 0 {
-		return p.Message
+	switch {
+	case p.File != "" && p.Line > 0:
+		return fmt.Sprintf("%s: line %d: %s", p.File, p.Line, p.Message)
+	case p.File != "":
+		return p.File + ": " + p.Message
+	case p.Line > 0:
+		return fmt.Sprintf("line %d: %s", p.Line, p.Message)
 	}
-	return fmt.Sprintf("line %d: %s", p.Line, p.Message)
+	return p.Message
 }
 
 // Stats count what a conversion read and wrote.
 type Stats struct {
 	// Lines is the number of non-empty source lines.
 	Lines int
+	// Files is the number of source files read, when the source is more
+	// than one (opencode's storage directory).
+	Files int
 	// UserMessages counts the user's own messages written as user entries.
 	UserMessages int
 	// UserCommands counts shell commands the user ran in pi (`!cmd`,
@@ -113,7 +127,7 @@ type Options struct {
 }
 
 // ErrUnknownFormat is returned (wrapped) when the content matches no format.
-var ErrUnknownFormat = errors.New("not a transcript format this version imports")
+var ErrUnknownFormat = errors.New("not a transcript format this version imports (pi, Claude Code, Codex, opencode)")
 
 // Convert converts the foreign transcript data. Malformed lines are listed in
 // Result.Problems and skipped; an error means nothing usable was found.
@@ -134,8 +148,10 @@ func Convert(data []byte, opt Options) (*Result, error) {
 		err = convertClaude(b, data)
 	case FormatCodex:
 		err = convertCodex(b, data)
+	case FormatOpencode:
+		err = convertOpencodeData(b, data)
 	default:
-		return nil, fmt.Errorf("import: unknown format %q (known: pi, claude-code, codex)", f)
+		return nil, fmt.Errorf("import: unknown format %q (known: pi, claude-code, codex, opencode)", f)
 	}
 	if err != nil {
 		return nil, err
@@ -144,11 +160,15 @@ func Convert(data []byte, opt Options) (*Result, error) {
 	return b.res, nil
 }
 
-// Detect names the format of data from its first entries: pi's `session`
-// header or `message` entries with `message.role`, Codex's
-// {timestamp, type, payload} lines, or Claude Code's `uuid`/`parentUuid`
-// entries.
+// Detect names the format of data from its first entries: an opencode
+// JSON document ({info, messages} from `opencode export`, or a storage
+// session file), pi's `session` header or `message` entries with
+// `message.role`, Codex's {timestamp, type, payload} lines, or Claude Code's
+// `uuid`/`parentUuid` entries.
 func Detect(data []byte) (Format, error) {
+	if opencodeKind(data) != ocNone {
+		return FormatOpencode, nil
+	}
 	seen := 0
 	var verdict Format
 	eachLine(data, func(_ int, line []byte) bool {
@@ -179,7 +199,7 @@ func Detect(data []byte) (Format, error) {
 		return verdict == "" && seen < 50
 	})
 	if verdict == "" {
-		return "", fmt.Errorf("import: %w: the first entries look like none of pi (a \"session\" header, \"message\" entries), Claude Code (\"uuid\"/\"parentUuid\" entries) or Codex (\"session_meta\"/\"response_item\" lines)", ErrUnknownFormat)
+		return "", fmt.Errorf("import: %w: the first entries look like none of pi (a \"session\" header, \"message\" entries), Claude Code (\"uuid\"/\"parentUuid\" entries), Codex (\"session_meta\"/\"response_item\" lines) or opencode (an `opencode export` document {\"info\", \"messages\"}, or a storage session file)", ErrUnknownFormat)
 	}
 	return verdict, nil
 }

@@ -95,6 +95,17 @@ var (
 		"LS":           {name: compaction.ToolListFiles, fields: map[string]string{"path": "path"}},
 		"Grep":         {name: compaction.ToolGrep, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
 	}
+	opencodeTools = map[string]toolSpec{
+		"read":      {name: compaction.ToolReadFile, kind: kindRead, fields: map[string]string{"filePath": "path", "offset": "offset", "limit": "limit"}, required: []string{"filePath"}, path: "filePath"},
+		"write":     {name: compaction.ToolWriteFile, kind: kindModify, fields: map[string]string{"filePath": "path", "content": "content"}, required: []string{"filePath", "content"}, path: "filePath"},
+		"edit":      {name: compaction.ToolEditFile, kind: kindModify, fields: map[string]string{"filePath": "path", "oldString": "old_text", "newString": "new_text"}, required: []string{"filePath", "oldString", "newString"}, path: "filePath"},
+		"multiedit": {kind: kindModify, path: "filePath"},
+		// bash's timeout is in milliseconds already.
+		"bash": {name: compaction.ToolBash, kind: kindShell, fields: map[string]string{"command": "command", "timeout": "timeoutMs"}, required: []string{"command"}, drop: []string{"description"}, command: "command"},
+		"glob": {name: compaction.ToolListFiles, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
+		"list": {name: compaction.ToolListFiles, fields: map[string]string{"path": "path"}},
+		"grep": {name: compaction.ToolGrep, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
+	}
 	codexTools = map[string]toolSpec{
 		// shell's command is an argv; mapCodexShell turns it into a line.
 		"shell":        {name: compaction.ToolBash, kind: kindShell, fields: map[string]string{"command": "command", "timeout_ms": "timeoutMs"}, required: []string{"command"}, drop: []string{"workdir"}, command: "command"},
@@ -134,7 +145,7 @@ func (b *builder) mapCall(specs map[string]toolSpec, name string, raw json.RawMe
 		to, ok := spec.fields[k]
 		switch {
 		case ok:
-		case contains(spec.drop, k), k == "replace_all" && string(v) == "false":
+		case contains(spec.drop, k), (k == "replace_all" || k == "replaceAll") && string(v) == "false":
 			continue
 		default:
 			return c // an argument SOBA's tool does not take: keep the call as it was
