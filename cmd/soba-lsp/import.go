@@ -13,31 +13,28 @@ import (
 	"github.com/soba-agent/soba-lsp/workspace"
 )
 
-// runImport converts another agent's transcript (pi, Claude Code, Codex)
-// into a new SOBA session file and prints its path as the last line on
-// stdout. The source is only read.
+// runImport converts another agent's transcript (pi, Claude Code, Codex,
+// opencode) into a new SOBA session file and prints its path as the last
+// line on stdout. The source is only read.
 func runImport(_ context.Context, env *cmdEnv, args []string) int {
 	fs := subcommandFlags(env, "import")
 	out := fs.String("o", "", "write the session to `PATH` (must end in .jsonl; default <workspace>/.soba/sessions/<newid>.jsonl)")
 	ws := fs.String("workspace", "", "workspace root `DIR` (default: the current directory)")
-	format := fs.String("format", "", "source `FORMAT`: pi, claude-code or codex (default: detected from the content)")
-	setUsage(fs, env, "usage: soba-lsp import [flags] <transcript.jsonl>\n\nConverts a pi session, a Claude Code project JSONL or a Codex rollout file into a SOBA session.\nMalformed lines are reported with their line numbers and skipped. The new file's path is the last line on stdout.")
+	format := fs.String("format", "", "source `FORMAT`: "+formatList("or")+" (default: detected from the content)")
+	setUsage(fs, env, "usage: soba-lsp import [flags] <transcript>\n\nConverts a pi session, a Claude Code project JSONL, a Codex rollout file or an opencode session\n(an `opencode export` file, or opencode's storage/session/<projectID>/<sessionID>.json) into a SOBA session.\nMalformed lines and files are reported with their line numbers or paths and skipped. The new file's path is the last line on stdout.")
 	if !parseExact(fs, args, 1) {
 		return 2
 	}
 	src := fs.Arg(0)
-	data, err := os.ReadFile(src)
-	if err != nil {
-		fmt.Fprintln(env.stderr, "soba-lsp import:", err)
-		return 1
-	}
 	if *format != "" && !knownFormat(*format) {
-		fmt.Fprintf(env.stderr, "soba-lsp import: --format %q: must be pi, claude-code or codex\n", *format)
+		fmt.Fprintf(env.stderr, "soba-lsp import: --format %q: must be %s\n", *format, formatList("or"))
 		return 2
 	}
 	counter := newCounter()
 	est := entryTokens(counter)
-	res, err := imports.Convert(data, imports.Options{Format: imports.Format(*format), Estimate: est, Counter: counter})
+	// By path: an opencode storage session file is read with the message
+	// and part files around it.
+	res, err := imports.ConvertFile(src, imports.Options{Format: imports.Format(*format), Estimate: est, Counter: counter})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "soba-lsp import: %s: %v\n", src, err)
 		return 1
@@ -71,13 +68,31 @@ func runImport(_ context.Context, env *cmdEnv, args []string) int {
 		return 1
 	}
 	for _, p := range res.Problems {
-		fmt.Fprintf(env.stderr, "%s: %s\n", src, p)
+		if p.File != "" {
+			fmt.Fprintln(env.stderr, p) // names its own file
+		} else {
+			fmt.Fprintf(env.stderr, "%s: %s\n", src, p)
+		}
 	}
 	s := res.Stats
-	fmt.Fprintf(env.stderr, "imported %s (%s, %d lines): %d user messages, %d user commands, %d assistant responses, %d tool calls (%d renamed to SOBA tools), %d tool results, %d capsules; %d problems%s\n",
-		src, res.Format, s.Lines, s.UserMessages, s.UserCommands, s.Assistants, s.ToolCalls, s.MappedCalls, s.ToolResults, s.Capsules, len(res.Problems), skipped(s.Skipped))
+	read := fmt.Sprintf("%d lines", s.Lines)
+	if s.Files > 0 {
+		read = fmt.Sprintf("%d files", s.Files)
+	}
+	fmt.Fprintf(env.stderr, "imported %s (%s, %s): %d user messages, %d user commands, %d assistant responses, %d tool calls (%d renamed to SOBA tools), %d tool results, %d capsules; %d problems%s\n",
+		src, res.Format, read, s.UserMessages, s.UserCommands, s.Assistants, s.ToolCalls, s.MappedCalls, s.ToolResults, s.Capsules, len(res.Problems), skipped(s.Skipped))
 	fmt.Fprintln(env.stdout, dest)
 	return 0
+}
+
+// formatList names the formats import reads: "pi, claude-code, codex or
+// opencode".
+func formatList(last string) string {
+	names := make([]string, len(imports.Formats))
+	for i, f := range imports.Formats {
+		names[i] = string(f)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + last + " " + names[len(names)-1]
 }
 
 func knownFormat(f string) bool {

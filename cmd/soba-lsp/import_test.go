@@ -19,7 +19,11 @@ import (
 // These tests run the built binary's offline subcommands (import, budget,
 // compact, verify) on files, as a user does.
 
-var importFixtures = []string{"pi-v3.jsonl", "claude-code.jsonl", "codex-rollout.jsonl"}
+var importFixtures = []string{"pi-v3.jsonl", "claude-code.jsonl", "codex-rollout.jsonl", "opencode-export.json", opencodeStorageSession}
+
+// opencodeStorageSession is the session file of the opencode storage tree
+// fixture; import reads its messages and parts from the tree around it.
+const opencodeStorageSession = "opencode-storage/session/9f3c1e0a7b2d4c6e8f0a1b3c5d7e9f2a4b6c8d0e/ses_5d0cdf57fffe5FKDYRGn3Yv39L.json"
 
 func fixturePath(name string) string {
 	return filepath.Join("..", "..", "testdata", "imports", name)
@@ -107,6 +111,23 @@ func TestImportCLI_ReportsMalformedLines(t *testing.T) {
 	_, errs, code := runCLI(t, t.TempDir(), "import", abs)
 	if code != 0 || !strings.Contains(errs, "line 17: not a JSON line") || !strings.Contains(errs, "line 18: tool result for call \"call_never_made\"") {
 		t.Fatalf("exit %d, stderr:\n%s", code, errs)
+	}
+	// opencode: a damaged object of an export by its line, a damaged file
+	// of the storage tree by its path.
+	abs, _ = filepath.Abs(fixturePath("opencode-export.json"))
+	_, errs, code = runCLI(t, t.TempDir(), "import", abs)
+	if code != 0 || !strings.Contains(errs, abs+": line 849: not a part") || !strings.Contains(errs, abs+": line 905: message msg_a2f342d60001vTFHyECCM0oGFO has no role") ||
+		!strings.Contains(errs, "(opencode, 929 lines): 3 user messages") {
+		t.Fatalf("export: exit %d, stderr:\n%s", code, errs)
+	}
+	abs, _ = filepath.Abs(fixturePath(opencodeStorageSession))
+	storage := filepath.Dir(filepath.Dir(filepath.Dir(abs)))
+	_, errs, code = runCLI(t, t.TempDir(), "import", abs)
+	damaged := filepath.Join(storage, "part", "msg_a2f33e328001ucnJUyYt6UCcCy", "prt_a2f33e4c3001fzdT2cbRIWbWmG.json")
+	torn := filepath.Join(storage, "message", "ses_5d0cdf57fffe5FKDYRGn3Yv39L", "msg_a2f342d60001vTFHyECCM0oGFO.json")
+	if code != 0 || !strings.Contains("\n"+errs, "\n"+damaged+": not a part") || !strings.Contains(errs, "\n"+torn+": not a message") ||
+		!strings.Contains(errs, "(opencode, 56 files): 3 user messages, 0 user commands, 9 assistant responses, 11 tool calls (8 renamed to SOBA tools), 11 tool results, 1 capsules; 2 problems") {
+		t.Fatalf("storage: exit %d, stderr:\n%s", code, errs)
 	}
 }
 
