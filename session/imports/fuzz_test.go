@@ -15,6 +15,10 @@ import (
 // parent an earlier entry (or the header), every tool result after its call
 // on its path, the leaf one of the entries; written through the store, it
 // reopens clean (R-T2, R-T3, R-M3).
+//
+// Each input writes and reopens a session file, so the fuzzer's minimizing
+// of a new input (60 s by default) stalls progress; run it with
+// -fuzzminimizetime 0 (about 1,000–4,000 inputs a second here).
 func FuzzConvert(f *testing.F) {
 	for _, name := range []string{"pi-v3.jsonl", "claude-code.jsonl", "codex-rollout.jsonl", "opencode-export.json"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "imports", name))
