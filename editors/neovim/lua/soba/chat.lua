@@ -6,16 +6,23 @@ local M = {}
 local bufnr = nil
 local NAME = 'soba://chat'
 
+-- M.scratch creates a named buffer that is no file, survives being hidden
+-- and has no swap file: the chat's stream and its input.
+function M.scratch(name)
+  local b = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(b, name)
+  vim.bo[b].buftype = 'nofile'
+  vim.bo[b].bufhidden = 'hide'
+  vim.bo[b].swapfile = false
+  return b
+end
+
 -- M.buffer returns the chat buffer, creating it when needed.
 function M.buffer()
   if bufnr and vim.api.nvim_buf_is_valid(bufnr) then
     return bufnr
   end
-  bufnr = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_name(bufnr, NAME)
-  vim.bo[bufnr].buftype = 'nofile'
-  vim.bo[bufnr].bufhidden = 'hide'
-  vim.bo[bufnr].swapfile = false
+  bufnr = M.scratch(NAME)
   vim.bo[bufnr].filetype = 'markdown'
   vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, { '# SOBA chat', '' })
   vim.bo[bufnr].modifiable = false

@@ -90,11 +90,7 @@ function M.buffer()
   if bufnr and vim.api.nvim_buf_is_valid(bufnr) then
     return bufnr
   end
-  bufnr = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_name(bufnr, NAME)
-  vim.bo[bufnr].buftype = 'nofile'
-  vim.bo[bufnr].bufhidden = 'hide'
-  vim.bo[bufnr].swapfile = false
+  bufnr = require('soba.chat').scratch(NAME)
   -- Its own filetype, so FileType sobaprompt can add mappings; prompts
   -- are Markdown to the model, so they are highlighted as such.
   vim.bo[bufnr].filetype = 'sobaprompt'
