@@ -95,7 +95,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		case e.User != nil:
 			said = append(said, e.User.Text)
 			if turnPending && len(users) > 0 && !isChatter(users[len(users)-1]) {
-				done = append(done, "Worked on: "+firstLine(users[len(users)-1], maxItemChars))
+				done = append(done, workedOn+firstLine(users[len(users)-1], maxItemChars))
 			}
 			users = append(users, e.User.Text)
 			turnPending = true
@@ -109,7 +109,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			}
 			if len(e.Assistant.ToolCalls) == 0 && e.Assistant.Error == "" && len(users) > 0 && turnPending {
 				if !isChatter(users[len(users)-1]) {
-					done = append(done, "Answered: "+firstLine(users[len(users)-1], maxItemChars))
+					done = append(done, answered+firstLine(users[len(users)-1], maxItemChars))
 				}
 				turnPending = false
 			}
@@ -249,7 +249,7 @@ func Roll(prev, next capsule.State) capsule.State {
 	out := capsule.State{
 		Goal:        firstNonEmpty(next.Goal, prev.Goal),
 		Constraints: lastN(dedupeFold(union(prev.Constraints, next.Constraints)), maxListItems),
-		Done:        lastN(union(prev.Done, next.Done), 2*maxListItems),
+		Done:        lastN(keepRecentTurns(union(prev.Done, next.Done), maxTurnItems), 2*maxListItems),
 		InProgress:  orElse(next.InProgress, prev.InProgress),
 		NextSteps:   orElse(next.NextSteps, prev.NextSteps),
 		Notes:       lastN(union(notesBefore(prev.Notes, next.Notes), next.Notes), maxListItems),
@@ -295,6 +295,45 @@ func Roll(prev, next capsule.State) capsule.State {
 	out.ActiveSkills = union(prev.ActiveSkills, next.ActiveSkills)
 	out.UserMessages = boundUserMessages(union(next.UserMessages, prev.UserMessages), UserMessagesBudget)
 	return out
+}
+
+// The Done items BuildDeterministic writes for a turn: the request, as the
+// user put it, that was worked on or answered.
+const (
+	workedOn = "Worked on: "
+	answered = "Answered: "
+)
+
+// maxTurnItems bounds the turn items a rolled capsule keeps: they record
+// what was asked, not what holds now, and a long session would otherwise
+// fill Done with old questions at the expense of milestones and checks.
+const maxTurnItems = 12
+
+// keepRecentTurns drops all but the newest max turn items from done,
+// keeping every other item in order.
+func keepRecentTurns(done []string, max int) []string {
+	turns := 0
+	for _, d := range done {
+		if isTurnItem(d) {
+			turns++
+		}
+	}
+	if turns <= max {
+		return done
+	}
+	out := make([]string, 0, len(done)-(turns-max))
+	for _, d := range done {
+		if isTurnItem(d) && turns > max {
+			turns--
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func isTurnItem(d string) bool {
+	return strings.HasPrefix(d, workedOn) || strings.HasPrefix(d, answered)
 }
 
 // toolFailure matches the blockers BuildDeterministic writes for a failed

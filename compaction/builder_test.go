@@ -132,3 +132,33 @@ func TestSummaryPrompt_RC1_RM4(t *testing.T) {
 		t.Errorf("a first, single-part, unfocused prompt mentions what it does not have:\n%s", bare)
 	}
 }
+
+// TestRollKeepsRecentTurnItems_RM4: rolled capsules keep every milestone and
+// passing check, but only the newest turn items ("Answered: …"), so a long
+// session's Done is not a list of old questions.
+func TestRollKeepsRecentTurnItems_RM4(t *testing.T) {
+	var prev capsule.State
+	for i := range 20 {
+		prev.Done = append(prev.Done, answered+"question "+string(rune('a'+i)))
+	}
+	prev.Done = append(prev.Done, "Milestone: lexer done", "`go test ./...` passes")
+	next := capsule.State{Done: []string{workedOn + "the parser", "Milestone: parser done"}}
+	got := Roll(prev, next).Done
+	turns := 0
+	for _, d := range got {
+		if isTurnItem(d) {
+			turns++
+		}
+	}
+	if turns != maxTurnItems {
+		t.Errorf("%d turn items kept, want %d: %q", turns, maxTurnItems, got)
+	}
+	for _, want := range []string{"Milestone: lexer done", "`go test ./...` passes", "Milestone: parser done", workedOn + "the parser", answered + "question t"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("rolled done lost %q: %q", want, got)
+		}
+	}
+	if slices.Contains(got, answered+"question a") {
+		t.Errorf("the oldest question survived: %q", got)
+	}
+}
