@@ -40,28 +40,84 @@ var (
 // capsule's Verification section has one line per check: its latest run
 // whose exit status is the check's own, else its latest run.
 func CheckOf(cmd string) (check string, filtered bool) {
-	check, piped, echoed := checkParts(cmd)
-	return check, piped || echoed
+	check, piped, masked := checkParts(cmd)
+	return check, piped || masked
 }
 
-// checkParts is CheckOf with what was removed: output-filter stages of a
-// pipeline (piped) or a status echo (echoed).
-func checkParts(cmd string) (check string, piped, echoed bool) {
+// checkParts is CheckOf with what was found: output-filter stages removed
+// from the last pipeline (piped), or a status that is not the check's at
+// all (masked: a trailing `; echo $?`, `|| true`, `; exit 0`, a background
+// `&` — the list's exit status is then whatever follows the check).
+func checkParts(cmd string) (check string, piped, masked bool) {
 	s := strings.TrimSpace(cmd)
 	if loc := echoStatus.FindStringIndex(s); loc != nil {
-		s, echoed = s[:loc[0]], true
+		s, masked = s[:loc[0]], true
 	}
-	stages := pipeStages(s)
+	head, op, last := lastListSegment(s)
+	if op == ";" && strings.TrimSpace(last) == "" {
+		head, op, last = lastListSegment(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(head), ";")))
+	}
+	runsCheck := verificationPattern.MatchString(strings.TrimSpace(last))
+	if op != "" && !runsCheck {
+		// The check is before the operator: judge it there. After `;`,
+		// `||` or `&` the list's status is not the check's; `check && echo
+		// ok` fails when the check does.
+		check, piped, m := checkParts(strings.TrimSuffix(strings.TrimSpace(head), op))
+		return check, piped, masked || m || op != "&&"
+	}
+	stages := pipeStages(last)
 	for len(stages) > 1 {
-		last := strings.Fields(stages[len(stages)-1])
-		if len(last) == 0 || !outputFilters[last[0]] {
+		words := strings.Fields(stages[len(stages)-1])
+		if len(words) == 0 || !outputFilters[words[0]] {
 			break
 		}
 		stages, piped = stages[:len(stages)-1], true
 	}
-	s = strings.Join(stages, "|")
+	s = head + strings.Join(stages, "|")
 	s = redirections.ReplaceAllString(s, "")
-	return blanks.ReplaceAllString(strings.TrimSpace(s), " "), piped, echoed
+	return blanks.ReplaceAllString(strings.TrimSpace(s), " "), piped, masked
+}
+
+// lastListSegment splits a shell line at its last top-level list operator
+// (`;`, `&&`, `||` or a background `&`, outside quotes; `2>&1`, `&>` and
+// `|&` are not operators): head is everything up to and including the
+// operator, last what follows it. Without an operator, head and op are "".
+func lastListSegment(s string) (head, op, last string) {
+	at, width := -1, 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && quote != '\'':
+			i++
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == ';':
+			at, width = i, 1
+		case c == '|' && i+1 < len(s) && s[i+1] == '|':
+			at, width = i, 2
+			i++
+		case c == '&' && i+1 < len(s) && s[i+1] == '&':
+			at, width = i, 2
+			i++
+		case c == '&':
+			prev := byte(0)
+			if i > 0 {
+				prev = s[i-1]
+			}
+			if prev != '>' && prev != '<' && prev != '|' && (i+1 >= len(s) || s[i+1] != '>') {
+				at, width = i, 1
+			}
+		}
+	}
+	if at < 0 {
+		return "", "", s
+	}
+	return s[:at+width], s[at : at+width], s[at+width:]
 }
 
 // recordedCommand is the command a verification run is recorded under. A
@@ -70,7 +126,7 @@ func checkParts(cmd string) (check string, piped, echoed bool) {
 // → `go test ./...`) and counts as conclusive; the transcript keeps the
 // command as typed. Any other run keeps its command as it ran.
 func recordedCommand(cmd string, exit int, pipefail bool) string {
-	if check, piped, echoed := checkParts(cmd); piped && !echoed && pipefail && exit == 0 {
+	if check, piped, masked := checkParts(cmd); piped && !masked && pipefail && exit == 0 {
 		return check
 	}
 	return cmd

@@ -24,7 +24,17 @@ func TestCheckOf(t *testing.T) {
 		{"go test ./... |& tee log.txt", "go test ./...", true},
 		{"make; echo $?", "make", true},
 		{`make && echo "exit: $?"`, "make", true},
-		{"go test ./... || true", "go test ./... || true", false},
+		{"go test ./... || true", "go test ./...", true},
+		{"go test ./... 2>&1 | tail -5 || true", "go test ./...", true},
+		{"go test ./... | tail -20; true", "go test ./...", true},
+		{"go test ./... | grep -v ok; make lint", "go test ./... | grep -v ok; make lint", false}, // make lint is a check: judged as the last one
+		{"npm test | tee out.log; exit 0", "npm test", true},
+		{"go test ./... &", "go test ./...", true},
+		{"go test ./...;", "go test ./...", false},
+		{"cd pkg; go test ./... | tail -5", "cd pkg; go test ./...", true},
+		{"cd pkg && go test ./... 2>&1 | tail -5 && echo ok", "cd pkg && go test ./...", true},
+		{"go build ./... && go test ./...", "go build ./... && go test ./...", false},
+		{"go test ./... > out.txt 2>&1 &", "go test ./...", true},
 		{"go vet ./... | xargs -n1 echo", "go vet ./... | xargs -n1 echo", false},
 		{`go test -run 'A|B' ./...`, `go test -run 'A|B' ./...`, false},
 		{`go test -run "A|B" ./... | tail -3`, `go test -run "A|B" ./...`, true},
@@ -159,7 +169,23 @@ func TestPipefailRunsAreConclusive_RC2(t *testing.T) {
 			}
 		})
 	}
-	if got := recordedCommand("make; echo $?", 0, true); got != "make; echo $?" {
-		t.Errorf("a status echo is not made conclusive by pipefail: %q", got)
+	// A failing run, then the same check with its status masked: still failing.
+	b := newBuilder()
+	run(b, "go test ./...", 1, true)
+	run(b, "go test ./... 2>&1 | tail -5 || true", 0, true)
+	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []capsule.Verification{{Command: "go test ./...", ExitCode: 1, Outcome: OutcomeFailedCmd}}; !slices.Equal(st.Verification, want) {
+		t.Errorf("masked run: verification %+v, want %+v", st.Verification, want)
+	}
+	if !slices.Equal(st.Blockers, []string{"`go test ./...` fails"}) {
+		t.Errorf("masked run: blockers %q", st.Blockers)
+	}
+	for _, cmd := range []string{"make; echo $?", "go test ./... 2>&1 | tail -5 || true", "go test ./... | tail -20; true", "npm test | tee out.log; exit 0"} {
+		if got := recordedCommand(cmd, 0, true); got != cmd {
+			t.Errorf("%q: a masked exit status is not made conclusive by pipefail: recorded as %q", cmd, got)
+		}
 	}
 }
