@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,6 +41,8 @@ func FuzzDecodeLine(f *testing.F) {
 	}
 	f.Add([]byte(`{"id":"a","parentId":null,"type":"user","timestamp":"2026-01-01T00:00:00Z","tokens":0,"user":{"text":"x"}}`))
 	f.Add([]byte(`{"id":"a","parentId":"","type":"x","timestamp":"2026-01-01T00:00:00+01:00"}`))
+	f.Add([]byte(`{"id":"a","parentId":null,"type":"user","timestamp":"2026-07-01T12:00:01,5Z","user":{"text":"x"}}`))
+	f.Add([]byte(`{"id":"a","parentId":null,"type":"user","timestamp":"2026-07-01T12:00:01+24:00","user":{"text":"x"}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, err := DecodeLine(line)
 		if err == nil && !KnownType(e.Type) && !bytes.Equal(e.Raw, bytes.TrimSuffix(line, []byte("\r"))) {
@@ -49,6 +52,10 @@ func FuzzDecodeLine(f *testing.F) {
 			return
 		}
 		fast, ok := fastHeader(line, line[len(line)-1])
+		if var1 := (Entry{}); ok && err != nil && json.Unmarshal(bytes.TrimSuffix(line, []byte("\r")), &var1) == nil {
+			// Open would index the line and Load fail on it.
+			t.Fatalf("the header scanner and encoding/json accept %q, DecodeLine fails: %v", line, err)
+		}
 		slow, serr := slowHeader(line)
 		if !ok || serr != nil {
 			return

@@ -11,10 +11,19 @@
 // UTF-8 becomes U+FFFD, and object names match fields case-insensitively
 // (as strings.EqualFold does: "tool_use_id" does not match "toolUseId").
 // Types with an UnmarshalJSON method (json.RawMessage among them) are
-// decoded through it, as before.
+// decoded through it, as before, and so is time.Time, whose own parser
+// accepts more than v2's RFC 3339 (a comma before the fraction, a +24:00
+// offset): a timestamp the header scanner accepts must load too.
+//
+// Two differences remain, neither met in a transcript we read: a type error
+// ends decoding (encoding/json decodes the rest and reports the first), and
+// a duplicate name whose later value is null zeroes the field (encoding/json
+// keeps the earlier value).
 package jsondec
 
 import (
+	"time"
+
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -26,6 +35,7 @@ var v1Semantics = json.JoinOptions(
 	json.MatchCaseInsensitiveNames(true),
 	// v2's case-insensitive matching also ignores '_' and '-'; v1's does not.
 	jsonv1.MatchCaseSensitiveDelimiter(true),
+	json.WithUnmarshalers(json.UnmarshalFunc(func(b []byte, t *time.Time) error { return t.UnmarshalJSON(b) })),
 )
 
 // Unmarshal decodes the JSON document data into v, a non-nil pointer. The

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 )
 
 type inner struct {
@@ -17,6 +18,7 @@ type sample struct {
 	List    []inner         `json:"list"`
 	Any     any             `json:"any"`
 	Skipped string          `json:"-"`
+	At      time.Time       `json:"at"`
 	inner
 }
 
@@ -30,6 +32,10 @@ func TestSameAsEncodingJSON(t *testing.T) {
 		{"duplicate names: the last wins", `{"type":"a","type":"b"}`},
 		{"names match case-insensitively", `{"TYPE":"user","Kind":"k"}`},
 		{"but not across '_' and '-'", `{"ty_pe":"user","ki-nd":"k"}`},
+		{"a timestamp", `{"at":"2026-07-01T12:00:01.5Z"}`},
+		{"a timestamp with a comma before the fraction", `{"at":"2026-07-01T12:00:01,5Z"}`},
+		{"a timestamp at +24:00", `{"at":"2026-07-01T12:00:01+24:00"}`},
+		{"not a timestamp", `{"at":"yesterday"}`},
 		{"invalid UTF-8 becomes U+FFFD", "{\"type\":\"a\xffb\"}"},
 		{"unknown names are ignored", `{"other":{"deep":[1,2,3]},"type":"t"}`},
 		{"null leaves a pointer nil", `{"n":null,"raw":null}`},
@@ -61,6 +67,7 @@ func FuzzSameAsEncodingJSON(f *testing.F) {
 		`{"type":"user","n":3,"raw":{"a":[1,2]},"list":[{"kind":"x"}],"any":{"b":1.5}}`,
 		`{"type":"a","type":"b"}`, `{"TYPE":"user"}`, "{\"type\":\"a\xffb\"}", `{"n":null}`, `{"kind":"p"}`,
 		`{"raw": [ 1 , "two" ]}`, `{"any":[true,null,"s",1e3]}`, `{"type":"\u00e9\ud83d\ude00"}`,
+		`{"at":"2026-07-01T12:00:01,5Z"}`, `{"at":"2026-07-01T12:00:01.123456789+24:00"}`,
 	} {
 		f.Add([]byte(s))
 	}
