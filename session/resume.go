@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/conc/pool"
@@ -245,6 +246,7 @@ func (s *Store) estimateMissing(f *os.File, rep *OpenReport) error {
 	if len(missing) == 0 {
 		return nil
 	}
+	var estimated atomic.Int32
 	workers := runtime.GOMAXPROCS(0)
 	per := (len(missing) + workers - 1) / workers
 	p := pool.New().WithErrors().WithMaxGoroutines(workers)
@@ -263,10 +265,12 @@ func (s *Store) estimateMissing(f *os.File, rep *OpenReport) error {
 					continue // its header decoded; a payload that does not stays at 0
 				}
 				m.Tokens = s.opt.Estimate(&e)
+				estimated.Add(1)
 			}
 			return nil
 		})
 	}
-	rep.Estimated = len(missing)
-	return p.Wait()
+	err := p.Wait()
+	rep.Estimated = int(estimated.Load())
+	return err
 }
