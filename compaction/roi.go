@@ -50,13 +50,19 @@ type Declined struct {
 
 // Blocks reports whether a soft trigger at effective would be declined
 // again: even if every token added since counted as reclaimed (the keep
-// window moves forward by what is appended; the capsule does not shrink),
-// the gate of R-R2 would still fail. A nil Declined blocks nothing.
+// window moves forward by what is appended), the gate of R-R2 would still
+// fail. Once a whole keep window has been appended the cut can land
+// somewhere else entirely (past a large tool batch that held the old kept
+// tail, say), so the bound no longer holds and nothing is blocked. A nil
+// Declined blocks nothing.
 func (d *Declined) Blocks(effective int, c Config) (bool, string) {
 	if d == nil {
 		return false, ""
 	}
 	grown := max(0, effective-d.Effective)
+	if grown >= c.KeepRecentTokens {
+		return false, ""
+	}
 	if ok, _ := PostGenerationROI(TriggerTurnComplete, d.Before+grown, d.After, c); ok {
 		return false, ""
 	}

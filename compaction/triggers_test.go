@@ -292,7 +292,7 @@ func TestPostGenerationGate_RR2(t *testing.T) {
 // a soft compaction, soft triggers wait until the history added since could
 // make the same compaction pass; the hard limit and the user never wait.
 func TestDeclinedWaitsForGrowth_RG6_RR2(t *testing.T) {
-	c := DefaultConfig() // minReclaimableTokens 12000, minSavingsRatio 0.2
+	c := DefaultConfig() // minReclaimableTokens 12000, minSavingsRatio 0.25, keepRecentTokens 20000
 	// 36,140 tokens measured, the capsule would have left 24,779: 11,361
 	// reclaimed (the replay of the real pi session).
 	d := &Declined{Before: 36140, After: 24779, Effective: 36140}
@@ -315,6 +315,15 @@ func TestDeclinedWaitsForGrowth_RG6_RR2(t *testing.T) {
 				t.Errorf("TurnCompleteIntent = %v while blocked = %v", got, tc.blocked)
 			}
 		})
+	}
+	// A whole keep window appended: the cut may have moved past what held
+	// the old tail, so nothing is blocked any more, whatever the ratio says.
+	tail := &Declined{Before: 100000, After: 96000, Effective: 100000}
+	if blocked, _ := tail.Blocks(100000+c.KeepRecentTokens-1, c); !blocked {
+		t.Error("a big declined tail is unblocked before a keep window was appended")
+	}
+	if blocked, _ := tail.Blocks(100000+c.KeepRecentTokens, c); blocked {
+		t.Error("still blocked after a whole keep window was appended")
 	}
 	// The savings ratio is part of the gate too: 10% saved needs growth.
 	ratio := &Declined{Before: 100000, After: 90000, Effective: 100000}
