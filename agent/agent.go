@@ -277,7 +277,7 @@ func (a *Agent) restore(st *state) error {
 	st.autoCompact, st.intents, st.activeSkills, st.lastResult = r.AutoCompact, r.Intents, r.ActiveSkills, r.LastCompaction
 	// The system prompt carries the active skills' bodies.
 	st.systemTokens = a.systemTokens(st)
-	r.Input.ResetMeter(&st.meter, st.systemTokens)
+	r.Input.ResetMeter(&st.meter, st.systemTokens, a.systemTokens(&state{activeSkills: r.Input.SkillsAtUsage(st.activeSkills)}))
 	return nil
 }
 
@@ -384,7 +384,7 @@ func (a *Agent) recomputeInput(st *state) error {
 	if err != nil {
 		return err
 	}
-	m.ResetMeter(&st.meter, st.systemTokens)
+	m.ResetMeter(&st.meter, st.systemTokens, a.systemTokens(&state{activeSkills: m.SkillsAtUsage(st.activeSkills)}))
 	return nil
 }
 

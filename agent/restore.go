@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
@@ -99,6 +100,9 @@ type InputMeasure struct {
 	// Completion are that usage.
 	UsageAt            int
 	Prompt, Completion int
+	// SkillsSinceUsage are the skills activated after that response: the
+	// provider's count did not include their bodies in the system prompt.
+	SkillsSinceUsage []string
 }
 
 // MeasureInput measures the model input of path from base (O(tail); only
@@ -135,17 +139,56 @@ func MeasureInput(path compaction.Transcript, base compaction.Base, counter comp
 		}
 		if e.Assistant != nil && e.Assistant.Usage != nil {
 			m.UsageAt, m.Prompt, m.Completion = offset+k, e.Assistant.Usage.InputTokens, e.Assistant.Usage.OutputTokens
+			skills, err := skillsActivated(path, i+1)
+			if err != nil {
+				return m, err
+			}
+			m.SkillsSinceUsage = skills
 			break
 		}
 	}
 	return m, nil
 }
 
+// skillsActivated lists the skills activated by tool results on path from
+// index from on (the short tail after a response).
+func skillsActivated(path compaction.Transcript, from int) ([]string, error) {
+	var out []string
+	for i := from; i < path.Len(); i++ {
+		if path.Node(i).Type != session.TypeToolResult {
+			continue
+		}
+		e, err := path.Entry(i)
+		if err != nil {
+			return nil, err
+		}
+		if r := e.ToolResult; r != nil && r.Artifacts != nil && r.Artifacts.Skill != "" {
+			out = appendUnique(out, r.Artifacts.Skill)
+		}
+	}
+	return out, nil
+}
+
+// SkillsAtUsage is active without the skills activated since the usage
+// report: the skills whose bodies the reported request carried.
+func (m InputMeasure) SkillsAtUsage(active []string) []string {
+	var out []string
+	for _, s := range active {
+		if !slices.Contains(m.SkillsSinceUsage, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // ResetMeter starts meter over from this input with the system prompt and
-// tool schemas estimated at systemTokens.
-func (m InputMeasure) ResetMeter(meter *tokens.Meter, systemTokens int) {
+// tool schemas estimated at systemTokens now and at atUsage for the request
+// the usage report measured (SkillsAtUsage active), so a skill activated
+// since counts on top of the report, as it does live (Meter.SetBase).
+func (m InputMeasure) ResetMeter(meter *tokens.Meter, systemTokens, atUsage int) {
 	if m.UsageAt >= 0 {
-		meter.ResetWithUsage(systemTokens, m.Entries, m.UsageAt, m.Prompt, m.Completion)
+		meter.ResetWithUsage(atUsage, m.Entries, m.UsageAt, m.Prompt, m.Completion)
+		meter.SetBase(systemTokens)
 		return
 	}
 	meter.Reset(systemTokens, m.Entries)

@@ -156,3 +156,45 @@ func TestActiveSkillCountsInSystemTokens_RO1(t *testing.T) {
 	defer a.Close()
 	check("after resume", a)
 }
+
+// A skill activated after the last response with usage (the turn failed
+// before the next one) counts on top of that report after a resume, as it
+// does live: the resumed budget is the budget before the restart (R-O1).
+func TestResumeCountsSkillActivatedAfterUsage_RO1(t *testing.T) {
+	f := newFixture(t, nil, providertest.Call("s1", "activate_skill", map[string]any{"name": "go-testing"}),
+		providertest.Reply{Status: 400, Body: `{"error":{"message":"bad request","type":"invalid_request_error"}}`})
+	writeSkill(t, f.dir, "go-testing", "how this project runs its Go tests", strings.Repeat("Always run go test with -race. ", 200))
+	// Reopen, so the skill is listed in the system prompt from the start.
+	info, _ := f.agent.Info()
+	opt := f.agent.opt
+	f.agent.Close()
+	live, _, err := Resume(opt, info.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, _, err := live.Prompt("use the go testing skill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rec.turnEnd(t, turn) // the second request is refused: the turn fails after the activation
+	before, err := live.Budget()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Source != "provider_usage" {
+		t.Fatalf("budget source %q: the test needs a usage report before the activation", before.Source)
+	}
+	live.Close()
+	a, _, err := Resume(opt, info.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	after, err := a.Budget()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.EffectiveTokens != before.EffectiveTokens || after.Source != before.Source {
+		t.Errorf("after resume %d (%s), before %d (%s)", after.EffectiveTokens, after.Source, before.EffectiveTokens, before.Source)
+	}
+}

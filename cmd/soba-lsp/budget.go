@@ -104,7 +104,7 @@ func (o *offline) restoreState(path compaction.Entries) (agent.Restored, error) 
 func (o *offline) budget(st agent.Restored) compaction.Budget {
 	c := o.config
 	var m tokens.Meter
-	st.Input.ResetMeter(&m, o.systemTokens(st.ActiveSkills))
+	st.Input.ResetMeter(&m, o.systemTokens(st.ActiveSkills), o.systemTokens(st.Input.SkillsAtUsage(st.ActiveSkills)))
 	eff, src := m.Effective()
 	return compaction.Budget{
 		EffectiveTokens: eff, HardLimit: c.HardLimit(), SoftLimit: c.SoftLimit(), ContextWindow: c.ContextWindow,
