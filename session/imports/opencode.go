@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -164,6 +165,9 @@ type ocSource struct {
 	msgs    []*ocMsg
 	issues  []ocIssue // about the session or the document as a whole
 	doc     []byte    // the export document, for line numbers
+	// lineStarts are the offsets where doc's lines start, computed on the
+	// first report: one pass, then a binary search per problem.
+	lineStarts []int
 }
 
 // exportPrefix is the line `opencode export` writes to stderr before the
@@ -621,7 +625,17 @@ func convertOpencodeData(b *builder, data []byte) error {
 func (s *ocSource) report(b *builder, is ocIssue) {
 	p := Problem{File: is.loc.file, Message: is.msg}
 	if is.loc.off >= 0 && s.doc != nil {
-		p.Line = 1 + bytes.Count(s.doc[:min(is.loc.off, len(s.doc))], []byte("\n"))
+		if s.lineStarts == nil {
+			s.lineStarts = []int{0}
+			for i, c := range s.doc {
+				if c == '\n' {
+					s.lineStarts = append(s.lineStarts, i+1)
+				}
+			}
+		}
+		off := min(is.loc.off, len(s.doc))
+		// The line holding off: the last start at or before it.
+		p.Line, _ = slices.BinarySearch(s.lineStarts, off+1)
 	}
 	b.res.Problems = append(b.res.Problems, p)
 }
