@@ -117,7 +117,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			r := e.ToolResult
 			arts.addResult(r, calls[r.ToolCallID])
 			if !r.OK && r.ToolName != ToolBash {
-				failures = append(failures, r.ToolName+" failed: "+firstLine(r.Content, maxItemChars))
+				failures = append(failures, "`"+r.ToolName+"` failed: "+firstLine(r.Content, maxItemChars))
 			}
 		case e.Checkpoint != nil:
 			ck := e.Checkpoint
@@ -337,8 +337,9 @@ func isTurnItem(d string) bool {
 }
 
 // toolFailure matches the blockers BuildDeterministic writes for a failed
-// tool call ("edit_file failed: …").
-var toolFailure = regexp.MustCompile(`^[a-z][a-z_]* failed: `)
+// tool call ("`edit_file` failed: …"), and not a summary's own ("build
+// failed: …").
+var toolFailure = regexp.MustCompile("^`[^`]+` failed: ")
 
 // lastReplyNote starts the note BuildDeterministic writes about the
 // model's last reply.

@@ -52,12 +52,12 @@ func TestChatterIsNotWork_RC1(t *testing.T) {
 // failing checks and other blockers carry over.
 func TestRollDropsStaleToolFailuresAndReplies_RM4(t *testing.T) {
 	prev := capsule.State{
-		Blockers: []string{"edit_file failed: old text not found", "`go test ./...` fails", "waiting for the API key"},
+		Blockers: []string{"`edit_file` failed: old text not found", "`go test ./...` fails", "waiting for the API key", "build failed: missing go.sum entry"},
 		Notes:    []string{"Last reply: first", "the CI runs on Fridays"},
 	}
-	next := capsule.State{Blockers: []string{"bash failed: permission denied"}, Notes: []string{"Last reply: second"}}
+	next := capsule.State{Blockers: []string{"`bash` failed: permission denied"}, Notes: []string{"Last reply: second"}}
 	got := Roll(prev, next)
-	if want := []string{"`go test ./...` fails", "waiting for the API key", "bash failed: permission denied"}; !slices.Equal(got.Blockers, want) {
+	if want := []string{"`go test ./...` fails", "waiting for the API key", "build failed: missing go.sum entry", "`bash` failed: permission denied"}; !slices.Equal(got.Blockers, want) {
 		t.Errorf("blockers %q, want %q", got.Blockers, want)
 	}
 	if want := []string{"the CI runs on Fridays", "Last reply: second"}; !slices.Equal(got.Notes, want) {
