@@ -81,6 +81,11 @@ func runImport(_ context.Context, env *cmdEnv, args []string) int {
 	}
 	fmt.Fprintf(env.stderr, "imported %s (%s, %s): %d user messages, %d user commands, %d assistant responses, %d tool calls (%d renamed to SOBA tools), %d tool results, %d capsules; %d problems%s\n",
 		src, res.Format, read, s.UserMessages, s.UserCommands, s.Assistants, s.ToolCalls, s.MappedCalls, s.ToolResults, s.Capsules, len(res.Problems), skipped(s.Skipped))
+	if *out == "" {
+		// The session is in the workspace's session directory: the editor
+		// can resume it by id.
+		fmt.Fprintf(env.stderr, "continue it in the editor: /session resume %s\n", strings.TrimSuffix(filepath.Base(dest), ".jsonl"))
+	}
 	fmt.Fprintln(env.stdout, dest)
 	return 0
 }

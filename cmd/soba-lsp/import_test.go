@@ -89,9 +89,18 @@ func TestImportCLI_NewSessionPathLastLine_RT1(t *testing.T) {
 	ws := t.TempDir()
 	abs, _ := filepath.Abs(fixturePath("pi-v3.jsonl"))
 	out := filepath.Join(ws, "mine.jsonl")
-	stdout, _, code := runCLI(t, ws, "import", "-o", out, abs)
+	stdout, errs, code := runCLI(t, ws, "import", "-o", out, abs)
 	if code != 0 || strings.TrimSpace(stdout) != out {
 		t.Fatalf("-o: exit %d, stdout %q", code, stdout)
+	}
+	if strings.Contains(errs, "/session resume") {
+		t.Errorf("a session written outside the session directory is offered for resume: %s", errs)
+	}
+	// Into the session directory, it says how to continue it in the editor.
+	stdout, errs, _ = runCLI(t, ws, "import", abs)
+	id := strings.TrimSuffix(filepath.Base(strings.TrimSpace(stdout)), ".jsonl")
+	if !strings.Contains(errs, "continue it in the editor: /session resume "+id+"\n") {
+		t.Errorf("no resume hint for %s: %s", id, errs)
 	}
 	if _, errs, code := runCLI(t, ws, "import", "-o", out, abs); code == 0 || !strings.Contains(errs, "exists") {
 		t.Errorf("importing over an existing file: exit %d, %s", code, errs)
