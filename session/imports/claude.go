@@ -249,8 +249,7 @@ func claudeBlocks(pi []piBlock, raw json.RawMessage) []claudeBlock {
 	if pi == nil {
 		return nil
 	}
-	var out []claudeBlock
-	_ = jsondec.Unmarshal(raw, &out)
+	out, _ := decodeEach[claudeBlock](raw)
 	return out
 }
 
@@ -281,10 +280,11 @@ func (c *claudeState) assistant(ord int, l *claudeLine) {
 	m := l.Message
 	var blocks []claudeBlock
 	var text []string
-	if s, ok := stringValue(m.Content); ok {
+	ok := false
+	if s, isText := stringValue(m.Content); isText {
 		text = append(text, s)
-	} else if err := jsondec.Unmarshal(m.Content, &blocks); err != nil {
-		b.problem(l.no, "assistant content is neither text nor blocks: %v", err)
+	} else if blocks, ok = decodeEach[claudeBlock](m.Content); !ok {
+		b.problem(l.no, "assistant content is neither text nor blocks")
 		return
 	}
 	var calls []session.ToolCall

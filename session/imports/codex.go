@@ -262,11 +262,10 @@ func codexText(raw json.RawMessage) string {
 	if s, ok := stringValue(raw); ok {
 		return s
 	}
-	var parts []struct {
+	parts, _ := decodeEach[struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
-	}
-	_ = jsondec.Unmarshal(raw, &parts)
+	}](raw)
 	var out []string
 	for _, p := range parts {
 		switch p.Type {

@@ -314,3 +314,18 @@ func TestImportWritesVerifiableSessions_RT3(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestOneOddBlockLosesNothingElse_RT3: a content block with a field of an
+// unexpected type is skipped alone; the blocks around it are imported.
+func TestOneOddBlockLosesNothingElse_RT3(t *testing.T) {
+	raw := json.RawMessage(`[{"type":"text","text":"hello"},{"type":"text","id":5,"text":"odd"},{"type":"text","text":"world"}]`)
+	if text, blocks := piText(raw); text != "hello\nworld" || len(blocks) != 2 {
+		t.Errorf("piText = %q with %d blocks, want the two good blocks", text, len(blocks))
+	}
+	if got, ok := decodeEach[piBlock](json.RawMessage(`{"type":"text"}`)); ok || got != nil {
+		t.Errorf("an object decoded as an array: %v %v", got, ok)
+	}
+	if got := codexText(json.RawMessage(`[{"type":"output_text","text":"a"},{"type":7},{"type":"output_text","text":"b"}]`)); !strings.Contains(got, "a") || !strings.Contains(got, "b") {
+		t.Errorf("codexText = %q, want both good parts", got)
+	}
+}

@@ -89,8 +89,7 @@ func piText(raw json.RawMessage) (string, []piBlock) {
 	if s, ok := stringValue(raw); ok {
 		return s, nil
 	}
-	var blocks []piBlock
-	_ = jsondec.Unmarshal(raw, &blocks)
+	blocks, _ := decodeEach[piBlock](raw)
 	var parts []string
 	for _, bl := range blocks {
 		switch bl.Type {

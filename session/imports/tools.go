@@ -271,3 +271,26 @@ func patchFiles(patch string) []string {
 	}
 	return out
 }
+
+// decodeEach decodes a JSON array of content blocks. When the array does not
+// decode whole (a block with a field of an unexpected type), it decodes the
+// blocks one by one and skips only the odd ones, so one block never loses
+// its neighbours. ok is false when raw is not an array at all.
+func decodeEach[T any](raw json.RawMessage) (out []T, ok bool) {
+	if jsondec.Unmarshal(raw, &out) == nil {
+		return out, true
+	}
+	var elems []json.RawMessage
+	if err := jsondec.Unmarshal(raw, &elems); err != nil {
+		return nil, false
+	}
+	out = make([]T, 0, len(elems))
+	for _, e := range elems {
+		var v T
+		if jsondec.Unmarshal(e, &v) == nil {
+			out = append(out, v)
+		}
+	}
+	return out, true
+}
+
