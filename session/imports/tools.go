@@ -293,4 +293,3 @@ func decodeEach[T any](raw json.RawMessage) (out []T, ok bool) {
 	}
 	return out, true
 }
-
