@@ -17,10 +17,7 @@ func TestChatterIsNotWork_RC1(t *testing.T) {
 	b.user("ok", 10)
 	b.reply("Starting.", 10)
 	b.user("wow", 10)
-	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := b.capsule(t)
 	for _, d := range st.Done {
 		if strings.HasSuffix(d, ": ok") || strings.HasSuffix(d, ": wow") {
 			t.Errorf("done lists chatter: %q", st.Done)
@@ -76,10 +73,7 @@ func TestConstraintsAreTheUsersOwnWords_RC1(t *testing.T) {
 	b := newBuilder()
 	b.user("Fix the stream handling. Never drop a tool result.\n```\npanic: value must not be nil\n```\n> the API must be called twice\n"+
 		"The API says: ids were found without tool_result blocks, must answer toolu_019tYDrbzifrra2KYzmYqWvk first", 10)
-	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := b.capsule(t)
 	if want := []string{"Never drop a tool result"}; !slices.Equal(st.Constraints, want) {
 		t.Errorf("constraints %q, want %q", st.Constraints, want)
 	}

@@ -60,10 +60,7 @@ func TestVerificationOneLinePerCheck_RC2(t *testing.T) {
 	b.bash("cd pkg && npm run check 2>&1 | tail -5", 0, 10)
 	b.bash(`cd pkg && npm run check 2>&1 | grep "error TS" | wc -l`, 0, 10)
 	b.bash("go vet ./... | tail -3", 0, 10)
-	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := b.capsule(t)
 	want := []capsule.Verification{
 		{Command: "cd pkg && npm run check", ExitCode: 1, Outcome: OutcomeFailedCmd},
 		{Command: "go vet ./... | tail -3", ExitCode: 0, Outcome: OutcomePassed},
@@ -84,10 +81,7 @@ func TestVerificationOneLinePerCheck_RC2(t *testing.T) {
 	// blocker (R-M4).
 	b2 := newBuilder()
 	b2.bash("cd pkg && npm run check 2>&1", 0, 10)
-	next, err := BuildDeterministic(b2.es, 0, len(b2.es), nil, Extras{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := b2.capsule(t)
 	rolled := Roll(st, next)
 	if len(rolled.Blockers) != 0 {
 		t.Errorf("blockers after the check passed: %q", rolled.Blockers)
@@ -107,10 +101,7 @@ func TestAgentCommandsAreNotRequests_RC1(t *testing.T) {
 	b.reply("Fixed.", 10)
 	b.user("/theme dark", 10)
 	b.user("/usr/share/themes is missing on this machine", 10)
-	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := b.capsule(t)
 	if st.Goal != "Fix the theme loader so invalid themes never crash" {
 		t.Errorf("goal %q", st.Goal)
 	}
@@ -157,10 +148,7 @@ func TestPipefailRunsAreConclusive_RC2(t *testing.T) {
 			b.user("fix the tests", 10)
 			run(b, "go test ./...", 1, tc.pipefail)
 			run(b, "go test ./... 2>&1 | tail -5", tc.exit, tc.pipefail)
-			st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := b.capsule(t)
 			if !slices.Equal(st.Verification, tc.want) {
 				t.Errorf("verification %+v, want %+v", st.Verification, tc.want)
 			}
@@ -173,10 +161,7 @@ func TestPipefailRunsAreConclusive_RC2(t *testing.T) {
 	b := newBuilder()
 	run(b, "go test ./...", 1, true)
 	run(b, "go test ./... 2>&1 | tail -5 || true", 0, true)
-	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := b.capsule(t)
 	if want := []capsule.Verification{{Command: "go test ./...", ExitCode: 1, Outcome: OutcomeFailedCmd}}; !slices.Equal(st.Verification, want) {
 		t.Errorf("masked run: verification %+v, want %+v", st.Verification, want)
 	}

@@ -321,10 +321,7 @@ func TestCapsuleHoldsWorkingState_RC1(t *testing.T) {
 	b.user("the test still fails", 100)
 	b.reply("looking", 2000)
 	b.reply("still looking", 2000)
-	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := b.capsule(t)
 	switch {
 	case !strings.Contains(st.Goal, "retry"):
 		t.Fatalf("goal %q", st.Goal)

@@ -3,7 +3,9 @@ package compaction
 import (
 	"encoding/json"
 	"fmt"
+	"testing"
 
+	"github.com/soba-agent/soba-lsp/compaction/capsule"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -93,6 +95,17 @@ func (b *builder) read(path string, tokens int) {
 	args, _ := json.Marshal(map[string]string{"path": path})
 	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: ToolReadFile, Arguments: args}}}}, tokens)
 	b.result(id, ToolReadFile, true, "contents of "+path, tokens, &session.Artifacts{FilesRead: []string{path}})
+}
+
+// capsule is the deterministic capsule of everything b holds, with no
+// previous capsule and no extras.
+func (b *builder) capsule(t *testing.T) capsule.State {
+	t.Helper()
+	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // compact plans and appends a deterministic capsule as the engine would,
