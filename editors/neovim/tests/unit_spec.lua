@@ -812,6 +812,13 @@ test('ChatInputKeysPrefixAndDisable', function()
     if vim.fn.has('nvim-0.10') == 1 then
       eq({ { 'soba› ', 'SobaPromptPrefix' } }, input.prefix_marks()[1].virt_text, 'custom prefix')
     end
+    -- A later setup() with other keys applies at the next open, without a
+    -- new buffer: the old keys are unmapped.
+    one_window()
+    config.current = config.resolve({ chat = { input = { send_normal = 'gs', send_insert = false } } })
+    vim.cmd('Soba chat')
+    eq(1, vim.fn.maparg('gs', 'n', false, true).buffer, 'the new send_normal is mapped in the same buffer')
+    eq({}, vim.fn.maparg('<C-g>', 'i', false, true), 'the old send_insert is unmapped')
     fresh_input({ chat = { input = { prefix = '' } } })
     vim.cmd('Soba chat')
     eq({}, input.prefix_marks(), 'an empty prefix shows nothing')

@@ -72,17 +72,27 @@ function M.prefix_marks()
   return out
 end
 
+-- mapped is what map_send_keys last set: the buffer and the key per mode.
+local mapped = { buf = nil, n = false, i = false }
+
+-- map_send_keys maps the configured send keys in b, replacing those of an
+-- earlier configuration, so a later setup() applies at the next open.
 local function map_send_keys(b)
   local keys = config.current.chat.input
+  local want = { n = keys.send_normal or false, i = keys.send_insert or false }
   local send = function()
     M.send()
   end
-  if keys.send_normal then
-    vim.keymap.set('n', keys.send_normal, send, { buffer = b, desc = 'soba: send the prompt' })
+  for _, mode in ipairs({ 'n', 'i' }) do
+    local old = mapped.buf == b and mapped[mode]
+    if old and old ~= want[mode] then
+      pcall(vim.keymap.del, mode, old, { buffer = b })
+    end
+    if want[mode] then
+      vim.keymap.set(mode, want[mode], send, { buffer = b, desc = 'soba: send the prompt' })
+    end
   end
-  if keys.send_insert then
-    vim.keymap.set('i', keys.send_insert, send, { buffer = b, desc = 'soba: send the prompt' })
-  end
+  mapped = { buf = b, n = want.n, i = want.i }
 end
 
 -- M.buffer returns the input buffer, creating it when needed.
@@ -187,6 +197,7 @@ function M.open(chat_win)
     return win
   end
   local b = M.buffer()
+  map_send_keys(b)
   local from = vim.api.nvim_get_current_win()
   vim.api.nvim_set_current_win(chat_win)
   vim.cmd('belowright ' .. config.current.chat.input.height .. 'split')
