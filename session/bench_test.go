@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -261,4 +263,35 @@ func childOpenRSS(path string) (base, peak float64, err error) {
 		}
 	}
 	return 0, 0, fmt.Errorf("rss child printed %q", out)
+}
+
+// BenchmarkOpenUnestimated opens a 10k-entry session whose lines carry no
+// token estimates (a hand-written or foreign file): Open decodes those lines
+// and estimates them (with a constant estimator, so the figure is the
+// store's own cost, not the tokenizer's).
+func BenchmarkOpenUnestimated(b *testing.B) {
+	dir := b.TempDir()
+	src := buildSession(b, dir, 10_000)
+	data, err := os.ReadFile(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stripped := regexp.MustCompile(`,"tokens":[0-9]+`).ReplaceAll(data, nil)
+	path := filepath.Join(dir, "unestimated.jsonl")
+	if err := os.WriteFile(path, stripped, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	est := func(*Entry) int { return 400 }
+	b.ReportAllocs()
+	for b.Loop() {
+		s, rep, err := Open(path, Options{Estimate: est})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Estimated == 0 {
+			b.Fatal("nothing was estimated")
+		}
+		s.Close()
+	}
+	b.ReportMetric(float64(len(stripped))/1e6, "file-MB")
 }
