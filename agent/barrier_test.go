@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -500,5 +501,67 @@ func TestDeclinedCompactionWaitsForGrowth_RG6_RR2(t *testing.T) {
 	}
 	if starts, _ := barriers(); starts == startsAtDecline {
 		t.Fatal("soft compaction never ran again once the history had grown")
+	}
+}
+
+// TestCheckpointToolRecordsMilestone_RG7: the model's checkpoint tool records
+// a checkpoint with its intent; the next preflight (before the model's next
+// request in the same turn) compacts with trigger milestone and consumes the
+// intent; a bad kind is refused as a failed tool result. (It found that the
+// consumed intent's settings entry was appended after the plan froze the
+// expected leaf, so every milestone compaction ended stale, R-B5.)
+func TestCheckpointToolRecordsMilestone_RG7(t *testing.T) {
+	// Three turns of history: enough for R-R1, below the soft limit, so the
+	// milestone is the turn's one soft compaction (R-G5).
+	var script []providertest.Reply
+	for range 3 {
+		script = append(script, providertest.Text("answer "+bigText))
+	}
+	script = append(script,
+		providertest.Call("k1", "checkpoint", map[string]any{"kind": "milestone", "note": "the lexer is done"}),
+		providertest.Call("k2", "checkpoint", map[string]any{"kind": "someday", "note": "x"}),
+		providertest.Text("done"))
+	f := newFixture(t, func(o *Options) { smallWindow(o); o.Compaction.CompactOnTurnComplete = false; o.Compaction.Auto = true }, script...)
+	for range 3 {
+		f.prompt(t, "question "+bigText)
+	}
+	before := len(f.capsules(t))
+	if end := f.prompt(t, "finish the lexer"); end.Outcome != "completed" {
+		t.Fatalf("turn %s %s", end.Outcome, end.Error)
+	}
+	var ck *session.Checkpoint
+	var refused *session.ToolResult
+	for _, e := range f.entries(t) {
+		if e.Checkpoint != nil {
+			ck = e.Checkpoint
+		}
+		if e.ToolResult != nil && e.ToolResult.ToolCallID == "k2" {
+			refused = e.ToolResult
+		}
+	}
+	if ck == nil || ck.Kind != compaction.TriggerMilestone || ck.Note != "the lexer is done" || ck.Intent != compaction.TriggerMilestone {
+		t.Fatalf("checkpoint %+v, want a milestone with its intent", ck)
+	}
+	if refused == nil || refused.OK || !strings.Contains(refused.Content, `kind must be "milestone" or "plan_pivot"`) {
+		t.Fatalf("bad kind: %+v", refused)
+	}
+	caps := f.capsules(t)
+	if len(caps) <= before || caps[len(caps)-1].Trigger != compaction.TriggerMilestone {
+		var triggers []string
+		for _, c := range caps {
+			triggers = append(triggers, c.Trigger)
+		}
+		b, _ := f.agent.Budget()
+		f.rec.mu.Lock()
+		for _, c := range f.rec.comps {
+			if c.CompactionResult != nil {
+				t.Logf("%s %s %s %s", c.Phase, c.Trigger, c.CompactionResult.Outcome, c.CompactionResult.Reason)
+			}
+		}
+		f.rec.mu.Unlock()
+		t.Fatalf("capsules %v: no milestone compaction after the checkpoint (budget %d, pending %v)", triggers, b.EffectiveTokens, b.Pending)
+	}
+	if b, _ := f.agent.Budget(); slices.Contains(b.Pending, compaction.TriggerMilestone) {
+		t.Errorf("the milestone intent is still pending: %v", b.Pending)
 	}
 }

@@ -187,10 +187,13 @@ func (a *Agent) preflight(ctx context.Context, turnID string) error {
 		if compaction.IsSoft(d.Trigger) && st.turn != nil {
 			st.turn.softAttempted = true
 		}
-		plan, run, res, due = a.planCompaction(st, d.Trigger, st.instructions)
+		// The consumed intents are recorded before the plan freezes the
+		// expected leaf: appended after it, they made every milestone and
+		// plan-pivot compaction stale (R-B5) before it could append.
 		if len(d.Consume) > 0 {
 			a.recordConsumed(st, d.Consume)
 		}
+		plan, run, res, due = a.planCompaction(st, d.Trigger, st.instructions)
 	}); e != nil {
 		return e
 	}
