@@ -19,6 +19,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/workspace"
 )
 
 // Resolver confines paths to the workspace root (workspace.Root implements
@@ -43,9 +44,9 @@ var Tools = []ToolSpec{
 		json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}`)},
 	{compaction.ToolEditFile, "Replace the one occurrence of old_text in a file with new_text.",
 		json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"}},"required":["path","old_text","new_text"]}`)},
-	{compaction.ToolListFiles, "List files under a directory of the workspace (default the root), optionally filtered by a glob pattern on the file name.",
+	{compaction.ToolListFiles, "List files under a directory of the workspace (default the root), optionally filtered by a glob pattern on the file name. Paths the workspace's .gitignore ignores are left out unless you name one.",
 		json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"pattern":{"type":"string"}}}`)},
-	{compaction.ToolGrep, "Search files for a regular expression; prints path:line: text.",
+	{compaction.ToolGrep, "Search files for a regular expression; prints path:line: text. Paths the workspace's .gitignore ignores are left out unless you name one.",
 		json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string"}},"required":["pattern"]}`)},
 	{compaction.ToolBash, "Run a shell command in the workspace root. Output is capped; the exit code is reported.",
 		json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeoutMs":{"type":"integer","minimum":1}},"required":["command"]}`)},
@@ -231,6 +232,36 @@ func (env *toolEnv) editFile(raw json.RawMessage) toolRun {
 // skippedDirs are never listed or searched.
 var skippedDirs = map[string]bool{".git": true, ".soba": true, "node_modules": true}
 
+// walkFilter decides what list_files and grep leave out below the path they
+// were given: the directories never listed, and what the workspace's root
+// .gitignore ignores (read at each call: it may have changed). A path the
+// model names explicitly is searched even when it is ignored, as ripgrep
+// does; then only skippedDirs apply below it.
+func (env *toolEnv) walkFilter(abs string) func(p string, isDir bool) bool {
+	var match func(rel string, isDir bool) bool
+	if r, ok := env.root.(*workspace.Root); ok {
+		if ig, err := workspace.NewIgnore(r); err == nil {
+			match = ig.Match
+		}
+	}
+	relOf := func(p string) string {
+		r, _ := filepath.Rel(env.dir, p)
+		return filepath.ToSlash(r)
+	}
+	if match != nil && match(relOf(abs), true) {
+		match = nil // named explicitly
+	}
+	return func(p string, isDir bool) bool {
+		if p == abs {
+			return false
+		}
+		if isDir && skippedDirs[filepath.Base(p)] {
+			return true
+		}
+		return match != nil && match(relOf(p), isDir)
+	}
+}
+
 func (env *toolEnv) listFiles(raw json.RawMessage) toolRun {
 	var a struct {
 		Path    string `json:"path"`
@@ -253,14 +284,18 @@ func (env *toolEnv) listFiles(raw json.RawMessage) toolRun {
 	}
 	var out []string
 	truncated := false
+	skip := env.walkFilter(abs)
 	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable entries are left out
 		}
-		if d.IsDir() {
-			if p != abs && skippedDirs[d.Name()] {
+		if skip(p, d.IsDir()) {
+			if d.IsDir() {
 				return filepath.SkipDir
 			}
+			return nil
+		}
+		if d.IsDir() {
 			return nil
 		}
 		if a.Pattern != "" {
@@ -311,6 +346,7 @@ func (env *toolEnv) grep(ctx context.Context, raw json.RawMessage) toolRun {
 	}
 	var out []string
 	var read []string
+	skip := env.walkFilter(abs)
 	_ = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || ctx.Err() != nil || len(out) >= maxGrepMatches {
 			if ctx.Err() != nil || len(out) >= maxGrepMatches {
@@ -318,10 +354,13 @@ func (env *toolEnv) grep(ctx context.Context, raw json.RawMessage) toolRun {
 			}
 			return nil
 		}
-		if d.IsDir() {
-			if p != abs && skippedDirs[d.Name()] {
+		if skip(p, d.IsDir()) {
+			if d.IsDir() {
 				return filepath.SkipDir
 			}
+			return nil
+		}
+		if d.IsDir() {
 			return nil
 		}
 		f, err := os.Open(p)
