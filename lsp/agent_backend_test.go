@@ -273,3 +273,59 @@ func TestAgentBackendSettingsChangeAppliesToSession(t *testing.T) {
 		t.Fatal("the session did not go on after the settings change")
 	}
 }
+
+// TestAgentBackendEditorDocumentsInCapsule_RC2: what the editor's document
+// sync reports reaches the capsule's artifacts through the real backend: a
+// document opened is read, one edited is modified (R-C2).
+func TestAgentBackendEditorDocumentsInCapsule_RC2(t *testing.T) {
+	var script []providertest.Reply
+	for range 3 {
+		script = append(script, providertest.Text("answer "+filler))
+	}
+	// The summary model defaults to the model: the compaction's summary.
+	script = append(script, providertest.Text("## Goal\nWork on package x.\n"))
+	e := runAgentServer(t, func(s *agent.Settings) { s.Compaction.Auto = false }, script, nil)
+	for _, name := range []string{"opened.go", "edited.go"} {
+		if err := os.WriteFile(filepath.Join(e.dir, name), []byte("package x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uri := func(name string) string { return (&url.URL{Scheme: "file", Path: filepath.Join(e.dir, name)}).String() }
+	e.Notify(methodDidOpen, map[string]any{"textDocument": map[string]any{"uri": uri("opened.go"), "languageId": "go", "version": 1, "text": "package x\n"}})
+	e.Notify(methodDidOpen, map[string]any{"textDocument": map[string]any{"uri": uri("edited.go"), "languageId": "go", "version": 1, "text": "package x\n"}})
+	e.Notify(methodDidChange, map[string]any{"textDocument": map[string]any{"uri": uri("edited.go"), "version": 2},
+		"contentChanges": []any{map[string]any{"text": "package x\n\nfunc F() {}\n"}}})
+	for range 3 {
+		if end := e.prompt(t, "question "+filler); end.Outcome != "completed" {
+			t.Fatalf("turn %s: %s", end.Outcome, end.Error)
+		}
+	}
+	var res compaction.CompactionResult
+	if err := e.Command(CommandCompact, nil, &res); err != nil || res.Outcome != compaction.OutcomeCompleted {
+		t.Fatalf("compact: %+v %v", res, err)
+	}
+	var shown CapsuleShowResult
+	if err := e.Command(CommandCapsuleShow, nil, &shown); err != nil {
+		t.Fatal(err)
+	}
+	read, modified := section(shown.Markdown, "Files read"), section(shown.Markdown, "Files modified")
+	if !strings.Contains(read, "opened.go") || !strings.Contains(read, "edited.go") {
+		t.Errorf("files read:\n%s", read)
+	}
+	// (The watcher saw both files created, which also counts as modified.)
+	if !strings.Contains(modified, "edited.go") {
+		t.Errorf("files modified:\n%s", modified)
+	}
+}
+
+// section is the text under a capsule's "## name" heading.
+func section(md, name string) string {
+	_, after, ok := strings.Cut(md, "## "+name+"\n")
+	if !ok {
+		return ""
+	}
+	if i := strings.Index(after, "\n## "); i >= 0 {
+		after = after[:i]
+	}
+	return after
+}
