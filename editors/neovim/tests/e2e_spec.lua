@@ -115,19 +115,24 @@ test('BudgetCommand_RO1', function()
   ok(noted('48,808'), 'budget text shows the hard limit')
 end)
 
+-- completed_turns counts the turns the chat buffer shows as completed.
+local function completed_turns()
+  local n = 0
+  for _, l in ipairs(chat.lines()) do
+    if l:match('^— completed') then
+      n = n + 1
+    end
+  end
+  return n
+end
+
 test('PromptsStreamIntoChat', function()
   local filler = string.rep('The parser keeps a table of tokens and a cursor. ', 180)
   for i = 1, 3 do
     local r = must('ask Turn ' .. i .. ': summarise this. ' .. filler, false, 30000)
     ok(r.turnId, 'prompt answered with a turnId')
     wait(30000, function()
-      local n = 0
-      for _, l in ipairs(chat.lines()) do
-        if l:match('^— completed') then
-          n = n + 1
-        end
-      end
-      return n >= i
+      return completed_turns() >= i
     end, 'turn ' .. i .. ' to complete in the chat buffer')
   end
   local text = table.concat(chat.lines(), '\n')
@@ -273,16 +278,6 @@ local function sent_during(fn)
     error(err, 0)
   end
   return sent
-end
-
-local function completed_turns()
-  local n = 0
-  for _, l in ipairs(chat.lines()) do
-    if l:match('^— completed') then
-      n = n + 1
-    end
-  end
-  return n
 end
 
 test('SlashCommandsInAsk', function()
