@@ -149,6 +149,8 @@ func required(field, value string) (string, string) {
 
 func (a *PromptArgs) validate() (string, string) { return required("text", a.Text) }
 
+func (a *RunArgs) validate() (string, string) { return required("text", a.Text) }
+
 func (a *CheckpointArgs) validate() (string, string) {
 	if a.Kind != CheckpointMilestone && a.Kind != CheckpointPlanPivot {
 		return "kind", fmt.Sprintf("must be %q or %q, got %q", CheckpointMilestone, CheckpointPlanPivot, a.Kind)

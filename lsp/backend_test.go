@@ -22,6 +22,7 @@ type testBackend struct {
 	opts       BackendOptions
 	budget     compaction.Budget
 	calls      []string
+	args       []any // the argument structs of the calls that take one
 	docs       []string
 	configured []string
 	configErr  error
@@ -67,10 +68,11 @@ func (b *testBackend) approver() agent.Approver {
 	return b.opts.Approver
 }
 
-func (b *testBackend) record(name string) error {
+func (b *testBackend) record(name string, args ...any) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls = append(b.calls, name)
+	b.args = append(b.args, args...)
 	if b.panicOn == name {
 		panic("scripted panic in " + name)
 	}
@@ -78,7 +80,7 @@ func (b *testBackend) record(name string) error {
 }
 
 func (b *testBackend) Prompt(ctx context.Context, a PromptArgs) (PromptResult, error) {
-	if err := b.record("Prompt"); err != nil {
+	if err := b.record("Prompt", a); err != nil {
 		return PromptResult{}, err
 	}
 	return PromptResult{TurnID: "turn_1", Queued: false}, nil
@@ -101,7 +103,7 @@ func (b *testBackend) Budget(ctx context.Context) (compaction.Budget, error) {
 }
 
 func (b *testBackend) Compact(ctx context.Context, a CompactArgs) (compaction.CompactionResult, error) {
-	if err := b.record("Compact"); err != nil {
+	if err := b.record("Compact", a); err != nil {
 		return compaction.CompactionResult{}, err
 	}
 	b.mu.Lock()
@@ -146,7 +148,7 @@ func (b *testBackend) Compact(ctx context.Context, a CompactArgs) (compaction.Co
 }
 
 func (b *testBackend) SetAutoCompact(ctx context.Context, a AutoCompactArgs) (compaction.Budget, error) {
-	if err := b.record("SetAutoCompact"); err != nil {
+	if err := b.record("SetAutoCompact", a); err != nil {
 		return compaction.Budget{}, err
 	}
 	b.mu.Lock()
@@ -156,28 +158,28 @@ func (b *testBackend) SetAutoCompact(ctx context.Context, a AutoCompactArgs) (co
 }
 
 func (b *testBackend) Checkpoint(ctx context.Context, a CheckpointArgs) (CheckpointResult, error) {
-	if err := b.record("Checkpoint"); err != nil {
+	if err := b.record("Checkpoint", a); err != nil {
 		return CheckpointResult{}, err
 	}
 	return CheckpointResult{CheckpointID: "ck_1"}, nil
 }
 
 func (b *testBackend) CapsuleCreate(ctx context.Context, a CapsuleCreateArgs) (CapsuleCreateResult, error) {
-	if err := b.record("CapsuleCreate"); err != nil {
+	if err := b.record("CapsuleCreate", a); err != nil {
 		return CapsuleCreateResult{}, err
 	}
 	return CapsuleCreateResult{CheckpointID: "ck_2", Path: ".soba/capsules/ck_2-x.capsule.md"}, nil
 }
 
 func (b *testBackend) CapsuleExport(ctx context.Context, a CapsuleExportArgs) (CapsuleExportResult, error) {
-	if err := b.record("CapsuleExport"); err != nil {
+	if err := b.record("CapsuleExport", a); err != nil {
 		return CapsuleExportResult{}, err
 	}
 	return CapsuleExportResult{Path: a.Path}, nil
 }
 
 func (b *testBackend) CapsuleLoad(ctx context.Context, a CapsuleLoadArgs) (CapsuleLoadResult, error) {
-	if err := b.record("CapsuleLoad"); err != nil {
+	if err := b.record("CapsuleLoad", a); err != nil {
 		return CapsuleLoadResult{}, err
 	}
 	return CapsuleLoadResult{CheckpointID: "ck_3", Title: "t"}, nil
@@ -191,7 +193,7 @@ func (b *testBackend) CapsuleList(ctx context.Context) ([]CapsuleInfo, error) {
 }
 
 func (b *testBackend) CapsuleShow(ctx context.Context, a CapsuleShowArgs) (CapsuleShowResult, error) {
-	if err := b.record("CapsuleShow"); err != nil {
+	if err := b.record("CapsuleShow", a); err != nil {
 		return CapsuleShowResult{}, err
 	}
 	return CapsuleShowResult{CheckpointID: "ck_1", Markdown: "## Goal\n"}, nil
@@ -219,14 +221,14 @@ func (b *testBackend) SessionNew(ctx context.Context) (SessionNewResult, error) 
 }
 
 func (b *testBackend) SessionResume(ctx context.Context, a SessionResumeArgs) (SessionResumeResult, error) {
-	if err := b.record("SessionResume"); err != nil {
+	if err := b.record("SessionResume", a); err != nil {
 		return SessionResumeResult{}, err
 	}
 	return SessionResumeResult{SessionID: a.SessionID}, nil
 }
 
 func (b *testBackend) SessionRewind(ctx context.Context, a SessionRewindArgs) (SessionRewindResult, error) {
-	if err := b.record("SessionRewind"); err != nil {
+	if err := b.record("SessionRewind", a); err != nil {
 		return SessionRewindResult{}, err
 	}
 	return SessionRewindResult{LeafID: a.EntryID}, nil

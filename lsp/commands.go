@@ -10,6 +10,7 @@ import (
 // Command IDs of PROTOCOL.md, answered through workspace/executeCommand.
 const (
 	CommandPrompt        = "soba.prompt"
+	CommandRun           = "soba.run"
 	CommandCancel        = "soba.cancel"
 	CommandBudget        = "soba.budget"
 	CommandCompact       = "soba.compact"
@@ -32,6 +33,7 @@ const (
 // plugins' tests compare their declarations to this list.
 var Commands = []string{
 	CommandPrompt,
+	CommandRun,
 	CommandCancel,
 	CommandBudget,
 	CommandCompact,

@@ -114,6 +114,11 @@ func TestCommandArguments_RO3(t *testing.T) {
 		{CommandPrompt, map[string]any{"text": ""}, "soba.prompt: text must not be empty"},
 		{CommandPrompt, map[string]any{"text": "hi", "txt": "x"}, "soba.prompt: txt is not a known field"},
 		{CommandPrompt, "hi", "soba.prompt: arguments[0] must be an object, got a string"},
+		{CommandRun, map[string]any{"text": "hi"}, ""},
+		{CommandRun, map[string]any{"text": "/budget"}, ""},
+		{CommandRun, map[string]any{"text": "/budget now"}, ""}, // a usage error is a result with lines, not a bad request
+		{CommandRun, map[string]any{"text": ""}, "soba.run: text must not be empty"},
+		{CommandRun, map[string]any{"text": "hi", "prompt": "hi"}, "soba.run: prompt is not a known field"},
 		{CommandCancel, nil, ""},
 		{CommandCancel, map[string]any{"what": "turn"}, "soba.cancel: what is not a known field"},
 		{CommandBudget, nil, ""},
