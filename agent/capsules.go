@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/soba-agent/soba-lsp/compaction"
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/sourcegraph/conc/panics"
 
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
 )
 

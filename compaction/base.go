@@ -1,7 +1,7 @@
 package compaction
 
 import (
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 )
 
 // TestChatterIsNotWork_RC1: acknowledgements ("ok", "wow") are not pieces of

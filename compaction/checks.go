@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 )
 
 // A verification command is often run with its output trimmed for reading:

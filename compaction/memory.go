@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 )
 
 // MaxMirroredCapsuleBytes bounds a capsule mirrored to Project Memory.

@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 )
 
 // Entry types written by SOBA (PROTOCOL.md "Fixed details"). Any other type

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sourcegraph/conc"
 
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 )
 
 // testClock returns a clock that ticks one second per call from a fixed start.

@@ -10,7 +10,7 @@ import (
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/session"
-	"github.com/soba-agent/soba-lsp/session/imports"
+	"github.com/soba-agent/soba-lsp/importer"
 )
 
 // BenchmarkImportAndDryRunCompact imports the 2.4 MB real pi session (token
@@ -36,12 +36,12 @@ func BenchmarkImportAndDryRunCompact(b *testing.B) {
 	importOnce := func() string {
 		n++
 		est := entryTokens(o.counter)
-		res, err := imports.Convert(data, imports.Options{Estimate: est, Counter: o.counter})
+		res, err := importer.Convert(data, importer.Options{Estimate: est, Counter: o.counter})
 		if err != nil {
 			b.Fatal(err)
 		}
 		out := filepath.Join(ws, "s_bench"+itoa(n)+".jsonl")
-		if err := imports.Write(res, out, session.SessionHeader{ImportedFrom: src}, session.Options{Estimate: est}); err != nil {
+		if err := importer.Write(res, out, session.SessionHeader{ImportedFrom: src}, session.Options{Estimate: est}); err != nil {
 			b.Fatal(err)
 		}
 		return out

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/session"
-	"github.com/soba-agent/soba-lsp/session/imports"
+	"github.com/soba-agent/soba-lsp/importer"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
 
@@ -34,7 +34,7 @@ func runImport(_ context.Context, env *cmdEnv, args []string) int {
 	est := entryTokens(counter)
 	// By path: an opencode storage session file is read with the message
 	// and part files around it.
-	res, err := imports.ConvertFile(src, imports.Options{Format: imports.Format(*format), Estimate: est, Counter: counter})
+	res, err := importer.ConvertFile(src, importer.Options{Format: importer.Format(*format), Estimate: est, Counter: counter})
 	if err != nil {
 		fmt.Fprintf(env.stderr, "soba-lsp import: %s: %v\n", src, err)
 		return 1
@@ -63,7 +63,7 @@ func runImport(_ context.Context, env *cmdEnv, args []string) int {
 	}
 	abs, _ := filepath.Abs(src)
 	header := session.SessionHeader{Version: 1, Workspace: root, ImportedFrom: string(res.Format) + ":" + abs}
-	if err := imports.Write(res, dest, header, session.Options{Estimate: est}); err != nil {
+	if err := importer.Write(res, dest, header, session.Options{Estimate: est}); err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp import:", err)
 		return 1
 	}
@@ -93,15 +93,15 @@ func runImport(_ context.Context, env *cmdEnv, args []string) int {
 // formatList names the formats import reads: "pi, claude-code, codex or
 // opencode".
 func formatList(last string) string {
-	names := make([]string, len(imports.Formats))
-	for i, f := range imports.Formats {
+	names := make([]string, len(importer.Formats))
+	for i, f := range importer.Formats {
 		names[i] = string(f)
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " " + last + " " + names[len(names)-1]
 }
 
 func knownFormat(f string) bool {
-	for _, k := range imports.Formats {
+	for _, k := range importer.Formats {
 		if string(k) == f {
 			return true
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/compaction"
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
 )
 

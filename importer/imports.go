@@ -1,4 +1,4 @@
-// Package imports converts other coding agents' transcripts into SOBA
+// Package importer converts other coding agents' transcripts into SOBA
 // sessions: pi sessions (format v1, linear, and v2/v3 trees), Claude Code
 // project JSONL, Codex CLI rollout files and opencode sessions (an
 // `opencode export` document, or the session's files in opencode's storage
@@ -9,7 +9,7 @@
 //
 // Convert (or ConvertFile, for a path) builds the entries in memory; Write
 // stores them through the session store. See docs/cli.md for what each format maps to.
-package imports
+package importer
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/soba-agent/soba-lsp/compaction"
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/internal/jsondec"
 	"github.com/soba-agent/soba-lsp/session"

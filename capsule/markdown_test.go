@@ -102,7 +102,7 @@ func goldenDocs() map[string]Document {
 func goldenPath(name string) string { return filepath.Join("testdata", name+".capsule.md") }
 
 // TestGolden_RP1 checks Render against the golden files (regenerate with
-// go test ./compaction/capsule/ -run TestGolden -update).
+// go test ./capsule/ -run TestGolden -update).
 func TestGolden_RP1(t *testing.T) {
 	for name, doc := range goldenDocs() {
 		t.Run(name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package imports
+package importer
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/compaction"
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/session"
 )
@@ -26,7 +26,7 @@ const (
 	ocDamagedMessage = "msg_a2f342d60001vTFHyECCM0oGFO"
 )
 
-func fixturePath(name string) string { return filepath.Join("..", "..", "testdata", "imports", name) }
+func fixturePath(name string) string { return filepath.Join("..", "testdata", "imports", name) }
 
 // ocSourceCounts is the export read independently of the converter.
 type ocSourceCounts struct {

@@ -1,4 +1,4 @@
-package imports
+package importer
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 // -fuzzminimizetime 0 (about 1,000–4,000 inputs a second here).
 func FuzzConvert(f *testing.F) {
 	for _, name := range []string{"pi-v3.jsonl", "claude-code.jsonl", "codex-rollout.jsonl", "opencode-export.json"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "imports", name))
+		data, err := os.ReadFile(filepath.Join("..", "testdata", "imports", name))
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package imports
+package importer
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/compaction"
-	"github.com/soba-agent/soba-lsp/compaction/capsule"
+	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/session"
 )
@@ -29,8 +29,8 @@ var piSessions = []struct {
 
 func transcript(t testing.TB, name string) []byte {
 	t.Helper()
-	// The package is session/imports: the repository root is two up.
-	p := filepath.Join("..", "..", "..", "shared", "transcripts", name)
+	// The package is importer: the repository root is one up.
+	p := filepath.Join("..", "..", "shared", "transcripts", name)
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Skipf("real transcript %s is not available (%v): these tests need /work/shared/transcripts next to the repository", p, err)

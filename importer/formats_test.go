@@ -1,4 +1,4 @@
-package imports
+package importer
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "imports", name))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "imports", name))
 	if err != nil {
 		t.Fatal(err)
 	}
