@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/agent/provider"
-	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
 )
 

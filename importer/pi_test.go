@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/session"
 )

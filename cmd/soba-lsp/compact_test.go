@@ -9,8 +9,8 @@ import (
 
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
-	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/importer"
+	"github.com/soba-agent/soba-lsp/session"
 )
 
 // BenchmarkImportAndDryRunCompact imports the 2.4 MB real pi session (token

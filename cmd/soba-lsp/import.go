@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/importer"
+	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
 
