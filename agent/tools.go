@@ -19,6 +19,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/tool"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
 
@@ -38,21 +39,21 @@ type ToolSpec struct {
 
 // Tools are the agent's tools (PROTOCOL.md "Agent tools").
 var Tools = []ToolSpec{
-	{compaction.ToolReadFile, "Read a text file of the workspace. offset is the first line (1-based), limit the number of lines.",
+	{tool.ReadFile, "Read a text file of the workspace. offset is the first line (1-based), limit the number of lines.",
 		json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"offset":{"type":"integer","minimum":1},"limit":{"type":"integer","minimum":1}},"required":["path"]}`)},
-	{compaction.ToolWriteFile, "Create or overwrite a file of the workspace with content.",
+	{tool.WriteFile, "Create or overwrite a file of the workspace with content.",
 		json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}`)},
-	{compaction.ToolEditFile, "Replace the one occurrence of old_text in a file with new_text.",
+	{tool.EditFile, "Replace the one occurrence of old_text in a file with new_text.",
 		json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"}},"required":["path","old_text","new_text"]}`)},
-	{compaction.ToolListFiles, "List files under a directory of the workspace (default the root), optionally filtered by a glob pattern on the file name. Paths the workspace's .gitignore ignores are left out unless you name one.",
+	{tool.ListFiles, "List files under a directory of the workspace (default the root), optionally filtered by a glob pattern on the file name. Paths the workspace's .gitignore ignores are left out unless you name one.",
 		json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"pattern":{"type":"string"}}}`)},
-	{compaction.ToolGrep, "Search files for a regular expression; prints path:line: text. Paths the workspace's .gitignore ignores are left out unless you name one.",
+	{tool.Grep, "Search files for a regular expression; prints path:line: text. Paths the workspace's .gitignore ignores are left out unless you name one.",
 		json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string"}},"required":["pattern"]}`)},
-	{compaction.ToolBash, "Run a shell command in the workspace root. Output is capped; the exit code is reported.",
+	{tool.Bash, "Run a shell command in the workspace root. Output is capped; the exit code is reported.",
 		json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeoutMs":{"type":"integer","minimum":1}},"required":["command"]}`)},
-	{compaction.ToolCheckpoint, "Record a checkpoint: kind milestone (a piece of work is done) or plan_pivot (the plan changed direction), with a short note.",
+	{tool.Checkpoint, "Record a checkpoint: kind milestone (a piece of work is done) or plan_pivot (the plan changed direction), with a short note.",
 		json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["milestone","plan_pivot"]},"note":{"type":"string"}},"required":["kind","note"]}`)},
-	{compaction.ToolActivateSkill, "Load a skill's instructions by name; it stays active for the session.",
+	{tool.ActivateSkill, "Load a skill's instructions by name; it stays active for the session.",
 		json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)},
 }
 
@@ -83,16 +84,6 @@ type toolEnv struct {
 	skills *skillSet
 }
 
-// needsApproval reports whether a tool changes the workspace (writes and
-// bash), so it asks under `tools.approval: ask`.
-func needsApproval(name string) bool {
-	switch name {
-	case compaction.ToolWriteFile, compaction.ToolEditFile, compaction.ToolBash:
-		return true
-	}
-	return false
-}
-
 func fail(format string, args ...any) toolRun {
 	return toolRun{content: fmt.Sprintf(format, args...)}
 }
@@ -112,21 +103,21 @@ func decodeArgs(raw json.RawMessage, v any) error {
 
 func (env *toolEnv) run(ctx context.Context, call session.ToolCall) toolRun {
 	switch call.Name {
-	case compaction.ToolReadFile:
+	case tool.ReadFile:
 		return env.readFile(call.Arguments)
-	case compaction.ToolWriteFile:
+	case tool.WriteFile:
 		return env.writeFile(call.Arguments)
-	case compaction.ToolEditFile:
+	case tool.EditFile:
 		return env.editFile(call.Arguments)
-	case compaction.ToolListFiles:
+	case tool.ListFiles:
 		return env.listFiles(call.Arguments)
-	case compaction.ToolGrep:
+	case tool.Grep:
 		return env.grep(ctx, call.Arguments)
-	case compaction.ToolBash:
+	case tool.Bash:
 		return env.bash(ctx, call.Arguments)
-	case compaction.ToolCheckpoint:
+	case tool.Checkpoint:
 		return checkpointTool(call.Arguments)
-	case compaction.ToolActivateSkill:
+	case tool.ActivateSkill:
 		return env.activateSkill(call.Arguments)
 	}
 	return fail("unknown tool %q", call.Name)

@@ -9,18 +9,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
-)
-
-// Tool names the model sees (PROTOCOL.md "Agent tools").
-const (
-	ToolReadFile      = "read_file"
-	ToolWriteFile     = "write_file"
-	ToolEditFile      = "edit_file"
-	ToolListFiles     = "list_files"
-	ToolGrep          = "grep"
-	ToolBash          = "bash"
-	ToolCheckpoint    = "checkpoint"
-	ToolActivateSkill = "activate_skill"
+	"github.com/soba-agent/soba-lsp/tool"
 )
 
 // verificationPattern matches commands that verify the work: tests, builds,
@@ -144,20 +133,20 @@ func (a *artifactSet) addResult(r *session.ToolResult, call *session.ToolCall) {
 	}
 	var args toolArgs
 	_ = json.Unmarshal(call.Arguments, &args) // unknown shapes leave no artifacts
-	switch call.Name {
-	case ToolReadFile:
+	switch tool.ArtifactOf(call.Name) {
+	case tool.FileRead:
 		if r.OK {
 			a.addRead(args.Path)
 		}
-	case ToolWriteFile, ToolEditFile:
+	case tool.FileModified:
 		if r.OK {
 			a.addModified(args.Path)
 		}
-	case ToolActivateSkill:
+	case tool.Skill:
 		if r.OK {
 			a.addSkill(args.Name)
 		}
-	case ToolBash:
+	case tool.Command:
 		if IsVerificationCommand(args.Command) {
 			exit, outcome := 0, OutcomePassed
 			if !r.OK {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/tool"
 )
 
 // Bounds that keep a capsule's narrative small. Artifacts are never capped:
@@ -116,7 +117,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		case e.ToolResult != nil:
 			r := e.ToolResult
 			arts.addResult(r, calls[r.ToolCallID])
-			if !r.OK && r.ToolName != ToolBash {
+			if !r.OK && r.ToolName != tool.Bash {
 				failures = append(failures, "`"+r.ToolName+"` failed: "+firstLine(r.Content, maxItemChars))
 			}
 		case e.Checkpoint != nil:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/tool"
 )
 
 func TestCheckOf(t *testing.T) {
@@ -126,9 +127,9 @@ func TestPipefailRunsAreConclusive_RC2(t *testing.T) {
 	run := func(b *builder, cmd string, exit int, pipefail bool) {
 		b.calls++
 		id := "call_pf" + string(rune('a'+b.calls))
-		b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: ToolBash, Arguments: json.RawMessage(`{}`)}}}}, 10)
+		b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: tool.Bash, Arguments: json.RawMessage(`{}`)}}}}, 10)
 		code := exit
-		b.result(id, ToolBash, exit == 0, "out", 10, &session.Artifacts{Command: cmd, ExitCode: &code, Pipefail: pipefail})
+		b.result(id, tool.Bash, exit == 0, "out", 10, &session.Artifacts{Command: cmd, ExitCode: &code, Pipefail: pipefail})
 	}
 	for _, tc := range []struct {
 		name     string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/tool"
 )
 
 // longSession builds turns of user → read → edit → test, each ~tokensPerTurn.
@@ -79,7 +80,7 @@ func TestCutMovesOffToolResult_RM3(t *testing.T) {
 	b := newBuilder()
 	b.user("start", 100)
 	b.reply("ok", 1000)
-	ids := b.batch(ToolReadFile, 500, `{"path":"a"}`) // assistant + 1 result, 500 each
+	ids := b.batch(tool.ReadFile, 500, `{"path":"a"}`) // assistant + 1 result, 500 each
 	b.user("next", 100)
 	b.reply("done", 100)
 	// keep 700: walking back 100+100+500 reaches the result of the batch;
@@ -99,7 +100,7 @@ func TestToolBatchOfFiveStaysWhole_RM3(t *testing.T) {
 	b := newBuilder()
 	b.user("start", 3000)
 	b.reply("looking", 100)
-	b.batch(ToolReadFile, 400, `{"path":"a"}`, `{"path":"b"}`, `{"path":"c"}`, `{"path":"d"}`, `{"path":"e"}`)
+	b.batch(tool.ReadFile, 400, `{"path":"a"}`, `{"path":"b"}`, `{"path":"c"}`, `{"path":"d"}`, `{"path":"e"}`)
 	for keep := 100; keep <= 2600; keep += 100 {
 		c, err := FindCut(b.es, Base{CapsuleIndex: -1}, CutOptions{KeepRecent: keep})
 		if err != nil {
@@ -116,9 +117,9 @@ func TestToolBatchOfFiveStaysWhole_RM3(t *testing.T) {
 func TestCutPrefersUserBoundary_RM3(t *testing.T) {
 	b := newBuilder()
 	b.user("old", 5000)
-	b.user("the current task", 100)       // user boundary
-	b.reply("thinking", 300)              // assistant boundary
-	b.batch(ToolReadFile, 400, `{"p":1}`) // 800
+	b.user("the current task", 100)        // user boundary
+	b.reply("thinking", 300)               // assistant boundary
+	b.batch(tool.ReadFile, 400, `{"p":1}`) // 800
 	b.reply("almost", 900)
 	// keep 2000: the smallest candidate keeping ≥ 2000 is the assistant
 	// "thinking" (2000); the user message one entry earlier (2100) is
@@ -136,7 +137,7 @@ func TestForcedCutShrinksToCurrentBatch_RG4(t *testing.T) {
 	b := newBuilder()
 	b.user("task", 1000)
 	b.reply("step", 10000)
-	b.batch(ToolReadFile, 3000, `{"path":"big"}`) // current batch: 6000
+	b.batch(tool.ReadFile, 3000, `{"path":"big"}`) // current batch: 6000
 	cfg := smallConfig()
 	cfg.KeepRecentTokens = 15000 // hard limit 17000
 	p, err := MakePlan(b.es, quarterCounter{}, PlanRequest{Trigger: TriggerHardLimit, Config: cfg, SystemTokens: 500})
@@ -147,7 +148,7 @@ func TestForcedCutShrinksToCurrentBatch_RG4(t *testing.T) {
 		t.Fatalf("cut = %+v, want the window shrunk to the current batch (6000)", p.Cut)
 	}
 	// A batch larger than the hard limit cannot fit: fail closed.
-	b.batch(ToolReadFile, 20000, `{"path":"huge"}`)
+	b.batch(tool.ReadFile, 20000, `{"path":"huge"}`)
 	_, err = MakePlan(b.es, quarterCounter{}, PlanRequest{Trigger: TriggerContextOverflow, Config: cfg, SystemTokens: 500})
 	var cf *CannotFitError
 	if !errors.As(err, &cf) || !strings.Contains(err.Error(), "nothing was sent") {
@@ -317,7 +318,7 @@ func TestCapsuleHoldsWorkingState_RC1(t *testing.T) {
 	b.add(session.Entry{Type: session.TypeCheckpoint, Checkpoint: &session.Checkpoint{CheckpointID: "ck_p", Kind: TriggerPlanPivot, Note: "use exponential backoff instead of fixed delays"}}, 0)
 	b.edit("client/http.go", 1500)
 	b.bash("go test ./client", 1, 1500)
-	b.add(session.Entry{Type: session.TypeToolResult, ToolResult: &session.ToolResult{ToolCallID: "x", ToolName: ToolActivateSkill, OK: true, Artifacts: &session.Artifacts{Skill: "go-testing"}}}, 10)
+	b.add(session.Entry{Type: session.TypeToolResult, ToolResult: &session.ToolResult{ToolCallID: "x", ToolName: tool.ActivateSkill, OK: true, Artifacts: &session.Artifacts{Skill: "go-testing"}}}, 10)
 	b.user("the test still fails", 100)
 	b.reply("looking", 2000)
 	b.reply("still looking", 2000)
@@ -450,11 +451,11 @@ func TestRewindBeforeCapsuleUndoesCompaction_RT4(t *testing.T) {
 func TestInputRepairsOrphans_RM3(t *testing.T) {
 	b := newBuilder()
 	b.user("go", 10)
-	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: "c1", Name: ToolBash, Arguments: []byte(`{}`)}, {ID: "c2", Name: ToolBash, Arguments: []byte(`{}`)}}}}, 10)
-	b.result("c1", ToolBash, true, "ok", 10, nil)
+	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: "c1", Name: tool.Bash, Arguments: []byte(`{}`)}, {ID: "c2", Name: tool.Bash, Arguments: []byte(`{}`)}}}}, 10)
+	b.result("c1", tool.Bash, true, "ok", 10, nil)
 	// c2 never got a result (crash): the next user message follows.
 	b.user("are you there?", 10)
-	b.result("c9", ToolBash, true, "stray", 10, nil) // a result whose call is unknown
+	b.result("c9", tool.Bash, true, "stray", 10, nil) // a result whose call is unknown
 	in, err := BuildInput(b.es, InputOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -516,7 +517,7 @@ func TestParseSummaryTolerant(t *testing.T) {
 func TestRenderHistoryChunksAndShortens(t *testing.T) {
 	b := newBuilder()
 	b.user("task", 10)
-	b.batch(ToolReadFile, 10, `{"path":"big"}`)
+	b.batch(tool.ReadFile, 10, `{"path":"big"}`)
 	b.es[len(b.es)-1].ToolResult.Content = strings.Repeat("x", 50000)
 	for range 20 {
 		b.user(strings.Repeat("word ", 200), 10)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/tool"
 )
 
 // quarterCounter counts a token per four bytes, like a rough tokenizer; the
@@ -74,9 +75,9 @@ func (b *builder) bash(cmd string, exit int, tokens int) {
 	b.calls++
 	id := fmt.Sprintf("call_%d", b.calls)
 	args, _ := json.Marshal(map[string]string{"command": cmd})
-	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: ToolBash, Arguments: args}}}}, tokens)
+	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: tool.Bash, Arguments: args}}}}, tokens)
 	code := exit
-	b.result(id, ToolBash, exit == 0, fmt.Sprintf("exit %d", exit), tokens, &session.Artifacts{Command: cmd, ExitCode: &code})
+	b.result(id, tool.Bash, exit == 0, fmt.Sprintf("exit %d", exit), tokens, &session.Artifacts{Command: cmd, ExitCode: &code})
 }
 
 // edit appends an edit_file call on path with its recorded artifact.
@@ -84,8 +85,8 @@ func (b *builder) edit(path string, tokens int) {
 	b.calls++
 	id := fmt.Sprintf("call_%d", b.calls)
 	args, _ := json.Marshal(map[string]string{"path": path, "old_text": "a", "new_text": "b"})
-	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: ToolEditFile, Arguments: args}}}}, tokens)
-	b.result(id, ToolEditFile, true, "edited "+path, tokens, &session.Artifacts{FilesModified: []string{path}})
+	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: tool.EditFile, Arguments: args}}}}, tokens)
+	b.result(id, tool.EditFile, true, "edited "+path, tokens, &session.Artifacts{FilesModified: []string{path}})
 }
 
 // read appends a read_file call on path with its recorded artifact.
@@ -93,8 +94,8 @@ func (b *builder) read(path string, tokens int) {
 	b.calls++
 	id := fmt.Sprintf("call_%d", b.calls)
 	args, _ := json.Marshal(map[string]string{"path": path})
-	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: ToolReadFile, Arguments: args}}}}, tokens)
-	b.result(id, ToolReadFile, true, "contents of "+path, tokens, &session.Artifacts{FilesRead: []string{path}})
+	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: tool.ReadFile, Arguments: args}}}}, tokens)
+	b.result(id, tool.ReadFile, true, "contents of "+path, tokens, &session.Artifacts{FilesRead: []string{path}})
 }
 
 // capsule is the deterministic capsule of everything b holds, with no

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/tool"
 )
 
 // randomSession grows a path with tool batches of random size, text turns,
@@ -24,7 +25,7 @@ func randomSession(r *rand.Rand, steps int) *builder {
 			for i := range args {
 				args[i] = fmt.Sprintf(`{"path":"f%d.go"}`, r.IntN(30))
 			}
-			b.batch(ToolReadFile, 50+r.IntN(1500), args...)
+			b.batch(tool.ReadFile, 50+r.IntN(1500), args...)
 		case k < 8:
 			b.reply("answer", 30+r.IntN(600))
 		case k < 9:

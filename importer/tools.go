@@ -6,9 +6,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/internal/jsondec"
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/tool"
 )
 
 // toolKind is what a tool call leaves as artifacts (R-C2).
@@ -76,40 +76,40 @@ type toolSpec struct {
 
 var (
 	piTools = map[string]toolSpec{
-		"read":  {name: compaction.ToolReadFile, kind: kindRead, fields: map[string]string{"path": "path", "offset": "offset", "limit": "limit"}, required: []string{"path"}, path: "path"},
-		"write": {name: compaction.ToolWriteFile, kind: kindModify, fields: map[string]string{"path": "path", "content": "content"}, required: []string{"path", "content"}, path: "path"},
-		"edit":  {name: compaction.ToolEditFile, kind: kindModify, fields: map[string]string{"path": "path", "oldText": "old_text", "newText": "new_text"}, required: []string{"path", "oldText", "newText"}, path: "path"},
-		"bash":  {name: compaction.ToolBash, kind: kindShell, fields: map[string]string{"command": "command", "timeout": "timeoutMs"}, required: []string{"command"}, scale: map[string]float64{"timeout": 1000}, command: "command"},
-		"ls":    {name: compaction.ToolListFiles, fields: map[string]string{"path": "path"}, drop: []string{"limit"}},
-		"find":  {name: compaction.ToolListFiles, fields: map[string]string{"path": "path", "pattern": "pattern"}, required: []string{"pattern"}, drop: []string{"limit"}},
-		"grep":  {name: compaction.ToolGrep, fields: map[string]string{"path": "path", "pattern": "pattern"}, required: []string{"pattern"}, drop: []string{"limit"}},
+		"read":  {name: tool.ReadFile, kind: kindRead, fields: map[string]string{"path": "path", "offset": "offset", "limit": "limit"}, required: []string{"path"}, path: "path"},
+		"write": {name: tool.WriteFile, kind: kindModify, fields: map[string]string{"path": "path", "content": "content"}, required: []string{"path", "content"}, path: "path"},
+		"edit":  {name: tool.EditFile, kind: kindModify, fields: map[string]string{"path": "path", "oldText": "old_text", "newText": "new_text"}, required: []string{"path", "oldText", "newText"}, path: "path"},
+		"bash":  {name: tool.Bash, kind: kindShell, fields: map[string]string{"command": "command", "timeout": "timeoutMs"}, required: []string{"command"}, scale: map[string]float64{"timeout": 1000}, command: "command"},
+		"ls":    {name: tool.ListFiles, fields: map[string]string{"path": "path"}, drop: []string{"limit"}},
+		"find":  {name: tool.ListFiles, fields: map[string]string{"path": "path", "pattern": "pattern"}, required: []string{"pattern"}, drop: []string{"limit"}},
+		"grep":  {name: tool.Grep, fields: map[string]string{"path": "path", "pattern": "pattern"}, required: []string{"pattern"}, drop: []string{"limit"}},
 	}
 	claudeTools = map[string]toolSpec{
-		"Read":         {name: compaction.ToolReadFile, kind: kindRead, fields: map[string]string{"file_path": "path", "offset": "offset", "limit": "limit"}, required: []string{"file_path"}, path: "file_path"},
-		"Write":        {name: compaction.ToolWriteFile, kind: kindModify, fields: map[string]string{"file_path": "path", "content": "content"}, required: []string{"file_path", "content"}, path: "file_path"},
-		"Edit":         {name: compaction.ToolEditFile, kind: kindModify, fields: map[string]string{"file_path": "path", "old_string": "old_text", "new_string": "new_text"}, required: []string{"file_path", "old_string", "new_string"}, path: "file_path"},
+		"Read":         {name: tool.ReadFile, kind: kindRead, fields: map[string]string{"file_path": "path", "offset": "offset", "limit": "limit"}, required: []string{"file_path"}, path: "file_path"},
+		"Write":        {name: tool.WriteFile, kind: kindModify, fields: map[string]string{"file_path": "path", "content": "content"}, required: []string{"file_path", "content"}, path: "file_path"},
+		"Edit":         {name: tool.EditFile, kind: kindModify, fields: map[string]string{"file_path": "path", "old_string": "old_text", "new_string": "new_text"}, required: []string{"file_path", "old_string", "new_string"}, path: "file_path"},
 		"MultiEdit":    {kind: kindModify, path: "file_path"},
 		"NotebookEdit": {kind: kindModify, path: "notebook_path"},
-		"Bash":         {name: compaction.ToolBash, kind: kindShell, fields: map[string]string{"command": "command", "timeout": "timeoutMs"}, required: []string{"command"}, drop: []string{"description"}, command: "command"},
-		"Glob":         {name: compaction.ToolListFiles, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
-		"LS":           {name: compaction.ToolListFiles, fields: map[string]string{"path": "path"}},
-		"Grep":         {name: compaction.ToolGrep, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
+		"Bash":         {name: tool.Bash, kind: kindShell, fields: map[string]string{"command": "command", "timeout": "timeoutMs"}, required: []string{"command"}, drop: []string{"description"}, command: "command"},
+		"Glob":         {name: tool.ListFiles, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
+		"LS":           {name: tool.ListFiles, fields: map[string]string{"path": "path"}},
+		"Grep":         {name: tool.Grep, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
 	}
 	opencodeTools = map[string]toolSpec{
-		"read":      {name: compaction.ToolReadFile, kind: kindRead, fields: map[string]string{"filePath": "path", "offset": "offset", "limit": "limit"}, required: []string{"filePath"}, path: "filePath"},
-		"write":     {name: compaction.ToolWriteFile, kind: kindModify, fields: map[string]string{"filePath": "path", "content": "content"}, required: []string{"filePath", "content"}, path: "filePath"},
-		"edit":      {name: compaction.ToolEditFile, kind: kindModify, fields: map[string]string{"filePath": "path", "oldString": "old_text", "newString": "new_text"}, required: []string{"filePath", "oldString", "newString"}, path: "filePath"},
+		"read":      {name: tool.ReadFile, kind: kindRead, fields: map[string]string{"filePath": "path", "offset": "offset", "limit": "limit"}, required: []string{"filePath"}, path: "filePath"},
+		"write":     {name: tool.WriteFile, kind: kindModify, fields: map[string]string{"filePath": "path", "content": "content"}, required: []string{"filePath", "content"}, path: "filePath"},
+		"edit":      {name: tool.EditFile, kind: kindModify, fields: map[string]string{"filePath": "path", "oldString": "old_text", "newString": "new_text"}, required: []string{"filePath", "oldString", "newString"}, path: "filePath"},
 		"multiedit": {kind: kindModify, path: "filePath"},
 		// bash's timeout is in milliseconds already.
-		"bash": {name: compaction.ToolBash, kind: kindShell, fields: map[string]string{"command": "command", "timeout": "timeoutMs"}, required: []string{"command"}, drop: []string{"description"}, command: "command"},
-		"glob": {name: compaction.ToolListFiles, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
-		"list": {name: compaction.ToolListFiles, fields: map[string]string{"path": "path"}},
-		"grep": {name: compaction.ToolGrep, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
+		"bash": {name: tool.Bash, kind: kindShell, fields: map[string]string{"command": "command", "timeout": "timeoutMs"}, required: []string{"command"}, drop: []string{"description"}, command: "command"},
+		"glob": {name: tool.ListFiles, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
+		"list": {name: tool.ListFiles, fields: map[string]string{"path": "path"}},
+		"grep": {name: tool.Grep, fields: map[string]string{"pattern": "pattern", "path": "path"}, required: []string{"pattern"}},
 	}
 	codexTools = map[string]toolSpec{
 		// shell's command is an argv; mapCodexShell turns it into a line.
-		"shell":        {name: compaction.ToolBash, kind: kindShell, fields: map[string]string{"command": "command", "timeout_ms": "timeoutMs"}, required: []string{"command"}, drop: []string{"workdir"}, command: "command"},
-		"exec_command": {name: compaction.ToolBash, kind: kindShell, fields: map[string]string{"cmd": "command"}, required: []string{"cmd"}, drop: []string{"workdir", "yield_time_ms", "max_output_tokens", "login", "shell"}, command: "cmd"},
+		"shell":        {name: tool.Bash, kind: kindShell, fields: map[string]string{"command": "command", "timeout_ms": "timeoutMs"}, required: []string{"command"}, drop: []string{"workdir"}, command: "command"},
+		"exec_command": {name: tool.Bash, kind: kindShell, fields: map[string]string{"cmd": "command"}, required: []string{"cmd"}, drop: []string{"workdir", "yield_time_ms", "max_output_tokens", "login", "shell"}, command: "cmd"},
 	}
 )
 
