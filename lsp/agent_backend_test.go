@@ -17,13 +17,14 @@ import (
 	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
+	"github.com/soba-agent/soba-lsp/lsp/lsptest"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
 // agentEnv is the real server with the real agent backend, a fake editor,
 // and a fake model server speaking the OpenAI wire format.
 type agentEnv struct {
-	*Editor
+	*lsptest.Editor
 	dir     string
 	model   *providertest.Server
 	summary *providertest.Server
@@ -65,7 +66,7 @@ func runAgentServer(t *testing.T, mod func(*agent.Settings), script []providerte
 	srvEnd, edEnd := net.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := NewServer(factory, WithVersion("test"), WithBudgetInterval(20*time.Millisecond))
-	e := &agentEnv{Editor: newEditor(t, edEnd), dir: dir, model: model, summary: summary}
+	e := &agentEnv{Editor: lsptest.NewEditor(t, edEnd), dir: dir, model: model, summary: summary}
 	var wg conc.WaitGroup
 	wg.Go(func() { s.Serve(ctx, srvEnd) })
 	t.Cleanup(func() {
@@ -84,9 +85,9 @@ func runAgentServer(t *testing.T, mod func(*agent.Settings), script []providerte
 	return e
 }
 
-func eventsOf(s editorState, typ string) []agent.Event {
+func eventsOf(s lsptest.State, typ string) []agent.Event {
 	var out []agent.Event
-	for _, n := range of(s.notes, methodEvent) {
+	for _, n := range lsptest.Of(s.Notes, methodEvent) {
 		var ev agent.Event
 		_ = json.Unmarshal(n.Params, &ev)
 		if typ == "" || ev.Type == typ {
@@ -103,7 +104,7 @@ func (e *agentEnv) prompt(t *testing.T, text string) agent.Event {
 		t.Fatalf("soba.prompt: %v", err)
 	}
 	var end agent.Event
-	e.Await(func(s editorState) bool {
+	e.Await(func(s lsptest.State) bool {
 		for _, ev := range eventsOf(s, "turn_end") {
 			if ev.TurnID == r.TurnID {
 				end = ev
@@ -158,7 +159,7 @@ func TestAgentBackendAutoCompactionShowsProgress_RB3(t *testing.T) {
 	s := e.Snapshot()
 	var begin, end map[string]any
 	reports := 0
-	for _, p := range of(s.notes, methodProgress) {
+	for _, p := range lsptest.Of(s.Notes, methodProgress) {
 		var pp struct {
 			Value map[string]any `json:"value"`
 		}
@@ -183,11 +184,11 @@ func TestAgentBackendAutoCompactionShowsProgress_RB3(t *testing.T) {
 	if end == nil || !strings.HasPrefix(end["message"].(string), "Compaction") && !strings.HasPrefix(end["message"].(string), "Compacted context · ") {
 		t.Fatalf("progress end %v", end)
 	}
-	if len(of(s.requests, methodWorkDoneCreate)) == 0 {
+	if len(lsptest.Of(s.Requests, methodWorkDoneCreate)) == 0 {
 		t.Fatal("no window/workDoneProgress/create")
 	}
 	logged := false
-	for _, m := range of(s.notes, methodLogMessage) {
+	for _, m := range lsptest.Of(s.Notes, methodLogMessage) {
 		if strings.Contains(string(m.Params), "Compacted context · ") {
 			logged = true
 		}
@@ -213,13 +214,13 @@ func TestAgentBackendCancelDuringBarrier_RF2(t *testing.T) {
 		e.prompt(t, "q "+filler)
 	}
 	ch, _ := e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact, "arguments": []any{map[string]any{}}})
-	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) > 0 }, 10*time.Second)
+	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodCompaction)) > 0 }, 10*time.Second)
 	var c CancelResult
 	if err := e.Command(CommandCancel, nil, &c); err != nil || !c.Cancelled || c.What != "compaction" {
 		t.Fatalf("cancel %+v %v", c, err)
 	}
 	var r compaction.CompactionResult
-	if err := e.wait(CommandCompact, ch, &r); err != nil {
+	if err := e.Wait(CommandCompact, ch, &r); err != nil {
 		t.Fatal(err)
 	}
 	if r.Outcome != compaction.OutcomeCancelled {
@@ -242,7 +243,7 @@ func TestAgentBackendBudgetWhileStreaming(t *testing.T) {
 	if err := e.Command(CommandPrompt, map[string]any{"text": "talk"}, &r); err != nil {
 		t.Fatal(err)
 	}
-	e.Await(func(s editorState) bool { return len(eventsOf(s, "text")) > 2 }, 10*time.Second)
+	e.Await(func(s lsptest.State) bool { return len(eventsOf(s, "text")) > 2 }, 10*time.Second)
 	start := time.Now()
 	var b compaction.Budget
 	if err := e.Command(CommandBudget, nil, &b); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/lsp/lsptest"
 )
 
 const wait = 5 * time.Second
@@ -237,13 +238,13 @@ func TestRequestFailed(t *testing.T) {
 func TestMalformedJSON_KeepsServing(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
-	e.WriteRaw(frame([]byte(`{"jsonrpc":"2.0","id":99,"method":"workspace/executeCommand","params":{`)))
-	s := e.Await(func(s editorState) bool { return len(s.stray) > 0 }, wait)
-	if s.stray[0].Error == nil || s.stray[0].Error.Code != -32700 || string(s.stray[0].ID) != "null" {
-		t.Errorf("reply to malformed JSON = %+v, want -32700 with id null", s.stray[0])
+	e.WriteRaw(lsptest.Frame([]byte(`{"jsonrpc":"2.0","id":99,"method":"workspace/executeCommand","params":{`)))
+	s := e.Await(func(s lsptest.State) bool { return len(s.Stray) > 0 }, wait)
+	if s.Stray[0].Error == nil || s.Stray[0].Error.Code != -32700 || string(s.Stray[0].ID) != "null" {
+		t.Errorf("reply to malformed JSON = %+v, want -32700 with id null", s.Stray[0])
 	}
-	e.WriteRaw(frame([]byte(`[]`)))
-	e.Await(func(s editorState) bool { return len(s.stray) > 1 }, wait)
+	e.WriteRaw(lsptest.Frame([]byte(`[]`)))
+	e.Await(func(s lsptest.State) bool { return len(s.Stray) > 1 }, wait)
 	if err := e.Command(CommandBudget, nil, nil); err != nil {
 		t.Fatalf("server stopped serving after malformed JSON: %v", err)
 	}
@@ -273,7 +274,7 @@ func TestBudgetDuringSlowCompact_RB3(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	compactCh, _ := e.slowCompact()
-	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) >= 1 }, wait)
+	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodCompaction)) >= 1 }, wait)
 	for range 3 {
 		if err := e.Command(CommandBudget, nil, nil); err != nil {
 			t.Fatalf("budget during compaction: %v", err)
@@ -286,7 +287,7 @@ func TestBudgetDuringSlowCompact_RB3(t *testing.T) {
 	}
 	close(e.backend.release)
 	var res compaction.CompactionResult
-	if err := e.wait("compact", compactCh, &res); err != nil || res.Outcome != compaction.OutcomeCompleted {
+	if err := e.Wait("compact", compactCh, &res); err != nil || res.Outcome != compaction.OutcomeCompleted {
 		t.Fatalf("compact = %+v, %v", res, err)
 	}
 }
@@ -300,14 +301,14 @@ func TestProgressLifecycle_RB3(t *testing.T) {
 	if err := e.Command(CommandCompact, nil, &res); err != nil {
 		t.Fatal(err)
 	}
-	s := e.Await(func(s editorState) bool {
+	s := e.Await(func(s lsptest.State) bool {
 		ended := false
-		for _, p := range of(s.notes, methodProgress) {
+		for _, p := range lsptest.Of(s.Notes, methodProgress) {
 			ended = ended || strings.Contains(string(p.Params), `"end"`)
 		}
-		return ended && len(of(s.notes, methodLogMessage)) > 0
+		return ended && len(lsptest.Of(s.Notes, methodLogMessage)) > 0
 	}, wait)
-	creates := of(s.requests, methodWorkDoneCreate)
+	creates := lsptest.Of(s.Requests, methodWorkDoneCreate)
 	if len(creates) != 1 {
 		t.Fatalf("workDoneProgress/create requests = %d, want 1", len(creates))
 	}
@@ -317,7 +318,7 @@ func TestProgressLifecycle_RB3(t *testing.T) {
 	if err := json.Unmarshal(creates[0].Params, &create); err != nil || create.Token == "" {
 		t.Fatalf("create params %s: token must be a string: %v", creates[0].Params, err)
 	}
-	progress := of(s.notes, methodProgress)
+	progress := lsptest.Of(s.Notes, methodProgress)
 	if len(progress) != 2 {
 		t.Fatalf("progress notifications = %d, want begin and end", len(progress))
 	}
@@ -346,11 +347,11 @@ func TestProgressLifecycle_RB3(t *testing.T) {
 	if end.Token != create.Token || end.Value.Kind != "end" || end.Value.Message != res.Line || res.Line == "" {
 		t.Errorf("end = %s, want message %q", progress[1].Params, res.Line)
 	}
-	logs := of(s.notes, methodLogMessage)
+	logs := lsptest.Of(s.Notes, methodLogMessage)
 	if len(logs) == 0 || !strings.Contains(string(logs[len(logs)-1].Params), "ck_8f2a1c") {
 		t.Errorf("result line not logged: %v", logs)
 	}
-	comp := of(s.notes, methodCompaction)
+	comp := lsptest.Of(s.Notes, methodCompaction)
 	if len(comp) != 2 || !strings.Contains(string(comp[0].Params), `"phase":"start"`) ||
 		!strings.Contains(string(comp[1].Params), `"phase":"end"`) || !strings.Contains(string(comp[1].Params), `"tokensAfter":14870`) {
 		t.Errorf("soba/compaction = %v", comp)
@@ -363,8 +364,8 @@ func TestProgressReportPercentage(t *testing.T) {
 	e := runServer(t)
 	e.initialize(true)
 	ch, _ := e.slowCompact()
-	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodProgress)) >= 3 }, wait)
-	p := of(s.notes, methodProgress)
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodProgress)) >= 3 }, wait)
+	p := lsptest.Of(s.Notes, methodProgress)
 	if !strings.Contains(string(p[1].Params), `"kind":"report"`) || !strings.Contains(string(p[1].Params), `"percentage":1`) {
 		t.Errorf("report for 0%% = %s, want percentage 1", p[1].Params)
 	}
@@ -372,7 +373,7 @@ func TestProgressReportPercentage(t *testing.T) {
 		t.Errorf("report for 50%% = %s", p[2].Params)
 	}
 	close(e.backend.release)
-	e.wait("compact", ch, nil)
+	e.Wait("compact", ch, nil)
 }
 
 // TestProgressCancel_RF2: cancelling the progress cancels the compaction;
@@ -381,14 +382,14 @@ func TestProgressCancel_RF2(t *testing.T) {
 	e := runServer(t)
 	e.initialize(true)
 	ch, _ := e.slowCompact()
-	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodProgress)) >= 1 }, wait)
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodProgress)) >= 1 }, wait)
 	var begin struct {
 		Token json.RawMessage `json:"token"`
 	}
-	_ = json.Unmarshal(of(s.notes, methodProgress)[0].Params, &begin)
+	_ = json.Unmarshal(lsptest.Of(s.Notes, methodProgress)[0].Params, &begin)
 	e.Notify(methodWorkDoneCancel, map[string]any{"token": begin.Token})
 	var res compaction.CompactionResult
-	if err := e.wait("compact", ch, &res); err != nil {
+	if err := e.Wait("compact", ch, &res); err != nil {
 		t.Fatalf("cancelled compact answered an error: %v", err)
 	}
 	if res.Outcome != compaction.OutcomeCancelled {
@@ -398,8 +399,8 @@ func TestProgressCancel_RF2(t *testing.T) {
 	if !slices.Contains(calls, "CancelCompaction:"+res.OperationID) {
 		t.Errorf("backend calls %v lack CancelCompaction:%s", calls, res.OperationID)
 	}
-	e.Await(func(s editorState) bool {
-		p := of(s.notes, methodProgress)
+	e.Await(func(s lsptest.State) bool {
+		p := lsptest.Of(s.Notes, methodProgress)
 		return strings.Contains(string(p[len(p)-1].Params), `"end"`)
 	}, wait)
 }
@@ -412,11 +413,11 @@ func TestProgressClientToken(t *testing.T) {
 	if err := e.Call(methodExecuteCommand, map[string]any{"command": CommandCompact, "workDoneToken": 42}, nil); err != nil {
 		t.Fatal(err)
 	}
-	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodProgress)) >= 2 }, wait)
-	if n := len(of(s.requests, methodWorkDoneCreate)); n != 0 {
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodProgress)) >= 2 }, wait)
+	if n := len(lsptest.Of(s.Requests, methodWorkDoneCreate)); n != 0 {
 		t.Errorf("created %d tokens despite the client's token", n)
 	}
-	for _, p := range of(s.notes, methodProgress) {
+	for _, p := range lsptest.Of(s.Notes, methodProgress) {
 		if !strings.HasPrefix(string(p.Params), `{"token":42,`) {
 			t.Errorf("progress %s not on the client's token 42", p.Params)
 		}
@@ -432,15 +433,15 @@ func TestNoWorkDoneProgressFallback(t *testing.T) {
 	if err := e.Command(CommandCompact, nil, &res); err != nil {
 		t.Fatal(err)
 	}
-	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodShowMessage)) >= 1 }, wait)
-	if len(of(s.notes, methodProgress)) != 0 || len(of(s.requests, methodWorkDoneCreate)) != 0 {
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodShowMessage)) >= 1 }, wait)
+	if len(lsptest.Of(s.Notes, methodProgress)) != 0 || len(lsptest.Of(s.Requests, methodWorkDoneCreate)) != 0 {
 		t.Errorf("$/progress used without the capability")
 	}
-	if !strings.Contains(string(of(s.notes, methodShowMessage)[0].Params), res.Line) {
-		t.Errorf("showMessage %s lacks the result line %q", of(s.notes, methodShowMessage)[0].Params, res.Line)
+	if !strings.Contains(string(lsptest.Of(s.Notes, methodShowMessage)[0].Params), res.Line) {
+		t.Errorf("showMessage %s lacks the result line %q", lsptest.Of(s.Notes, methodShowMessage)[0].Params, res.Line)
 	}
 	found := false
-	for _, l := range of(s.notes, methodLogMessage) {
+	for _, l := range lsptest.Of(s.Notes, methodLogMessage) {
 		found = found || strings.Contains(string(l.Params), ProgressTitle)
 	}
 	if !found {
@@ -458,13 +459,13 @@ func TestBudgetCoalescing_RO1(t *testing.T) {
 	for i := 1; i <= 100; i++ {
 		n.Budget(compaction.Budget{EffectiveTokens: i, State: compaction.StateGenerating})
 	}
-	s := e.Await(func(s editorState) bool {
-		b := of(s.notes, methodBudget)
+	s := e.Await(func(s lsptest.State) bool {
+		b := lsptest.Of(s.Notes, methodBudget)
 		return len(b) > 0 && strings.Contains(string(b[len(b)-1].Params), `"effectiveTokens":100,`)
 	}, wait)
 	time.Sleep(300 * time.Millisecond) // nothing more may arrive
 	s = e.Snapshot()
-	budgets := of(s.notes, methodBudget)
+	budgets := lsptest.Of(s.Notes, methodBudget)
 	if len(budgets) > 3 {
 		t.Errorf("%d budget notifications for 100 rapid changes, want ≤ 3", len(budgets))
 	}
@@ -487,13 +488,13 @@ func TestEventsInOrder(t *testing.T) {
 	}
 	n.Event(agent.Event{TurnID: "t1", Type: "turn_end", Outcome: "completed"})
 	n.Warn("Compaction used the local fallback capsule (degraded)")
-	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodShowMessage)) == 1 }, wait)
-	ev := of(s.notes, methodEvent)
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodShowMessage)) == 1 }, wait)
+	ev := lsptest.Of(s.Notes, methodEvent)
 	if len(ev) != 52 || !strings.Contains(string(ev[0].Params), "turn_start") || !strings.Contains(string(ev[51].Params), `"outcome":"completed"`) {
 		t.Fatalf("events = %d, first %s", len(ev), ev[0].Params)
 	}
-	if !strings.Contains(string(of(s.notes, methodShowMessage)[0].Params), `"type":2`) {
-		t.Errorf("fallback warning not of type Warning: %s", of(s.notes, methodShowMessage)[0].Params)
+	if !strings.Contains(string(lsptest.Of(s.Notes, methodShowMessage)[0].Params), `"type":2`) {
+		t.Errorf("fallback warning not of type Warning: %s", lsptest.Of(s.Notes, methodShowMessage)[0].Params)
 	}
 }
 
@@ -503,7 +504,7 @@ func TestCancelRequestNumericID(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	ch, id := e.slowCompact()
-	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) >= 1 }, wait)
+	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodCompaction)) >= 1 }, wait)
 	e.Notify(methodCancelRequest, map[string]any{"id": id})
 	select {
 	case m := <-ch:
@@ -531,8 +532,8 @@ func TestDidChangeConfiguration_RS1(t *testing.T) {
 		b.configErr = &ArgError{Command: "config", Field: "compaction.keepRecentTokens", Problem: "must not be negative"}
 	})
 	e.Notify(methodDidChangeConfig, map[string]any{"settings": map[string]any{"soba": map[string]any{"compaction": map[string]any{"keepRecentTokens": -1}}}})
-	s := e.Await(func(s editorState) bool { return len(of(s.notes, methodShowMessage)) == 1 }, wait)
-	msg := string(of(s.notes, methodShowMessage)[0].Params)
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodShowMessage)) == 1 }, wait)
+	msg := string(lsptest.Of(s.Notes, methodShowMessage)[0].Params)
 	if !strings.Contains(msg, `"type":1`) || !strings.Contains(msg, "compaction.keepRecentTokens") {
 		t.Errorf("config error message = %s, want type Error naming the key", msg)
 	}
@@ -570,21 +571,21 @@ func TestApprovals(t *testing.T) {
 	cases := []struct {
 		name   string
 		answer any
-		rerr   *rpcError
+		rerr   *lsptest.Error
 		want   agent.Approval
 	}{
 		{"allow once", map[string]any{"title": ActionAllowOnce}, nil, agent.AllowOnce},
 		{"allow session", map[string]any{"title": ActionAllowSession}, nil, agent.AllowSession},
 		{"deny", map[string]any{"title": ActionDeny}, nil, agent.Deny},
 		{"dismissed", nil, nil, agent.Deny},
-		{"error", nil, &rpcError{Code: -32603, Message: "no UI"}, agent.Deny},
+		{"error", nil, &lsptest.Error{Code: -32603, Message: "no UI"}, agent.Deny},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := runServer(t)
 			e.initialize(false)
 			var asked json.RawMessage
-			e.Answer(func(method string, params json.RawMessage) (any, *rpcError) {
+			e.Answer(func(method string, params json.RawMessage) (any, *lsptest.Error) {
 				if method == methodShowMessageRequest {
 					asked = params
 				}
@@ -608,11 +609,8 @@ func TestApprovals(t *testing.T) {
 func TestPipelinedShutdownExit(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
-	ch := make(chan wireMsg, 1)
-	e.mu.Lock()
-	e.pending["77"] = ch
-	e.mu.Unlock()
-	batch := append(frame([]byte(`{"jsonrpc":"2.0","id":77,"method":"shutdown"}`)), frame([]byte(`{"jsonrpc":"2.0","method":"exit"}`))...)
+	ch := e.Expect("77")
+	batch := append(lsptest.Frame([]byte(`{"jsonrpc":"2.0","id":77,"method":"shutdown"}`)), lsptest.Frame([]byte(`{"jsonrpc":"2.0","method":"exit"}`))...)
 	e.WriteRaw(batch)
 	select {
 	case m := <-ch:
@@ -624,7 +622,7 @@ func TestPipelinedShutdownExit(t *testing.T) {
 	}
 	e.ended(0)
 	// The server closes the connection on exit.
-	e.Await(func(s editorState) bool { return s.eof }, wait)
+	e.Await(func(s lsptest.State) bool { return s.EOF }, wait)
 }
 
 func TestRequestAfterShutdown(t *testing.T) {
@@ -647,7 +645,7 @@ func TestExitWithoutShutdown(t *testing.T) {
 	e.initialize(false)
 	e.Notify(methodExit, nil)
 	e.ended(1)
-	e.Await(func(s editorState) bool { return s.eof }, wait)
+	e.Await(func(s lsptest.State) bool { return s.EOF }, wait)
 }
 
 // TestInputEOF: losing stdin ends the server and closes the backend, even
@@ -656,7 +654,7 @@ func TestInputEOF(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	e.slowCompact()
-	e.Await(func(s editorState) bool { return len(of(s.notes, methodCompaction)) >= 1 }, wait)
-	_ = e.conn.Close()
+	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodCompaction)) >= 1 }, wait)
+	e.Hangup()
 	e.ended(1)
 }

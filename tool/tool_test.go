@@ -49,7 +49,6 @@ func TestArtifactOf_RC2(t *testing.T) {
 		{Bash, Command, true},
 		{Checkpoint, NoArtifact, false},
 		{ActivateSkill, Skill, false},
-		{"mcp__github__create_issue", NoArtifact, false},
 	}
 	for _, tt := range tests {
 		if got := ArtifactOf(tt.name); got != tt.artifact {
