@@ -39,7 +39,7 @@ func (a *editorApprover) Approve(ctx context.Context, tool, summary string) (age
 		Actions: []protocol.MessageActionItem{{Title: ActionAllowOnce}, {Title: ActionAllowSession}, {Title: ActionDeny}},
 	}
 	var raw jsonrpc2.RawMessage
-	if _, err := a.s.conn.Call(ctx, methodShowMessageRequest, params, &raw); err != nil {
+	if _, err := a.s.conn.Call(ctx, MethodShowMessageRequest, params, &raw); err != nil {
 		return agent.Deny, fmt.Errorf("asking the editor to approve %s: %w", tool, err)
 	}
 	var item *struct {

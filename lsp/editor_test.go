@@ -59,7 +59,7 @@ func (e *env) script(f func(b *testBackend)) {
 // the test releases it.
 func (e *env) slowCompact() (<-chan lsptest.Msg, int64) {
 	e.script(func(b *testBackend) { b.slowCompact = true })
-	return e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact})
+	return e.Go(MethodExecuteCommand, map[string]any{"command": CommandCompact})
 }
 
 // ended checks that the server exited with code and closed the backend
@@ -88,10 +88,10 @@ func (e *env) initialize(workDone bool) map[string]any {
 			"model": map[string]any{"name": "test"},
 		},
 	}
-	if err := e.Call(methodInitialize, params, &result); err != nil {
+	if err := e.Call(MethodInitialize, params, &result); err != nil {
 		e.t.Fatalf("initialize: %v", err)
 	}
-	e.Notify(methodInitialized, map[string]any{})
+	e.Notify(MethodInitialized, map[string]any{})
 	return result
 }
 

@@ -172,13 +172,13 @@ func documentSync(b Backend, method string, raw jsonrpc2.RawMessage) error {
 		return fmt.Errorf("%s: textDocument.uri is required", method)
 	}
 	switch method {
-	case methodDidOpen:
+	case MethodDidOpen:
 		b.DidOpen(p.TextDocument.URI)
-	case methodDidChange:
+	case MethodDidChange:
 		b.DidChange(p.TextDocument.URI, p.TextDocument.Version)
-	case methodDidSave:
+	case MethodDidSave:
 		b.DidSave(p.TextDocument.URI)
-	case methodDidClose:
+	case MethodDidClose:
 		b.DidClose(p.TextDocument.URI)
 	}
 	return nil

@@ -85,11 +85,11 @@ func (o *outbox) notifyLSP(method string, v any) {
 }
 
 func (o *outbox) showMessage(t protocol.MessageType, msg string) {
-	o.notifyLSP(methodShowMessage, &protocol.ShowMessageParams{Type: t, Message: msg})
+	o.notifyLSP(MethodShowMessage, &protocol.ShowMessageParams{Type: t, Message: msg})
 }
 
 func (o *outbox) logMessage(t protocol.MessageType, msg string) {
-	o.notifyLSP(methodLogMessage, &protocol.LogMessageParams{Type: t, Message: msg})
+	o.notifyLSP(MethodLogMessage, &protocol.LogMessageParams{Type: t, Message: msg})
 }
 
 // reached returns a channel closed when everything queued before it has
@@ -256,7 +256,7 @@ type editorNotifier struct{ s *Server }
 
 var _ agent.Notifier = (*editorNotifier)(nil)
 
-func (n *editorNotifier) Event(e agent.Event) { n.s.out.notifyJSON(methodEvent, e) }
+func (n *editorNotifier) Event(e agent.Event) { n.s.out.notifyJSON(MethodEvent, e) }
 
 func (n *editorNotifier) Budget(b compaction.Budget) {
 	raw, err := encodeJSON(normalBudget(b))
@@ -271,7 +271,7 @@ func (n *editorNotifier) Budget(b compaction.Budget) {
 // progress: start begins it, progress reports, end ends it with the result
 // line.
 func (n *editorNotifier) Compaction(e agent.CompactionEvent) {
-	n.s.out.notifyJSON(methodCompaction, e)
+	n.s.out.notifyJSON(MethodCompaction, e)
 	switch e.Phase {
 	case "start":
 		n.s.progress.begin(e.OperationID, e.Trigger)

@@ -65,7 +65,7 @@ func TestCustomMethodsReachable(t *testing.T) {
 	if err := e.Call("soba/unknown", map[string]any{}, nil); err == nil || err.Code != -32601 {
 		t.Errorf("soba/unknown: %v, want -32601", err)
 	}
-	e.Notify(methodWorkDoneCancel, map[string]any{"token": "no-such-token"})
+	e.Notify(MethodWorkDoneCancel, map[string]any{"token": "no-such-token"})
 	if err := e.Command(CommandBudget, nil, nil); err != nil {
 		t.Fatalf("server stopped serving: %v", err)
 	}

@@ -81,7 +81,7 @@ func (t *progressTracker) Start(ctx context.Context, title string, token protoco
 		token = protocol.String("soba-compaction-" + strconv.Itoa(t.seq))
 		t.mu.Unlock()
 		cctx, done := context.WithTimeout(ctx, t.createTimeout)
-		_, err := t.conn.Call(cctx, methodWorkDoneCreate, &protocol.WorkDoneProgressCreateParams{Token: token}, nil)
+		_, err := t.conn.Call(cctx, MethodWorkDoneCreate, &protocol.WorkDoneProgressCreateParams{Token: token}, nil)
 		done()
 		if err != nil {
 			t.log.Warn("progress token not created; falling back to messages", "err", err)
@@ -96,7 +96,7 @@ func (t *progressTracker) Start(ctx context.Context, title string, token protoco
 	t.mu.Unlock()
 
 	if token == nil {
-		t.sendLSP(ctx, methodLogMessage, &protocol.LogMessageParams{Type: protocol.MessageTypeInfo, Message: title})
+		t.sendLSP(ctx, MethodLogMessage, &protocol.LogMessageParams{Type: protocol.MessageTypeInfo, Message: title})
 		return wd
 	}
 	yes, pct := true, uint32(1) // 1, not 0: some clients drop 0 and spin forever
@@ -117,7 +117,7 @@ func (wd *WorkDone) Report(ctx context.Context, percentage int) {
 func (wd *WorkDone) End(ctx context.Context, message string) {
 	if wd.token == nil {
 		if message != "" {
-			wd.t.sendLSP(ctx, methodShowMessage, &protocol.ShowMessageParams{Type: protocol.MessageTypeInfo, Message: message})
+			wd.t.sendLSP(ctx, MethodShowMessage, &protocol.ShowMessageParams{Type: protocol.MessageTypeInfo, Message: message})
 		}
 		return
 	}
@@ -137,7 +137,7 @@ func (wd *WorkDone) progress(ctx context.Context, value any) {
 		wd.t.log.Error("encoding progress", "err", err)
 		return
 	}
-	wd.t.sendLSP(ctx, methodProgress, &protocol.ProgressParams{Token: wd.token, Value: raw})
+	wd.t.sendLSP(ctx, MethodProgress, &protocol.ProgressParams{Token: wd.token, Value: raw})
 }
 
 func (t *progressTracker) sendLSP(ctx context.Context, method string, params any) {
@@ -162,7 +162,7 @@ func (t *progressTracker) begin(operationID, trigger string) {
 			cancelOp(operationID)
 		}
 	}
-	t.out.push(outgoing{method: methodProgress, run: func(ctx context.Context) {
+	t.out.push(outgoing{method: MethodProgress, run: func(ctx context.Context) {
 		wd := t.Start(ctx, ProgressTitle, token, cancel)
 		t.mu.Lock()
 		if _, running := t.byOp[operationID]; running {
@@ -174,7 +174,7 @@ func (t *progressTracker) begin(operationID, trigger string) {
 
 // report reports a barrier's percentage (non-blocking).
 func (t *progressTracker) report(operationID string, percentage int) {
-	t.out.push(outgoing{method: methodProgress, run: func(ctx context.Context) {
+	t.out.push(outgoing{method: MethodProgress, run: func(ctx context.Context) {
 		t.mu.Lock()
 		wd := t.byOp[operationID]
 		t.mu.Unlock()
@@ -186,7 +186,7 @@ func (t *progressTracker) report(operationID string, percentage int) {
 
 // end ends a barrier's progress with the result line (non-blocking).
 func (t *progressTracker) end(operationID, line string) {
-	t.out.push(outgoing{method: methodProgress, run: func(ctx context.Context) {
+	t.out.push(outgoing{method: MethodProgress, run: func(ctx context.Context) {
 		t.mu.Lock()
 		wd := t.byOp[operationID]
 		delete(t.byOp, operationID)
@@ -224,17 +224,17 @@ func (t *progressTracker) cancelFromClient(raw jsonrpc2.RawMessage) error {
 		Token json.RawMessage `json:"token"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return fmt.Errorf("%s: bad params: %w", methodWorkDoneCancel, err)
+		return fmt.Errorf("%s: bad params: %w", MethodWorkDoneCancel, err)
 	}
 	token, err := parseToken(p.Token)
 	if err != nil {
-		return fmt.Errorf("%s: %w", methodWorkDoneCancel, err)
+		return fmt.Errorf("%s: %w", MethodWorkDoneCancel, err)
 	}
 	t.mu.Lock()
 	wd := t.byToken[tokenKey(token)]
 	t.mu.Unlock()
 	if wd == nil {
-		return fmt.Errorf("%s: no running progress with token %s", methodWorkDoneCancel, p.Token)
+		return fmt.Errorf("%s: no running progress with token %s", MethodWorkDoneCancel, p.Token)
 	}
 	if wd.cancel != nil {
 		wd.cancel()

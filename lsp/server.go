@@ -3,9 +3,9 @@
 // of PROTOCOL.md, work-done progress for compaction barriers, and the
 // notifications (soba/event, soba/budget, soba/compaction) the editor shows.
 //
-// The server knows nothing of the agent: it drives a Backend created at
-// initialize by a BackendFactory, and hands that backend a Notifier and an
-// Approver that speak to the editor.
+// The server drives a Backend created at initialize by a BackendFactory
+// (the composition root, package app, makes the real one over the agent),
+// and hands that backend a Notifier and an Approver that speak to the editor.
 package lsp
 
 import (
@@ -142,7 +142,7 @@ func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) int {
 	s.out = newOutbox(s.conn, s.log)
 	s.progress = newProgressTracker(s.conn, s.out, s.createTimeout, s.log)
 	s.budgets = newBudgetCoalescer(s.budgetInterval, func(raw jsonrpc2.RawMessage) {
-		s.out.notify(methodBudget, raw)
+		s.out.notify(MethodBudget, raw)
 	})
 
 	var wg conc.WaitGroup
@@ -231,7 +231,7 @@ func (s *Server) closeBackend() error {
 // notification. Every other request is released with jsonrpc2.Async so that
 // a long command never holds up the connection.
 func inlineCall(method string) bool {
-	return method == methodInitialize || method == methodShutdown
+	return method == MethodInitialize || method == MethodShutdown
 }
 
 // handle is the connection's jsonrpc2 handler. It never lets a panic or a
@@ -277,45 +277,45 @@ func (s *Server) handle(rpcCtx context.Context, req *jsonrpc2.Request) (result a
 
 // Methods handled by the server.
 const (
-	methodInitialize         = "initialize"
-	methodInitialized        = "initialized"
-	methodShutdown           = "shutdown"
-	methodExit               = "exit"
-	methodCancelRequest      = "$/cancelRequest"
-	methodSetTrace           = "$/setTrace"
-	methodExecuteCommand     = "workspace/executeCommand"
-	methodDidChangeConfig    = "workspace/didChangeConfiguration"
-	methodDidOpen            = "textDocument/didOpen"
-	methodDidChange          = "textDocument/didChange"
-	methodDidSave            = "textDocument/didSave"
-	methodDidClose           = "textDocument/didClose"
-	methodWorkDoneCancel     = "window/workDoneProgress/cancel"
-	methodWorkDoneCreate     = "window/workDoneProgress/create"
-	methodProgress           = "$/progress"
-	methodLogMessage         = "window/logMessage"
-	methodShowMessage        = "window/showMessage"
-	methodShowMessageRequest = "window/showMessageRequest"
-	methodEvent              = "soba/event"
-	methodBudget             = "soba/budget"
-	methodCompaction         = "soba/compaction"
+	MethodInitialize         = "initialize"
+	MethodInitialized        = "initialized"
+	MethodShutdown           = "shutdown"
+	MethodExit               = "exit"
+	MethodCancelRequest      = "$/cancelRequest"
+	MethodSetTrace           = "$/setTrace"
+	MethodExecuteCommand     = "workspace/executeCommand"
+	MethodDidChangeConfig    = "workspace/didChangeConfiguration"
+	MethodDidOpen            = "textDocument/didOpen"
+	MethodDidChange          = "textDocument/didChange"
+	MethodDidSave            = "textDocument/didSave"
+	MethodDidClose           = "textDocument/didClose"
+	MethodWorkDoneCancel     = "window/workDoneProgress/cancel"
+	MethodWorkDoneCreate     = "window/workDoneProgress/create"
+	MethodProgress           = "$/progress"
+	MethodLogMessage         = "window/logMessage"
+	MethodShowMessage        = "window/showMessage"
+	MethodShowMessageRequest = "window/showMessageRequest"
+	MethodEvent              = "soba/event"
+	MethodBudget             = "soba/budget"
+	MethodCompaction         = "soba/compaction"
 )
 
 // dispatch routes one message by lifecycle state and method.
 func (s *Server) dispatch(ctx context.Context, method string, req *jsonrpc2.Request) (any, error) {
 	params := req.Params()
 	switch method {
-	case methodInitialize:
+	case MethodInitialize:
 		return s.initialize(params)
-	case methodInitialized:
+	case MethodInitialized:
 		return nil, s.initialized()
-	case methodShutdown:
+	case MethodShutdown:
 		return s.shutdown()
-	case methodExit:
+	case MethodExit:
 		s.exitOnce.Do(func() { close(s.exited) })
 		return nil, nil
-	case methodCancelRequest:
+	case MethodCancelRequest:
 		return nil, s.cancelRequest(params)
-	case methodSetTrace:
+	case MethodSetTrace:
 		return nil, nil
 	}
 
@@ -336,13 +336,13 @@ func (s *Server) dispatch(ctx context.Context, method string, req *jsonrpc2.Requ
 	}
 
 	switch method {
-	case methodExecuteCommand:
+	case MethodExecuteCommand:
 		return s.executeCommand(ctx, b, params)
-	case methodDidChangeConfig:
+	case MethodDidChangeConfig:
 		return nil, s.didChangeConfiguration(b, params)
-	case methodDidOpen, methodDidChange, methodDidSave, methodDidClose:
+	case MethodDidOpen, MethodDidChange, MethodDidSave, MethodDidClose:
 		return nil, documentSync(b, method, params)
-	case methodWorkDoneCancel:
+	case MethodWorkDoneCancel:
 		return nil, s.progress.cancelFromClient(params)
 	}
 	if req.IsCall() {
@@ -362,7 +362,7 @@ type executeParams struct {
 func (s *Server) executeCommand(ctx context.Context, b Backend, raw jsonrpc2.RawMessage) (any, error) {
 	var p executeParams
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "%s: bad params: %v", methodExecuteCommand, err)
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "%s: bad params: %v", MethodExecuteCommand, err)
 	}
 	run, ok := commandTable[p.Command]
 	if !ok {
@@ -397,11 +397,11 @@ func (s *Server) cancelRequest(raw jsonrpc2.RawMessage) error {
 		ID json.RawMessage `json:"id"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return fmt.Errorf("%s: bad params: %w", methodCancelRequest, err)
+		return fmt.Errorf("%s: bad params: %w", MethodCancelRequest, err)
 	}
 	id, err := parseID(p.ID)
 	if err != nil {
-		return fmt.Errorf("%s: %w", methodCancelRequest, err)
+		return fmt.Errorf("%s: %w", MethodCancelRequest, err)
 	}
 	s.inflightMu.Lock()
 	cancel := s.inflight[id]

@@ -85,7 +85,7 @@ func TestRequestBeforeInitialize_ServerNotInitialized(t *testing.T) {
 	if err := e.Command(CommandBudget, nil, nil); err != nil {
 		t.Fatalf("budget after initialize: %v", err)
 	}
-	if err := e.Call(methodInitialize, map[string]any{"capabilities": map[string]any{}}, nil); err == nil || err.Code != -32600 {
+	if err := e.Call(MethodInitialize, map[string]any{"capabilities": map[string]any{}}, nil); err == nil || err.Code != -32600 {
 		t.Errorf("second initialize: %v, want -32600", err)
 	}
 }
@@ -93,7 +93,7 @@ func TestRequestBeforeInitialize_ServerNotInitialized(t *testing.T) {
 func TestInitializeFactoryError(t *testing.T) {
 	e := runServer(t)
 	e.backend.factoryErr = errScripted
-	err := e.Call(methodInitialize, map[string]any{"capabilities": map[string]any{}}, nil)
+	err := e.Call(MethodInitialize, map[string]any{"capabilities": map[string]any{}}, nil)
 	if err == nil || err.Code != -32803 || !strings.Contains(err.Message, "ck_9") {
 		t.Fatalf("initialize with a failing factory: %v, want -32803 with the factory's message", err)
 	}
@@ -262,7 +262,7 @@ func TestHandlerPanic_ErrorReply(t *testing.T) {
 		t.Fatalf("server stopped serving after a panic: %v", err)
 	}
 	// A panic in a notification handler must not end the connection either.
-	e.Notify(methodDidOpen, map[string]any{"textDocument": "not an object"})
+	e.Notify(MethodDidOpen, map[string]any{"textDocument": "not an object"})
 	if err := e.Command(CommandBudget, nil, nil); err != nil {
 		t.Fatalf("server stopped serving after a bad notification: %v", err)
 	}
@@ -274,7 +274,7 @@ func TestBudgetDuringSlowCompact_RB3(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	compactCh, _ := e.slowCompact()
-	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodCompaction)) >= 1 }, wait)
+	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodCompaction)) >= 1 }, wait)
 	for range 3 {
 		if err := e.Command(CommandBudget, nil, nil); err != nil {
 			t.Fatalf("budget during compaction: %v", err)
@@ -303,12 +303,12 @@ func TestProgressLifecycle_RB3(t *testing.T) {
 	}
 	s := e.Await(func(s lsptest.State) bool {
 		ended := false
-		for _, p := range lsptest.Of(s.Notes, methodProgress) {
+		for _, p := range lsptest.Of(s.Notes, MethodProgress) {
 			ended = ended || strings.Contains(string(p.Params), `"end"`)
 		}
-		return ended && len(lsptest.Of(s.Notes, methodLogMessage)) > 0
+		return ended && len(lsptest.Of(s.Notes, MethodLogMessage)) > 0
 	}, wait)
-	creates := lsptest.Of(s.Requests, methodWorkDoneCreate)
+	creates := lsptest.Of(s.Requests, MethodWorkDoneCreate)
 	if len(creates) != 1 {
 		t.Fatalf("workDoneProgress/create requests = %d, want 1", len(creates))
 	}
@@ -318,7 +318,7 @@ func TestProgressLifecycle_RB3(t *testing.T) {
 	if err := json.Unmarshal(creates[0].Params, &create); err != nil || create.Token == "" {
 		t.Fatalf("create params %s: token must be a string: %v", creates[0].Params, err)
 	}
-	progress := lsptest.Of(s.Notes, methodProgress)
+	progress := lsptest.Of(s.Notes, MethodProgress)
 	if len(progress) != 2 {
 		t.Fatalf("progress notifications = %d, want begin and end", len(progress))
 	}
@@ -347,11 +347,11 @@ func TestProgressLifecycle_RB3(t *testing.T) {
 	if end.Token != create.Token || end.Value.Kind != "end" || end.Value.Message != res.Line || res.Line == "" {
 		t.Errorf("end = %s, want message %q", progress[1].Params, res.Line)
 	}
-	logs := lsptest.Of(s.Notes, methodLogMessage)
+	logs := lsptest.Of(s.Notes, MethodLogMessage)
 	if len(logs) == 0 || !strings.Contains(string(logs[len(logs)-1].Params), "ck_8f2a1c") {
 		t.Errorf("result line not logged: %v", logs)
 	}
-	comp := lsptest.Of(s.Notes, methodCompaction)
+	comp := lsptest.Of(s.Notes, MethodCompaction)
 	if len(comp) != 2 || !strings.Contains(string(comp[0].Params), `"phase":"start"`) ||
 		!strings.Contains(string(comp[1].Params), `"phase":"end"`) || !strings.Contains(string(comp[1].Params), `"tokensAfter":14870`) {
 		t.Errorf("soba/compaction = %v", comp)
@@ -364,8 +364,8 @@ func TestProgressReportPercentage(t *testing.T) {
 	e := runServer(t)
 	e.initialize(true)
 	ch, _ := e.slowCompact()
-	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodProgress)) >= 3 }, wait)
-	p := lsptest.Of(s.Notes, methodProgress)
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodProgress)) >= 3 }, wait)
+	p := lsptest.Of(s.Notes, MethodProgress)
 	if !strings.Contains(string(p[1].Params), `"kind":"report"`) || !strings.Contains(string(p[1].Params), `"percentage":1`) {
 		t.Errorf("report for 0%% = %s, want percentage 1", p[1].Params)
 	}
@@ -382,12 +382,12 @@ func TestProgressCancel_RF2(t *testing.T) {
 	e := runServer(t)
 	e.initialize(true)
 	ch, _ := e.slowCompact()
-	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodProgress)) >= 1 }, wait)
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodProgress)) >= 1 }, wait)
 	var begin struct {
 		Token json.RawMessage `json:"token"`
 	}
-	_ = json.Unmarshal(lsptest.Of(s.Notes, methodProgress)[0].Params, &begin)
-	e.Notify(methodWorkDoneCancel, map[string]any{"token": begin.Token})
+	_ = json.Unmarshal(lsptest.Of(s.Notes, MethodProgress)[0].Params, &begin)
+	e.Notify(MethodWorkDoneCancel, map[string]any{"token": begin.Token})
 	var res compaction.CompactionResult
 	if err := e.Wait("compact", ch, &res); err != nil {
 		t.Fatalf("cancelled compact answered an error: %v", err)
@@ -400,7 +400,7 @@ func TestProgressCancel_RF2(t *testing.T) {
 		t.Errorf("backend calls %v lack CancelCompaction:%s", calls, res.OperationID)
 	}
 	e.Await(func(s lsptest.State) bool {
-		p := lsptest.Of(s.Notes, methodProgress)
+		p := lsptest.Of(s.Notes, MethodProgress)
 		return strings.Contains(string(p[len(p)-1].Params), `"end"`)
 	}, wait)
 }
@@ -410,14 +410,14 @@ func TestProgressCancel_RF2(t *testing.T) {
 func TestProgressClientToken(t *testing.T) {
 	e := runServer(t)
 	e.initialize(true)
-	if err := e.Call(methodExecuteCommand, map[string]any{"command": CommandCompact, "workDoneToken": 42}, nil); err != nil {
+	if err := e.Call(MethodExecuteCommand, map[string]any{"command": CommandCompact, "workDoneToken": 42}, nil); err != nil {
 		t.Fatal(err)
 	}
-	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodProgress)) >= 2 }, wait)
-	if n := len(lsptest.Of(s.Requests, methodWorkDoneCreate)); n != 0 {
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodProgress)) >= 2 }, wait)
+	if n := len(lsptest.Of(s.Requests, MethodWorkDoneCreate)); n != 0 {
 		t.Errorf("created %d tokens despite the client's token", n)
 	}
-	for _, p := range lsptest.Of(s.Notes, methodProgress) {
+	for _, p := range lsptest.Of(s.Notes, MethodProgress) {
 		if !strings.HasPrefix(string(p.Params), `{"token":42,`) {
 			t.Errorf("progress %s not on the client's token 42", p.Params)
 		}
@@ -433,15 +433,15 @@ func TestNoWorkDoneProgressFallback(t *testing.T) {
 	if err := e.Command(CommandCompact, nil, &res); err != nil {
 		t.Fatal(err)
 	}
-	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodShowMessage)) >= 1 }, wait)
-	if len(lsptest.Of(s.Notes, methodProgress)) != 0 || len(lsptest.Of(s.Requests, methodWorkDoneCreate)) != 0 {
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodShowMessage)) >= 1 }, wait)
+	if len(lsptest.Of(s.Notes, MethodProgress)) != 0 || len(lsptest.Of(s.Requests, MethodWorkDoneCreate)) != 0 {
 		t.Errorf("$/progress used without the capability")
 	}
-	if !strings.Contains(string(lsptest.Of(s.Notes, methodShowMessage)[0].Params), res.Line) {
-		t.Errorf("showMessage %s lacks the result line %q", lsptest.Of(s.Notes, methodShowMessage)[0].Params, res.Line)
+	if !strings.Contains(string(lsptest.Of(s.Notes, MethodShowMessage)[0].Params), res.Line) {
+		t.Errorf("showMessage %s lacks the result line %q", lsptest.Of(s.Notes, MethodShowMessage)[0].Params, res.Line)
 	}
 	found := false
-	for _, l := range lsptest.Of(s.Notes, methodLogMessage) {
+	for _, l := range lsptest.Of(s.Notes, MethodLogMessage) {
 		found = found || strings.Contains(string(l.Params), ProgressTitle)
 	}
 	if !found {
@@ -460,12 +460,12 @@ func TestBudgetCoalescing_RO1(t *testing.T) {
 		n.Budget(compaction.Budget{EffectiveTokens: i, State: compaction.StateGenerating})
 	}
 	s := e.Await(func(s lsptest.State) bool {
-		b := lsptest.Of(s.Notes, methodBudget)
+		b := lsptest.Of(s.Notes, MethodBudget)
 		return len(b) > 0 && strings.Contains(string(b[len(b)-1].Params), `"effectiveTokens":100,`)
 	}, wait)
 	time.Sleep(300 * time.Millisecond) // nothing more may arrive
 	s = e.Snapshot()
-	budgets := lsptest.Of(s.Notes, methodBudget)
+	budgets := lsptest.Of(s.Notes, MethodBudget)
 	if len(budgets) > 3 {
 		t.Errorf("%d budget notifications for 100 rapid changes, want ≤ 3", len(budgets))
 	}
@@ -488,13 +488,13 @@ func TestEventsInOrder(t *testing.T) {
 	}
 	n.Event(agent.Event{TurnID: "t1", Type: "turn_end", Outcome: "completed"})
 	n.Warn("Compaction used the local fallback capsule (degraded)")
-	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodShowMessage)) == 1 }, wait)
-	ev := lsptest.Of(s.Notes, methodEvent)
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodShowMessage)) == 1 }, wait)
+	ev := lsptest.Of(s.Notes, MethodEvent)
 	if len(ev) != 52 || !strings.Contains(string(ev[0].Params), "turn_start") || !strings.Contains(string(ev[51].Params), `"outcome":"completed"`) {
 		t.Fatalf("events = %d, first %s", len(ev), ev[0].Params)
 	}
-	if !strings.Contains(string(lsptest.Of(s.Notes, methodShowMessage)[0].Params), `"type":2`) {
-		t.Errorf("fallback warning not of type Warning: %s", lsptest.Of(s.Notes, methodShowMessage)[0].Params)
+	if !strings.Contains(string(lsptest.Of(s.Notes, MethodShowMessage)[0].Params), `"type":2`) {
+		t.Errorf("fallback warning not of type Warning: %s", lsptest.Of(s.Notes, MethodShowMessage)[0].Params)
 	}
 }
 
@@ -504,8 +504,8 @@ func TestCancelRequestNumericID(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	ch, id := e.slowCompact()
-	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodCompaction)) >= 1 }, wait)
-	e.Notify(methodCancelRequest, map[string]any{"id": id})
+	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodCompaction)) >= 1 }, wait)
+	e.Notify(MethodCancelRequest, map[string]any{"id": id})
 	select {
 	case m := <-ch:
 		var res compaction.CompactionResult
@@ -523,7 +523,7 @@ func TestCancelRequestNumericID(t *testing.T) {
 func TestDidChangeConfiguration_RS1(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
-	e.Notify(methodDidChangeConfig, map[string]any{"settings": map[string]any{"soba": map[string]any{"tools": map[string]any{"approval": "auto"}}}})
+	e.Notify(MethodDidChangeConfig, map[string]any{"settings": map[string]any{"soba": map[string]any{"tools": map[string]any{"approval": "auto"}}}})
 	// Notifications are handled in wire order, before this request.
 	if err := e.Command(CommandBudget, nil, nil); err != nil {
 		t.Fatal(err)
@@ -531,13 +531,13 @@ func TestDidChangeConfiguration_RS1(t *testing.T) {
 	e.script(func(b *testBackend) {
 		b.configErr = &ArgError{Command: "config", Field: "compaction.keepRecentTokens", Problem: "must not be negative"}
 	})
-	e.Notify(methodDidChangeConfig, map[string]any{"settings": map[string]any{"soba": map[string]any{"compaction": map[string]any{"keepRecentTokens": -1}}}})
-	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodShowMessage)) == 1 }, wait)
-	msg := string(lsptest.Of(s.Notes, methodShowMessage)[0].Params)
+	e.Notify(MethodDidChangeConfig, map[string]any{"settings": map[string]any{"soba": map[string]any{"compaction": map[string]any{"keepRecentTokens": -1}}}})
+	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodShowMessage)) == 1 }, wait)
+	msg := string(lsptest.Of(s.Notes, MethodShowMessage)[0].Params)
 	if !strings.Contains(msg, `"type":1`) || !strings.Contains(msg, "compaction.keepRecentTokens") {
 		t.Errorf("config error message = %s, want type Error naming the key", msg)
 	}
-	e.Notify(methodDidChangeConfig, map[string]any{"settings": map[string]any{"other": 1}})
+	e.Notify(MethodDidChangeConfig, map[string]any{"settings": map[string]any{"other": 1}})
 	if err := e.Command(CommandBudget, nil, nil); err != nil {
 		t.Fatalf("server stopped after a config error: %v", err)
 	}
@@ -551,10 +551,10 @@ func TestDocumentSync(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	uri := "file:///tmp/soba-ws/main.go"
-	e.Notify(methodDidOpen, map[string]any{"textDocument": map[string]any{"uri": uri, "languageId": "go", "version": 1, "text": "package main"}})
-	e.Notify(methodDidChange, map[string]any{"textDocument": map[string]any{"uri": uri, "version": 2}, "contentChanges": []any{map[string]any{"text": "x"}}})
-	e.Notify(methodDidSave, map[string]any{"textDocument": map[string]any{"uri": uri}})
-	e.Notify(methodDidClose, map[string]any{"textDocument": map[string]any{"uri": uri}})
+	e.Notify(MethodDidOpen, map[string]any{"textDocument": map[string]any{"uri": uri, "languageId": "go", "version": 1, "text": "package main"}})
+	e.Notify(MethodDidChange, map[string]any{"textDocument": map[string]any{"uri": uri, "version": 2}, "contentChanges": []any{map[string]any{"text": "x"}}})
+	e.Notify(MethodDidSave, map[string]any{"textDocument": map[string]any{"uri": uri}})
+	e.Notify(MethodDidClose, map[string]any{"textDocument": map[string]any{"uri": uri}})
 	if err := e.Command(CommandBudget, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -586,7 +586,7 @@ func TestApprovals(t *testing.T) {
 			e.initialize(false)
 			var asked json.RawMessage
 			e.Answer(func(method string, params json.RawMessage) (any, *lsptest.Error) {
-				if method == methodShowMessageRequest {
+				if method == MethodShowMessageRequest {
 					asked = params
 				}
 				return c.answer, c.rerr
@@ -628,13 +628,13 @@ func TestPipelinedShutdownExit(t *testing.T) {
 func TestRequestAfterShutdown(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
-	if err := e.Call(methodShutdown, nil, nil); err != nil {
+	if err := e.Call(MethodShutdown, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Command(CommandBudget, nil, nil); err == nil || err.Code != -32600 {
 		t.Errorf("request after shutdown: %v, want -32600", err)
 	}
-	e.Notify(methodExit, nil)
+	e.Notify(MethodExit, nil)
 	if code := e.exitCode(wait); code != 0 {
 		t.Errorf("exit code = %d, want 0", code)
 	}
@@ -643,7 +643,7 @@ func TestRequestAfterShutdown(t *testing.T) {
 func TestExitWithoutShutdown(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
-	e.Notify(methodExit, nil)
+	e.Notify(MethodExit, nil)
 	e.ended(1)
 	e.Await(func(s lsptest.State) bool { return s.EOF }, wait)
 }
@@ -654,7 +654,7 @@ func TestInputEOF(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	e.slowCompact()
-	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodCompaction)) >= 1 }, wait)
+	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodCompaction)) >= 1 }, wait)
 	e.Hangup()
 	e.ended(1)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/soba-agent/soba-lsp/app"
 	"github.com/soba-agent/soba-lsp/lsp"
 )
 
@@ -13,7 +14,7 @@ import (
 // workspace, configured from its layers.
 var newBackend = func() lsp.BackendFactory {
 	c := newCounter()
-	return lsp.AgentBackendFactory(loadSettings, c, entryTokens(c))
+	return app.LSPBackendFactory(app.LoadSettings, c, entryTokens(c))
 }()
 
 func runServe(ctx context.Context, env *cmdEnv, args []string) int {

@@ -1,4 +1,4 @@
-package lsp
+package app
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
+	"github.com/soba-agent/soba-lsp/lsp"
 	"github.com/soba-agent/soba-lsp/lsp/lsptest"
 	"github.com/soba-agent/soba-lsp/session"
 )
@@ -32,19 +33,19 @@ type agentEnv struct {
 
 // smallSettings make a few kilobytes of history meaningful: hard limit
 // 10000, soft 8000, keep 1500.
-func smallSettings(dir, modelURL, summaryURL string) agent.Settings {
+func smallSettings(dir, modelURL, summaryURL string) Settings {
 	c := compaction.DefaultConfig()
 	c.ContextWindow, c.MaxOutputTokens, c.SafetyReserveTokens = 12000, 1000, 1000
 	c.KeepRecentTokens, c.MinTokensForAutoCompact, c.MinReclaimableTokens = 1500, 3000, 1000
-	s := agent.Settings{Model: agent.ModelSettings{Provider: "openai", BaseURL: modelURL, Name: "m", ContextWindow: 12000, MaxOutputTokens: 1000},
+	s := Settings{Model: ModelSettings{Provider: "openai", BaseURL: modelURL, Name: "m", ContextWindow: 12000, MaxOutputTokens: 1000},
 		Compaction: c, Approval: "auto", SessionDir: filepath.Join(dir, ".soba", "sessions")}
 	if summaryURL != "" {
-		s.SummaryModel = &agent.ModelSettings{Provider: "openai", BaseURL: summaryURL, Name: "s", ContextWindow: 12000, MaxOutputTokens: 1000}
+		s.SummaryModel = &ModelSettings{Provider: "openai", BaseURL: summaryURL, Name: "s", ContextWindow: 12000, MaxOutputTokens: 1000}
 	}
 	return s
 }
 
-func runAgentServer(t *testing.T, mod func(*agent.Settings), script []providertest.Reply, summaries []providertest.Reply) *agentEnv {
+func runAgentServer(t *testing.T, mod func(*Settings), script []providertest.Reply, summaries []providertest.Reply) *agentEnv {
 	t.Helper()
 	dir := t.TempDir()
 	model := providertest.NewOpenAI(t, script...)
@@ -54,7 +55,7 @@ func runAgentServer(t *testing.T, mod func(*agent.Settings), script []providerte
 		summary = providertest.NewOpenAI(t, summaries...)
 		summaryURL = summary.URL
 	}
-	load := func(root string, init, change json.RawMessage) (agent.Settings, []string, error) {
+	load := func(root string, init, change json.RawMessage) (Settings, []string, error) {
 		s := smallSettings(dir, model.URL, summaryURL)
 		if mod != nil {
 			mod(&s)
@@ -62,10 +63,10 @@ func runAgentServer(t *testing.T, mod func(*agent.Settings), script []providerte
 		return s, nil, nil
 	}
 	counter := tokens.Default()
-	factory := AgentBackendFactory(load, counter, tokens.Estimator{Counter: counter}.EntryTokens)
+	factory := LSPBackendFactory(load, counter, tokens.Estimator{Counter: counter}.EntryTokens)
 	srvEnd, edEnd := net.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := NewServer(factory, WithVersion("test"), WithBudgetInterval(20*time.Millisecond))
+	s := lsp.NewServer(factory, lsp.WithVersion("test"), lsp.WithBudgetInterval(20*time.Millisecond))
 	e := &agentEnv{Editor: lsptest.NewEditor(t, edEnd), dir: dir, model: model, summary: summary}
 	var wg conc.WaitGroup
 	wg.Go(func() { s.Serve(ctx, srvEnd) })
@@ -78,16 +79,16 @@ func runAgentServer(t *testing.T, mod func(*agent.Settings), script []providerte
 	var result map[string]any
 	params := map[string]any{"processId": nil, "rootUri": (&url.URL{Scheme: "file", Path: dir}).String(),
 		"capabilities": map[string]any{"window": map[string]any{"workDoneProgress": true}}}
-	if err := e.Call(methodInitialize, params, &result); err != nil {
+	if err := e.Call(lsp.MethodInitialize, params, &result); err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	e.Notify(methodInitialized, map[string]any{})
+	e.Notify(lsp.MethodInitialized, map[string]any{})
 	return e
 }
 
 func eventsOf(s lsptest.State, typ string) []agent.Event {
 	var out []agent.Event
-	for _, n := range lsptest.Of(s.Notes, methodEvent) {
+	for _, n := range lsptest.Of(s.Notes, lsp.MethodEvent) {
 		var ev agent.Event
 		_ = json.Unmarshal(n.Params, &ev)
 		if typ == "" || ev.Type == typ {
@@ -99,8 +100,8 @@ func eventsOf(s lsptest.State, typ string) []agent.Event {
 
 func (e *agentEnv) prompt(t *testing.T, text string) agent.Event {
 	t.Helper()
-	var r PromptResult
-	if err := e.Command(CommandPrompt, map[string]any{"text": text}, &r); err != nil {
+	var r lsp.PromptResult
+	if err := e.Command(lsp.CommandPrompt, map[string]any{"text": text}, &r); err != nil {
 		t.Fatalf("soba.prompt: %v", err)
 	}
 	var end agent.Event
@@ -134,8 +135,8 @@ func TestAgentBackendFullTurnWithTools(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(e.dir, "notes.txt")); string(b) != "hello" {
 		t.Fatalf("notes.txt = %q", b)
 	}
-	var info SessionInfo
-	if err := e.Command(CommandSessionInfo, nil, &info); err != nil {
+	var info lsp.SessionInfo
+	if err := e.Command(lsp.CommandSessionInfo, nil, &info); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(info.Path)
@@ -159,7 +160,7 @@ func TestAgentBackendAutoCompactionShowsProgress_RB3(t *testing.T) {
 	s := e.Snapshot()
 	var begin, end map[string]any
 	reports := 0
-	for _, p := range lsptest.Of(s.Notes, methodProgress) {
+	for _, p := range lsptest.Of(s.Notes, lsp.MethodProgress) {
 		var pp struct {
 			Value map[string]any `json:"value"`
 		}
@@ -184,11 +185,11 @@ func TestAgentBackendAutoCompactionShowsProgress_RB3(t *testing.T) {
 	if end == nil || !strings.HasPrefix(end["message"].(string), "Compaction") && !strings.HasPrefix(end["message"].(string), "Compacted context · ") {
 		t.Fatalf("progress end %v", end)
 	}
-	if len(lsptest.Of(s.Requests, methodWorkDoneCreate)) == 0 {
+	if len(lsptest.Of(s.Requests, lsp.MethodWorkDoneCreate)) == 0 {
 		t.Fatal("no window/workDoneProgress/create")
 	}
 	logged := false
-	for _, m := range lsptest.Of(s.Notes, methodLogMessage) {
+	for _, m := range lsptest.Of(s.Notes, lsp.MethodLogMessage) {
 		if strings.Contains(string(m.Params), "Compacted context · ") {
 			logged = true
 		}
@@ -197,7 +198,7 @@ func TestAgentBackendAutoCompactionShowsProgress_RB3(t *testing.T) {
 		t.Fatal("the result line was not logged")
 	}
 	var b compaction.Budget
-	if err := e.Command(CommandBudget, nil, &b); err != nil || b.LastCompaction == nil {
+	if err := e.Command(lsp.CommandBudget, nil, &b); err != nil || b.LastCompaction == nil {
 		t.Fatalf("budget %+v %v", b, err)
 	}
 }
@@ -209,25 +210,25 @@ func TestAgentBackendCancelDuringBarrier_RF2(t *testing.T) {
 	}
 	slow := providertest.Text("## Goal\nlate\n")
 	slow.Delay = 10 * time.Second
-	e := runAgentServer(t, func(s *agent.Settings) { s.Compaction.Auto = false }, script, []providertest.Reply{slow})
+	e := runAgentServer(t, func(s *Settings) { s.Compaction.Auto = false }, script, []providertest.Reply{slow})
 	for i := 0; i < 6; i++ {
 		e.prompt(t, "q "+filler)
 	}
-	ch, _ := e.Go(methodExecuteCommand, map[string]any{"command": CommandCompact, "arguments": []any{map[string]any{}}})
-	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, methodCompaction)) > 0 }, 10*time.Second)
-	var c CancelResult
-	if err := e.Command(CommandCancel, nil, &c); err != nil || !c.Cancelled || c.What != "compaction" {
+	ch, _ := e.Go(lsp.MethodExecuteCommand, map[string]any{"command": lsp.CommandCompact, "arguments": []any{map[string]any{}}})
+	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, lsp.MethodCompaction)) > 0 }, 10*time.Second)
+	var c lsp.CancelResult
+	if err := e.Command(lsp.CommandCancel, nil, &c); err != nil || !c.Cancelled || c.What != "compaction" {
 		t.Fatalf("cancel %+v %v", c, err)
 	}
 	var r compaction.CompactionResult
-	if err := e.Wait(CommandCompact, ch, &r); err != nil {
+	if err := e.Wait(lsp.CommandCompact, ch, &r); err != nil {
 		t.Fatal(err)
 	}
 	if r.Outcome != compaction.OutcomeCancelled {
 		t.Fatalf("outcome %s", r.Outcome)
 	}
-	var info SessionInfo
-	e.Command(CommandSessionInfo, nil, &info)
+	var info lsp.SessionInfo
+	e.Command(lsp.CommandSessionInfo, nil, &info)
 	data, _ := os.ReadFile(info.Path)
 	if strings.Contains(string(data), `"type":"capsule"`) {
 		t.Fatal("a cancelled compaction appended a capsule")
@@ -239,14 +240,14 @@ func TestAgentBackendBudgetWhileStreaming(t *testing.T) {
 	slow := providertest.Text(strings.Repeat("word ", 400))
 	slow.ChunkDelay = 5 * time.Millisecond
 	e := runAgentServer(t, nil, []providertest.Reply{slow}, nil)
-	var r PromptResult
-	if err := e.Command(CommandPrompt, map[string]any{"text": "talk"}, &r); err != nil {
+	var r lsp.PromptResult
+	if err := e.Command(lsp.CommandPrompt, map[string]any{"text": "talk"}, &r); err != nil {
 		t.Fatal(err)
 	}
 	e.Await(func(s lsptest.State) bool { return len(eventsOf(s, "text")) > 2 }, 10*time.Second)
 	start := time.Now()
 	var b compaction.Budget
-	if err := e.Command(CommandBudget, nil, &b); err != nil {
+	if err := e.Command(lsp.CommandBudget, nil, &b); err != nil {
 		t.Fatal(err)
 	}
 	if b.State != compaction.StateGenerating {
@@ -258,15 +259,15 @@ func TestAgentBackendBudgetWhileStreaming(t *testing.T) {
 }
 
 func TestAgentBackendSettingsChangeAppliesToSession(t *testing.T) {
-	e := runAgentServer(t, func(s *agent.Settings) {}, []providertest.Reply{providertest.Text("hi")}, nil)
+	e := runAgentServer(t, func(s *Settings) {}, []providertest.Reply{providertest.Text("hi")}, nil)
 	var before compaction.Budget
-	e.Command(CommandBudget, nil, &before)
-	var info1 SessionInfo
-	e.Command(CommandSessionInfo, nil, &info1)
+	e.Command(lsp.CommandBudget, nil, &before)
+	var info1 lsp.SessionInfo
+	e.Command(lsp.CommandSessionInfo, nil, &info1)
 	e.Notify("workspace/didChangeConfiguration", map[string]any{"settings": map[string]any{"soba": map[string]any{}}})
 	e.prompt(t, "hello")
-	var info2 SessionInfo
-	e.Command(CommandSessionInfo, nil, &info2)
+	var info2 lsp.SessionInfo
+	e.Command(lsp.CommandSessionInfo, nil, &info2)
 	if info2.Path != info1.Path {
 		t.Fatalf("a settings change moved the session: %s → %s", info1.Path, info2.Path)
 	}
@@ -285,16 +286,16 @@ func TestAgentBackendEditorDocumentsInCapsule_RC2(t *testing.T) {
 	}
 	// The summary model defaults to the model: the compaction's summary.
 	script = append(script, providertest.Text("## Goal\nWork on package x.\n"))
-	e := runAgentServer(t, func(s *agent.Settings) { s.Compaction.Auto = false }, script, nil)
+	e := runAgentServer(t, func(s *Settings) { s.Compaction.Auto = false }, script, nil)
 	for _, name := range []string{"opened.go", "edited.go"} {
 		if err := os.WriteFile(filepath.Join(e.dir, name), []byte("package x\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	uri := func(name string) string { return (&url.URL{Scheme: "file", Path: filepath.Join(e.dir, name)}).String() }
-	e.Notify(methodDidOpen, map[string]any{"textDocument": map[string]any{"uri": uri("opened.go"), "languageId": "go", "version": 1, "text": "package x\n"}})
-	e.Notify(methodDidOpen, map[string]any{"textDocument": map[string]any{"uri": uri("edited.go"), "languageId": "go", "version": 1, "text": "package x\n"}})
-	e.Notify(methodDidChange, map[string]any{"textDocument": map[string]any{"uri": uri("edited.go"), "version": 2},
+	e.Notify(lsp.MethodDidOpen, map[string]any{"textDocument": map[string]any{"uri": uri("opened.go"), "languageId": "go", "version": 1, "text": "package x\n"}})
+	e.Notify(lsp.MethodDidOpen, map[string]any{"textDocument": map[string]any{"uri": uri("edited.go"), "languageId": "go", "version": 1, "text": "package x\n"}})
+	e.Notify(lsp.MethodDidChange, map[string]any{"textDocument": map[string]any{"uri": uri("edited.go"), "version": 2},
 		"contentChanges": []any{map[string]any{"text": "package x\n\nfunc F() {}\n"}}})
 	for range 3 {
 		if end := e.prompt(t, "question "+filler); end.Outcome != "completed" {
@@ -302,11 +303,11 @@ func TestAgentBackendEditorDocumentsInCapsule_RC2(t *testing.T) {
 		}
 	}
 	var res compaction.CompactionResult
-	if err := e.Command(CommandCompact, nil, &res); err != nil || res.Outcome != compaction.OutcomeCompleted {
+	if err := e.Command(lsp.CommandCompact, nil, &res); err != nil || res.Outcome != compaction.OutcomeCompleted {
 		t.Fatalf("compact: %+v %v", res, err)
 	}
-	var shown CapsuleShowResult
-	if err := e.Command(CommandCapsuleShow, nil, &shown); err != nil {
+	var shown lsp.CapsuleShowResult
+	if err := e.Command(lsp.CommandCapsuleShow, nil, &shown); err != nil {
 		t.Fatal(err)
 	}
 	read, modified := section(shown.Markdown, "Files read"), section(shown.Markdown, "Files modified")

@@ -1,4 +1,9 @@
-package agent
+// Package app is the composition root: it resolves a workspace's
+// configuration layers into settings, builds the model clients, the file
+// watcher and document tracking, Project Memory and the agent of the current
+// session (Workspace), and serves them to a front end (LSPBackend for the
+// language server). Nothing imports app but cmd.
+package app
 
 import (
 	"encoding/json"
@@ -8,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/agent/provider"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
@@ -42,8 +48,8 @@ type WorkspaceOptions struct {
 	Root        string
 	InitOptions json.RawMessage
 	Load        SettingsLoader
-	Notifier    Notifier
-	Approver    Approver
+	Notifier    agent.Notifier
+	Approver    agent.Approver
 	Counter     compaction.Counter
 	EntryTokens func(*session.Entry) int
 }
@@ -61,7 +67,7 @@ type Workspace struct {
 	mu        sync.Mutex // guards settings, didChange, agent
 	settings  Settings
 	didChange json.RawMessage
-	agent     *Agent
+	agent     *agent.Agent
 }
 
 // OpenWorkspace loads the configuration, starts the watcher and a new
@@ -98,7 +104,7 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 		warnings = append(warnings, "file watcher unavailable: "+err.Error()+"; files changed outside the editor are not tracked")
 		w.watcher = nil
 	}
-	a, err := New(w.agentOptions(settings))
+	a, err := agent.New(w.agentOptions(settings))
 	if err != nil {
 		w.closeWatcher()
 		return nil, warnings, err
@@ -116,8 +122,8 @@ func (w *Workspace) closeWatcher() {
 // agentOptions turns settings into the agent's options, making the model
 // clients. A model that cannot be configured leaves Model nil with the
 // reason, so everything but prompts still works.
-func (w *Workspace) agentOptions(s Settings) Options {
-	o := Options{
+func (w *Workspace) agentOptions(s Settings) agent.Options {
+	o := agent.Options{
 		Root: w.root.Dir(), Resolver: w.root, SessionDir: s.SessionDir, FlightDir: filepath.Join(w.root.Dir(), ".soba", "flight"),
 		Compaction: s.Compaction, Approval: s.Approval, Approver: w.opt.Approver, Notifier: w.opt.Notifier,
 		Counter: w.opt.Counter, EntryTokens: w.opt.EntryTokens, Touched: w.touched, Memory: w.memory,
@@ -134,7 +140,7 @@ func (w *Workspace) agentOptions(s Settings) Options {
 		sm = *s.SummaryModel
 	}
 	if sp, err := newProvider(sm); err == nil {
-		o.Summarizer = &ModelSummarizer{Provider: sp, Model: sm.Name, ContextWindow: sm.ContextWindow}
+		o.Summarizer = &agent.ModelSummarizer{Provider: sp, Model: sm.Name, ContextWindow: sm.ContextWindow}
 		// One summary request holds at most half the summary model's window.
 		o.SummaryWindowChars = max(8000, sm.ContextWindow*4/2)
 	}
@@ -147,7 +153,7 @@ func newProvider(m ModelSettings) (provider.Provider, error) {
 }
 
 // Agent is the current session's agent.
-func (w *Workspace) Agent() *Agent {
+func (w *Workspace) Agent() *agent.Agent {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.agent
@@ -180,11 +186,11 @@ func (w *Workspace) Configure(didChange json.RawMessage) ([]string, error) {
 		return warnings, err
 	}
 	w.agent.Close()
-	a, _, err := Resume(w.agentOptions(s), info.Path)
+	a, _, err := agent.Resume(w.agentOptions(s), info.Path)
 	if err != nil {
 		// The old session could not be reopened with the new settings:
 		// start a new one so the workspace keeps working.
-		if a, err = New(w.agentOptions(s)); err != nil {
+		if a, err = agent.New(w.agentOptions(s)); err != nil {
 			return warnings, err
 		}
 	}
@@ -194,12 +200,12 @@ func (w *Workspace) Configure(didChange json.RawMessage) ([]string, error) {
 
 // NewSession closes the current session and starts a new one with the
 // current settings.
-func (w *Workspace) NewSession() (SessionInfo, error) {
+func (w *Workspace) NewSession() (agent.SessionInfo, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	a, err := New(w.agentOptions(w.settings))
+	a, err := agent.New(w.agentOptions(w.settings))
 	if err != nil {
-		return SessionInfo{}, err
+		return agent.SessionInfo{}, err
 	}
 	old := w.agent
 	w.agent = a
@@ -208,9 +214,9 @@ func (w *Workspace) NewSession() (SessionInfo, error) {
 }
 
 // ResumeSession reopens a session of this workspace by id (R-T4).
-func (w *Workspace) ResumeSession(id string) (SessionInfo, *session.OpenReport, error) {
+func (w *Workspace) ResumeSession(id string) (agent.SessionInfo, *session.OpenReport, error) {
 	if id == "" || strings.ContainsAny(id, `/\`) || strings.Contains(id, "..") {
-		return SessionInfo{}, nil, fmt.Errorf("bad session id %q", id)
+		return agent.SessionInfo{}, nil, fmt.Errorf("bad session id %q", id)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -220,9 +226,9 @@ func (w *Workspace) ResumeSession(id string) (SessionInfo, *session.OpenReport, 
 	}
 	// The current session is closed first: its lock must not block a
 	// resume of the same file from another window's record.
-	a, rep, err := Resume(w.agentOptions(w.settings), path)
+	a, rep, err := agent.Resume(w.agentOptions(w.settings), path)
 	if err != nil {
-		return SessionInfo{}, rep, err
+		return agent.SessionInfo{}, rep, err
 	}
 	old := w.agent
 	w.agent = a

@@ -1,0 +1,32 @@
+package app
+
+import (
+	"encoding/json"
+
+	"github.com/soba-agent/soba-lsp/workspace"
+)
+
+// LoadSettings resolves a workspace's configuration layers (PROTOCOL.md
+// "Configuration") into the agent's settings.
+func LoadSettings(root string, initOptions, didChange json.RawMessage) (Settings, []string, error) {
+	cfg, warnings, err := workspace.LoadConfig(root, workspace.StandardLayers(root, initOptions, didChange))
+	if err != nil {
+		return Settings{}, warnings, err
+	}
+	return settingsOf(cfg, root), warnings, nil
+}
+
+func settingsOf(cfg workspace.Config, root string) Settings {
+	s := Settings{Model: modelOf(cfg.Model), Compaction: cfg.EngineConfig(), Approval: cfg.Tools.Approval,
+		SessionDir: cfg.ResolveSessionDir(root)}
+	if cfg.SummaryModel != nil {
+		m := modelOf(cfg.Summary())
+		s.SummaryModel = &m
+	}
+	return s
+}
+
+func modelOf(m workspace.ModelConfig) ModelSettings {
+	return ModelSettings{Provider: m.Provider, BaseURL: m.BaseURL, Name: m.Name, APIKeyEnv: m.APIKeyEnv,
+		ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens}
+}
