@@ -12,6 +12,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/agent/provider"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -165,8 +166,8 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 	info, _ := a.Info()
 	c := opt.Compaction
 	fmt.Fprintf(opt.Out, "replaying %d turns of %s\nlimits: hard %s, soft %s (context window %s, max output %s, reserve %s)\n",
-		len(turns), filepath.Base(recording), compaction.Thousands(c.HardLimit()), compaction.Thousands(c.SoftLimit()), compaction.Thousands(c.ContextWindow),
-		compaction.Thousands(c.MaxOutputTokens), compaction.Thousands(c.SafetyReserveTokens))
+		len(turns), filepath.Base(recording), text.Thousands(c.HardLimit()), text.Thousands(c.SoftLimit()), text.Thousands(c.ContextWindow),
+		text.Thousands(c.MaxOutputTokens), text.Thousands(c.SafetyReserveTokens))
 	if foreign {
 		fmt.Fprintln(opt.Out, "imported session: its recorded provider usage measured the other agent's requests, so budgets here are estimated")
 	}
@@ -192,7 +193,7 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 			return rep, fmt.Errorf("replay: turn %s ended while %s ran", end.TurnID, turnID)
 		}
 		b, _ := a.Budget()
-		fmt.Fprintf(opt.Out, "turn %d/%d · %s · budget %s/%s (%s)\n", i+1, len(turns), quoteShort(t.text), compaction.Thousands(b.EffectiveTokens), compaction.Thousands(b.HardLimit), b.Source)
+		fmt.Fprintf(opt.Out, "turn %d/%d · %s · budget %s/%s (%s)\n", i+1, len(turns), quoteShort(t.text), text.Thousands(b.EffectiveTokens), text.Thousands(b.HardLimit), b.Source)
 		if end.Outcome != "completed" {
 			fmt.Fprintf(opt.Out, "  turn %s: %s\n", end.Outcome, end.Error)
 		}
@@ -201,7 +202,7 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 	rep.Final, _ = a.Budget()
 	rep.Compactions = pr.completed()
 	fmt.Fprintf(opt.Out, "replayed %d turns · %d compactions completed · final budget %s/%s (%s)\nsession: %s\n",
-		rep.Turns, rep.Compactions, compaction.Thousands(rep.Final.EffectiveTokens), compaction.Thousands(rep.Final.HardLimit), rep.Final.Source, rep.SessionPath)
+		rep.Turns, rep.Compactions, text.Thousands(rep.Final.EffectiveTokens), text.Thousands(rep.Final.HardLimit), rep.Final.Source, rep.SessionPath)
 	if rep.Compactions == 0 {
 		return rep, errors.New("replay: no compaction completed")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/lsp"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -18,7 +19,7 @@ import (
 // the result as PROTOCOL.md says.
 type LSPBackend struct {
 	ws     *Workspace
-	notify agent.Notifier
+	notify lsp.Notifier
 }
 
 // LSPBackendFactory returns the factory that cmd/soba-lsp serves with.
@@ -35,7 +36,7 @@ func LSPBackendFactory(load SettingsLoader, counter compaction.Counter, entryTok
 			opts.Notifier.Log("soba: the client named no workspace folder; using " + wd)
 		}
 		ws, warnings, err := OpenWorkspace(WorkspaceOptions{Root: opts.Root, InitOptions: opts.InitializationOptions,
-			Load: load, Notifier: opts.Notifier, Approver: opts.Approver, Counter: counter, EntryTokens: entryTokens})
+			Load: load, Notifier: wireNotifier{opts.Notifier}, Approver: wireApprover{opts.Approver}, Counter: counter, EntryTokens: entryTokens})
 		for _, w := range warnings {
 			opts.Notifier.Warn(w)
 		}
@@ -48,94 +49,99 @@ func LSPBackendFactory(load SettingsLoader, counter compaction.Counter, entryTok
 
 func (b *LSPBackend) a() *agent.Agent { return b.ws.Agent() }
 
-func (b *LSPBackend) Prompt(_ context.Context, args lsp.PromptArgs) (lsp.PromptResult, error) {
+func (b *LSPBackend) Prompt(_ context.Context, args protocol.PromptArgs) (protocol.PromptResult, error) {
 	id, queued, err := b.a().Prompt(args.Text)
-	return lsp.PromptResult{TurnID: id, Queued: queued}, err
+	return protocol.PromptResult{TurnID: id, Queued: queued}, err
 }
 
-func (b *LSPBackend) Cancel(context.Context) (lsp.CancelResult, error) {
+func (b *LSPBackend) Cancel(context.Context) (protocol.CancelResult, error) {
 	ok, what, err := b.a().Cancel()
-	return lsp.CancelResult{Cancelled: ok, What: what}, err
+	return protocol.CancelResult{Cancelled: ok, What: protocol.Cancelled(what)}, err
 }
 
-func (b *LSPBackend) Budget(context.Context) (compaction.Budget, error) { return b.a().Budget() }
-
-func (b *LSPBackend) Compact(ctx context.Context, args lsp.CompactArgs) (compaction.CompactionResult, error) {
-	return b.a().Compact(ctx, args.Instructions)
+func (b *LSPBackend) Budget(context.Context) (protocol.Budget, error) {
+	bud, err := b.a().Budget()
+	return WireBudget(bud), err
 }
 
-func (b *LSPBackend) SetAutoCompact(_ context.Context, args lsp.AutoCompactArgs) (compaction.Budget, error) {
-	return b.a().SetAutoCompact(args.Enabled)
+func (b *LSPBackend) Compact(ctx context.Context, args protocol.CompactArgs) (protocol.CompactionResult, error) {
+	r, err := b.a().Compact(ctx, args.Instructions)
+	return WireResult(r), err
 }
 
-func (b *LSPBackend) Checkpoint(_ context.Context, args lsp.CheckpointArgs) (lsp.CheckpointResult, error) {
-	id, err := b.a().Checkpoint(args.Kind, args.Note)
-	return lsp.CheckpointResult{CheckpointID: id}, err
+func (b *LSPBackend) SetAutoCompact(_ context.Context, args protocol.AutoCompactArgs) (protocol.Budget, error) {
+	bud, err := b.a().SetAutoCompact(args.Enabled)
+	return WireBudget(bud), err
 }
 
-func (b *LSPBackend) CapsuleCreate(ctx context.Context, args lsp.CapsuleCreateArgs) (lsp.CapsuleCreateResult, error) {
+func (b *LSPBackend) Checkpoint(_ context.Context, args protocol.CheckpointArgs) (protocol.CheckpointResult, error) {
+	id, err := b.a().Checkpoint(string(args.Kind), args.Note)
+	return protocol.CheckpointResult{CheckpointID: id}, err
+}
+
+func (b *LSPBackend) CapsuleCreate(ctx context.Context, args protocol.CapsuleCreateArgs) (protocol.CapsuleCreateResult, error) {
 	ck, path, err := b.a().CapsuleCreate(ctx, args.Title)
-	return lsp.CapsuleCreateResult{CheckpointID: ck, Path: path}, err
+	return protocol.CapsuleCreateResult{CheckpointID: ck, Path: path}, err
 }
 
-func (b *LSPBackend) CapsuleExport(_ context.Context, args lsp.CapsuleExportArgs) (lsp.CapsuleExportResult, error) {
+func (b *LSPBackend) CapsuleExport(_ context.Context, args protocol.CapsuleExportArgs) (protocol.CapsuleExportResult, error) {
 	p, err := b.a().CapsuleExport(args.CheckpointID, args.Path, args.Overwrite)
-	return lsp.CapsuleExportResult{Path: p}, err
+	return protocol.CapsuleExportResult{Path: p}, err
 }
 
-func (b *LSPBackend) CapsuleLoad(_ context.Context, args lsp.CapsuleLoadArgs) (lsp.CapsuleLoadResult, error) {
+func (b *LSPBackend) CapsuleLoad(_ context.Context, args protocol.CapsuleLoadArgs) (protocol.CapsuleLoadResult, error) {
 	ck, title, warnings, err := b.a().CapsuleLoad(args.Path)
-	return lsp.CapsuleLoadResult{CheckpointID: ck, Title: title, Warnings: warnings}, err
+	return protocol.CapsuleLoadResult{CheckpointID: ck, Title: title, Warnings: warnings}, err
 }
 
-func (b *LSPBackend) CapsuleList(context.Context) ([]lsp.CapsuleInfo, error) {
+func (b *LSPBackend) CapsuleList(context.Context) ([]protocol.CapsuleInfo, error) {
 	list, err := b.a().CapsuleList()
-	out := make([]lsp.CapsuleInfo, 0, len(list))
+	out := make([]protocol.CapsuleInfo, 0, len(list))
 	for _, c := range list {
-		out = append(out, lsp.CapsuleInfo{CheckpointID: c.CheckpointID, Trigger: c.Trigger, Title: c.Title, Quality: c.Quality, CreatedAt: c.CreatedAt})
+		out = append(out, protocol.CapsuleInfo{CheckpointID: c.CheckpointID, Trigger: protocol.Trigger(c.Trigger), Title: c.Title, Quality: protocol.Quality(c.Quality), CreatedAt: c.CreatedAt})
 	}
 	return out, err
 }
 
-func (b *LSPBackend) CapsuleShow(_ context.Context, args lsp.CapsuleShowArgs) (lsp.CapsuleShowResult, error) {
+func (b *LSPBackend) CapsuleShow(_ context.Context, args protocol.CapsuleShowArgs) (protocol.CapsuleShowResult, error) {
 	ck, md, err := b.a().CapsuleShow(args.CheckpointID)
-	return lsp.CapsuleShowResult{CheckpointID: ck, Markdown: md}, err
+	return protocol.CapsuleShowResult{CheckpointID: ck, Markdown: md}, err
 }
 
-func (b *LSPBackend) SessionInfo(context.Context) (lsp.SessionInfo, error) {
+func (b *LSPBackend) SessionInfo(context.Context) (protocol.SessionInfo, error) {
 	i, err := b.a().Info()
-	return lsp.SessionInfo{SessionID: i.SessionID, Path: i.Path, FlightPath: i.FlightPath, LeafID: i.LeafID, Entries: i.Entries}, err
+	return protocol.SessionInfo{SessionID: i.SessionID, Path: i.Path, FlightPath: i.FlightPath, LeafID: i.LeafID, Entries: i.Entries}, err
 }
 
-func (b *LSPBackend) SessionList(context.Context) ([]lsp.SessionSummary, error) {
+func (b *LSPBackend) SessionList(context.Context) ([]protocol.SessionSummary, error) {
 	list, err := b.ws.Sessions()
-	out := make([]lsp.SessionSummary, 0, len(list))
+	out := make([]protocol.SessionSummary, 0, len(list))
 	for _, s := range list {
-		out = append(out, lsp.SessionSummary{SessionID: s.SessionID, Path: s.Path, UpdatedAt: s.UpdatedAt, Entries: s.Entries})
+		out = append(out, protocol.SessionSummary{SessionID: s.SessionID, Path: s.Path, UpdatedAt: s.UpdatedAt, Entries: s.Entries})
 	}
 	return out, err
 }
 
-func (b *LSPBackend) SessionNew(context.Context) (lsp.SessionNewResult, error) {
+func (b *LSPBackend) SessionNew(context.Context) (protocol.SessionNewResult, error) {
 	i, err := b.ws.NewSession()
-	return lsp.SessionNewResult{SessionID: i.SessionID, Path: i.Path}, err
+	return protocol.SessionNewResult{SessionID: i.SessionID, Path: i.Path}, err
 }
 
-func (b *LSPBackend) SessionResume(_ context.Context, args lsp.SessionResumeArgs) (lsp.SessionResumeResult, error) {
+func (b *LSPBackend) SessionResume(_ context.Context, args protocol.SessionResumeArgs) (protocol.SessionResumeResult, error) {
 	i, rep, err := b.ws.ResumeSession(args.SessionID)
 	if err != nil {
-		return lsp.SessionResumeResult{}, err
+		return protocol.SessionResumeResult{}, err
 	}
 	if rep != nil && rep.Torn != nil {
 		b.notify.Warn(fmt.Sprintf("session %s: a torn last line (%d bytes at offset %d, from a crash mid-write) was ignored and kept on disk as is",
 			args.SessionID, rep.Torn.Bytes, rep.Torn.Offset))
 	}
-	return lsp.SessionResumeResult{SessionID: i.SessionID, Path: i.Path, LeafID: i.LeafID}, nil
+	return protocol.SessionResumeResult{SessionID: i.SessionID, Path: i.Path, LeafID: i.LeafID}, nil
 }
 
-func (b *LSPBackend) SessionRewind(_ context.Context, args lsp.SessionRewindArgs) (lsp.SessionRewindResult, error) {
+func (b *LSPBackend) SessionRewind(_ context.Context, args protocol.SessionRewindArgs) (protocol.SessionRewindResult, error) {
 	leaf, err := b.a().Rewind(args.EntryID)
-	return lsp.SessionRewindResult{LeafID: leaf}, err
+	return protocol.SessionRewindResult{LeafID: leaf}, err
 }
 
 func (b *LSPBackend) CancelCompaction(operationID string) bool {

@@ -13,12 +13,12 @@ import (
 
 	"github.com/sourcegraph/conc"
 
-	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/lsp"
 	"github.com/soba-agent/soba-lsp/lsp/lsptest"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -86,25 +86,25 @@ func runAgentServer(t *testing.T, mod func(*Settings), script []providertest.Rep
 	return e
 }
 
-func eventsOf(s lsptest.State, typ string) []agent.Event {
-	var out []agent.Event
+func eventsOf(s lsptest.State, typ string) []protocol.Event {
+	var out []protocol.Event
 	for _, n := range lsptest.Of(s.Notes, lsp.MethodEvent) {
-		var ev agent.Event
+		var ev protocol.Event
 		_ = json.Unmarshal(n.Params, &ev)
-		if typ == "" || ev.Type == typ {
+		if typ == "" || string(ev.Type) == typ {
 			out = append(out, ev)
 		}
 	}
 	return out
 }
 
-func (e *agentEnv) prompt(t *testing.T, text string) agent.Event {
+func (e *agentEnv) prompt(t *testing.T, text string) protocol.Event {
 	t.Helper()
-	var r lsp.PromptResult
-	if err := e.Command(lsp.CommandPrompt, map[string]any{"text": text}, &r); err != nil {
+	var r protocol.PromptResult
+	if err := e.Command(protocol.CommandPrompt, map[string]any{"text": text}, &r); err != nil {
 		t.Fatalf("soba.prompt: %v", err)
 	}
-	var end agent.Event
+	var end protocol.Event
 	e.Await(func(s lsptest.State) bool {
 		for _, ev := range eventsOf(s, "turn_end") {
 			if ev.TurnID == r.TurnID {
@@ -135,8 +135,8 @@ func TestAgentBackendFullTurnWithTools(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(e.dir, "notes.txt")); string(b) != "hello" {
 		t.Fatalf("notes.txt = %q", b)
 	}
-	var info lsp.SessionInfo
-	if err := e.Command(lsp.CommandSessionInfo, nil, &info); err != nil {
+	var info protocol.SessionInfo
+	if err := e.Command(protocol.CommandSessionInfo, nil, &info); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(info.Path)
@@ -197,8 +197,8 @@ func TestAgentBackendAutoCompactionShowsProgress_RB3(t *testing.T) {
 	if !logged {
 		t.Fatal("the result line was not logged")
 	}
-	var b compaction.Budget
-	if err := e.Command(lsp.CommandBudget, nil, &b); err != nil || b.LastCompaction == nil {
+	var b protocol.Budget
+	if err := e.Command(protocol.CommandBudget, nil, &b); err != nil || b.LastCompaction == nil {
 		t.Fatalf("budget %+v %v", b, err)
 	}
 }
@@ -214,21 +214,21 @@ func TestAgentBackendCancelDuringBarrier_RF2(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		e.prompt(t, "q "+filler)
 	}
-	ch, _ := e.Go(lsp.MethodExecuteCommand, map[string]any{"command": lsp.CommandCompact, "arguments": []any{map[string]any{}}})
+	ch, _ := e.Go(lsp.MethodExecuteCommand, map[string]any{"command": protocol.CommandCompact, "arguments": []any{map[string]any{}}})
 	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, lsp.MethodCompaction)) > 0 }, 10*time.Second)
-	var c lsp.CancelResult
-	if err := e.Command(lsp.CommandCancel, nil, &c); err != nil || !c.Cancelled || c.What != "compaction" {
+	var c protocol.CancelResult
+	if err := e.Command(protocol.CommandCancel, nil, &c); err != nil || !c.Cancelled || c.What != "compaction" {
 		t.Fatalf("cancel %+v %v", c, err)
 	}
-	var r compaction.CompactionResult
-	if err := e.Wait(lsp.CommandCompact, ch, &r); err != nil {
+	var r protocol.CompactionResult
+	if err := e.Wait(protocol.CommandCompact, ch, &r); err != nil {
 		t.Fatal(err)
 	}
 	if r.Outcome != compaction.OutcomeCancelled {
 		t.Fatalf("outcome %s", r.Outcome)
 	}
-	var info lsp.SessionInfo
-	e.Command(lsp.CommandSessionInfo, nil, &info)
+	var info protocol.SessionInfo
+	e.Command(protocol.CommandSessionInfo, nil, &info)
 	data, _ := os.ReadFile(info.Path)
 	if strings.Contains(string(data), `"type":"capsule"`) {
 		t.Fatal("a cancelled compaction appended a capsule")
@@ -240,14 +240,14 @@ func TestAgentBackendBudgetWhileStreaming(t *testing.T) {
 	slow := providertest.Text(strings.Repeat("word ", 400))
 	slow.ChunkDelay = 5 * time.Millisecond
 	e := runAgentServer(t, nil, []providertest.Reply{slow}, nil)
-	var r lsp.PromptResult
-	if err := e.Command(lsp.CommandPrompt, map[string]any{"text": "talk"}, &r); err != nil {
+	var r protocol.PromptResult
+	if err := e.Command(protocol.CommandPrompt, map[string]any{"text": "talk"}, &r); err != nil {
 		t.Fatal(err)
 	}
 	e.Await(func(s lsptest.State) bool { return len(eventsOf(s, "text")) > 2 }, 10*time.Second)
 	start := time.Now()
-	var b compaction.Budget
-	if err := e.Command(lsp.CommandBudget, nil, &b); err != nil {
+	var b protocol.Budget
+	if err := e.Command(protocol.CommandBudget, nil, &b); err != nil {
 		t.Fatal(err)
 	}
 	if b.State != compaction.StateGenerating {
@@ -260,14 +260,14 @@ func TestAgentBackendBudgetWhileStreaming(t *testing.T) {
 
 func TestAgentBackendSettingsChangeAppliesToSession(t *testing.T) {
 	e := runAgentServer(t, func(s *Settings) {}, []providertest.Reply{providertest.Text("hi")}, nil)
-	var before compaction.Budget
-	e.Command(lsp.CommandBudget, nil, &before)
-	var info1 lsp.SessionInfo
-	e.Command(lsp.CommandSessionInfo, nil, &info1)
+	var before protocol.Budget
+	e.Command(protocol.CommandBudget, nil, &before)
+	var info1 protocol.SessionInfo
+	e.Command(protocol.CommandSessionInfo, nil, &info1)
 	e.Notify("workspace/didChangeConfiguration", map[string]any{"settings": map[string]any{"soba": map[string]any{}}})
 	e.prompt(t, "hello")
-	var info2 lsp.SessionInfo
-	e.Command(lsp.CommandSessionInfo, nil, &info2)
+	var info2 protocol.SessionInfo
+	e.Command(protocol.CommandSessionInfo, nil, &info2)
 	if info2.Path != info1.Path {
 		t.Fatalf("a settings change moved the session: %s → %s", info1.Path, info2.Path)
 	}
@@ -302,12 +302,12 @@ func TestAgentBackendEditorDocumentsInCapsule_RC2(t *testing.T) {
 			t.Fatalf("turn %s: %s", end.Outcome, end.Error)
 		}
 	}
-	var res compaction.CompactionResult
-	if err := e.Command(lsp.CommandCompact, nil, &res); err != nil || res.Outcome != compaction.OutcomeCompleted {
+	var res protocol.CompactionResult
+	if err := e.Command(protocol.CommandCompact, nil, &res); err != nil || res.Outcome != compaction.OutcomeCompleted {
 		t.Fatalf("compact: %+v %v", res, err)
 	}
-	var shown lsp.CapsuleShowResult
-	if err := e.Command(lsp.CommandCapsuleShow, nil, &shown); err != nil {
+	var shown protocol.CapsuleShowResult
+	if err := e.Command(protocol.CommandCapsuleShow, nil, &shown); err != nil {
 		t.Fatal(err)
 	}
 	read, modified := section(shown.Markdown, "Files read"), section(shown.Markdown, "Files modified")

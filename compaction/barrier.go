@@ -10,6 +10,7 @@ import (
 	"github.com/sourcegraph/conc/panics"
 
 	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -268,31 +269,13 @@ func ResultLine(r CompactionResult) string {
 			share = fmt.Sprintf("grew %d%%", int(-r.ReclaimedRatio*100+0.5))
 		}
 		line := fmt.Sprintf("Compacted context · %s · %s → %s tokens (%s) · %s",
-			r.Trigger, Thousands(r.TokensBefore), Thousands(r.TokensAfter), share, r.CheckpointID)
+			r.Trigger, text.Thousands(r.TokensBefore), text.Thousands(r.TokensAfter), share, r.CheckpointID)
 		if r.Quality == capsule.QualityDegraded {
 			line += " · degraded (fallback capsule)"
 		}
 		return line
 	}
 	return fmt.Sprintf("Compaction %s · %s · %s", r.Outcome, r.Trigger, r.Reason)
-}
-
-// Thousands writes n with comma separators, as result lines do.
-func Thousands(n int) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
 
 func oneLine(s string) string {

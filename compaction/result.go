@@ -30,40 +30,41 @@ const (
 	StateCompacting = "compacting"
 )
 
-// Budget is the budget object of PROTOCOL.md (R-O1).
+// Budget is the session's budget (R-O1); the front ends put it on the
+// wire as PROTOCOL.md's Budget (lsp/protocol).
 type Budget struct {
-	EffectiveTokens     int               `json:"effectiveTokens"`
-	HardLimit           int               `json:"hardLimit"`
-	SoftLimit           int               `json:"softLimit"`
-	ContextWindow       int               `json:"contextWindow"`
-	MaxOutputTokens     int               `json:"maxOutputTokens"`
-	SafetyReserveTokens int               `json:"safetyReserveTokens"`
-	Source              string            `json:"source"`
-	AutoCompact         bool              `json:"autoCompact"`
-	Pending             []string          `json:"pending"`
-	State               string            `json:"state"`
-	LastCompaction      *CompactionResult `json:"lastCompaction"`
+	EffectiveTokens     int
+	HardLimit           int
+	SoftLimit           int
+	ContextWindow       int
+	MaxOutputTokens     int
+	SafetyReserveTokens int
+	Source              string
+	AutoCompact         bool
+	Pending             []string
+	State               string
+	LastCompaction      *CompactionResult
 }
 
-// CompactionResult is the terminal report of one compaction operation
-// (PROTOCOL.md). Line is the one-line result of R-B3.
+// CompactionResult is the terminal report of one compaction operation; the
+// front ends put it on the wire as PROTOCOL.md's CompactionResult
+// (lsp/protocol). Line is the one-line result of R-B3.
 type CompactionResult struct {
-	OperationID     string  `json:"operationId"`
-	Trigger         string  `json:"trigger"`
-	Outcome         string  `json:"outcome"`
-	TokensBefore    int     `json:"tokensBefore"`
-	TokensAfter     int     `json:"tokensAfter"`
-	ReclaimedTokens int     `json:"reclaimedTokens"`
-	ReclaimedRatio  float64 `json:"reclaimedRatio"`
-	CheckpointID    string  `json:"checkpointId"`
-	Quality         string  `json:"quality"`
-	DurationMs      int64   `json:"durationMs"`
-	Reason          string  `json:"reason"`
-	Line            string  `json:"line"`
+	OperationID     string
+	Trigger         string
+	Outcome         string
+	TokensBefore    int
+	TokensAfter     int
+	ReclaimedTokens int
+	ReclaimedRatio  float64
+	CheckpointID    string
+	Quality         string
+	DurationMs      int64
+	Reason          string
+	Line            string
 	// Declined is set on a soft compaction the exact check (R-R2) declined:
-	// the figures it measured, for the next soft triggers to wait on. It is
-	// the engine's, not the wire's.
-	Declined *Declined `json:"-"`
+	// the figures it measured, for the next soft triggers to wait on.
+	Declined *Declined
 }
 
 // CapsuleResult is the completed compaction a recorded capsule stands for,

@@ -28,7 +28,7 @@ func (e *ArgError) Error() string {
 // validator is implemented by argument structs with rules beyond JSON types
 // (enums, non-empty strings). It returns the offending field and problem.
 type validator interface {
-	validate() (field, problem string)
+	Validate() (field, problem string)
 }
 
 // decodeArgs decodes the first executeCommand argument (absent or null means
@@ -92,7 +92,7 @@ func decodeArgs(command string, arguments []json.RawMessage, dst any) error {
 		return &ArgError{Command: command, Field: unknown[0], Problem: "is not a known field (" + command + " takes " + accepted + ")"}
 	}
 	if v, ok := dst.(validator); ok {
-		if field, problem := v.validate(); problem != "" {
+		if field, problem := v.Validate(); problem != "" {
 			return &ArgError{Command: command, Field: field, Problem: problem}
 		}
 	}
@@ -139,36 +139,3 @@ func goKind(k reflect.Kind) string {
 	}
 	return "an object"
 }
-
-func required(field, value string) (string, string) {
-	if strings.TrimSpace(value) == "" {
-		return field, "must not be empty"
-	}
-	return "", ""
-}
-
-func (a *PromptArgs) validate() (string, string) { return required("text", a.Text) }
-
-func (a *RunArgs) validate() (string, string) { return required("text", a.Text) }
-
-func (a *CheckpointArgs) validate() (string, string) {
-	if a.Kind != CheckpointMilestone && a.Kind != CheckpointPlanPivot {
-		return "kind", fmt.Sprintf("must be %q or %q, got %q", CheckpointMilestone, CheckpointPlanPivot, a.Kind)
-	}
-	return "", ""
-}
-
-func (a *CapsuleCreateArgs) validate() (string, string) { return required("title", a.Title) }
-
-func (a *CapsuleExportArgs) validate() (string, string) {
-	if f, p := required("checkpointId", a.CheckpointID); p != "" {
-		return f, p
-	}
-	return required("path", a.Path)
-}
-
-func (a *CapsuleLoadArgs) validate() (string, string) { return required("path", a.Path) }
-
-func (a *SessionResumeArgs) validate() (string, string) { return required("sessionId", a.SessionID) }
-
-func (a *SessionRewindArgs) validate() (string, string) { return required("entryId", a.EntryID) }

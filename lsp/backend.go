@@ -3,10 +3,8 @@ package lsp
 import (
 	"context"
 	"encoding/json"
-	"time"
 
-	"github.com/soba-agent/soba-lsp/agent"
-	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 // Backend is what the language server drives: one method per command of
@@ -20,25 +18,25 @@ import (
 // CapsuleCreate) honour ctx: it is cancelled by `$/cancelRequest` and when
 // the connection ends.
 type Backend interface {
-	Prompt(ctx context.Context, args PromptArgs) (PromptResult, error)
-	Cancel(ctx context.Context) (CancelResult, error)
-	Budget(ctx context.Context) (compaction.Budget, error)
+	Prompt(ctx context.Context, args protocol.PromptArgs) (protocol.PromptResult, error)
+	Cancel(ctx context.Context) (protocol.CancelResult, error)
+	Budget(ctx context.Context) (protocol.Budget, error)
 	// Compact runs an explicit compaction and returns when it reached its
 	// terminal outcome; a cancelled compaction is a result with outcome
 	// "cancelled", not an error.
-	Compact(ctx context.Context, args CompactArgs) (compaction.CompactionResult, error)
-	SetAutoCompact(ctx context.Context, args AutoCompactArgs) (compaction.Budget, error)
-	Checkpoint(ctx context.Context, args CheckpointArgs) (CheckpointResult, error)
-	CapsuleCreate(ctx context.Context, args CapsuleCreateArgs) (CapsuleCreateResult, error)
-	CapsuleExport(ctx context.Context, args CapsuleExportArgs) (CapsuleExportResult, error)
-	CapsuleLoad(ctx context.Context, args CapsuleLoadArgs) (CapsuleLoadResult, error)
-	CapsuleList(ctx context.Context) ([]CapsuleInfo, error)
-	CapsuleShow(ctx context.Context, args CapsuleShowArgs) (CapsuleShowResult, error)
-	SessionInfo(ctx context.Context) (SessionInfo, error)
-	SessionList(ctx context.Context) ([]SessionSummary, error)
-	SessionNew(ctx context.Context) (SessionNewResult, error)
-	SessionResume(ctx context.Context, args SessionResumeArgs) (SessionResumeResult, error)
-	SessionRewind(ctx context.Context, args SessionRewindArgs) (SessionRewindResult, error)
+	Compact(ctx context.Context, args protocol.CompactArgs) (protocol.CompactionResult, error)
+	SetAutoCompact(ctx context.Context, args protocol.AutoCompactArgs) (protocol.Budget, error)
+	Checkpoint(ctx context.Context, args protocol.CheckpointArgs) (protocol.CheckpointResult, error)
+	CapsuleCreate(ctx context.Context, args protocol.CapsuleCreateArgs) (protocol.CapsuleCreateResult, error)
+	CapsuleExport(ctx context.Context, args protocol.CapsuleExportArgs) (protocol.CapsuleExportResult, error)
+	CapsuleLoad(ctx context.Context, args protocol.CapsuleLoadArgs) (protocol.CapsuleLoadResult, error)
+	CapsuleList(ctx context.Context) ([]protocol.CapsuleInfo, error)
+	CapsuleShow(ctx context.Context, args protocol.CapsuleShowArgs) (protocol.CapsuleShowResult, error)
+	SessionInfo(ctx context.Context) (protocol.SessionInfo, error)
+	SessionList(ctx context.Context) ([]protocol.SessionSummary, error)
+	SessionNew(ctx context.Context) (protocol.SessionNewResult, error)
+	SessionResume(ctx context.Context, args protocol.SessionResumeArgs) (protocol.SessionResumeResult, error)
+	SessionRewind(ctx context.Context, args protocol.SessionRewindArgs) (protocol.SessionRewindResult, error)
 
 	// CancelCompaction cancels the running compaction with this operation id
 	// (the editor cancelled its progress). It reports whether one was running.
@@ -74,170 +72,41 @@ type BackendOptions struct {
 	ClientName string
 	// Notifier delivers events, budgets, compaction phases and messages to the
 	// editor; its methods never block.
-	Notifier agent.Notifier
+	Notifier Notifier
 	// Approver asks the user about tool calls (window/showMessageRequest).
-	Approver agent.Approver
+	Approver Approver
+}
+
+// Notifier is what a backend reports to the editor, in the wire's types.
+// Every method only queues: none blocks.
+type Notifier interface {
+	// Event sends soba/event.
+	Event(protocol.Event)
+	// Budget sends soba/budget (coalesced).
+	Budget(protocol.Budget)
+	// Compaction sends soba/compaction and drives the barrier's progress.
+	Compaction(protocol.CompactionEvent)
+	// Log carries result lines (window/logMessage).
+	Log(message string)
+	// Warn is shown to the user (window/showMessage, Warning).
+	Warn(message string)
+}
+
+// Approval is the user's decision on a tool call.
+type Approval int
+
+// Decisions offered in window/showMessageRequest.
+const (
+	Deny Approval = iota
+	AllowOnce
+	AllowSession
+)
+
+// Approver asks the user whether a tool call may run.
+type Approver interface {
+	Approve(ctx context.Context, tool, summary string) (Approval, error)
 }
 
 // BackendFactory creates the backend at `initialize`. An error fails the
 // initialize request with the error's message (e.g. a bad configuration key).
 type BackendFactory func(ctx context.Context, opts BackendOptions) (Backend, error)
-
-// Command arguments (PROTOCOL.md "Commands"). A field without `,omitempty`
-// is required; decoding rejects unknown, missing and mistyped fields with a
-// message naming the field.
-
-// PromptArgs are the arguments of soba.prompt.
-type PromptArgs struct {
-	Text string `json:"text"`
-}
-
-// CompactArgs are the arguments of soba.compact.
-type CompactArgs struct {
-	Instructions string `json:"instructions,omitempty"`
-}
-
-// AutoCompactArgs are the arguments of soba.autoCompact.
-type AutoCompactArgs struct {
-	Enabled bool `json:"enabled"`
-}
-
-// Checkpoint kinds accepted by soba.checkpoint.
-const (
-	CheckpointMilestone = "milestone"
-	CheckpointPlanPivot = "plan_pivot"
-)
-
-// CheckpointArgs are the arguments of soba.checkpoint.
-type CheckpointArgs struct {
-	Kind string `json:"kind"`
-	Note string `json:"note"`
-}
-
-// CapsuleCreateArgs are the arguments of soba.capsule.create.
-type CapsuleCreateArgs struct {
-	Title string `json:"title"`
-}
-
-// CapsuleExportArgs are the arguments of soba.capsule.export.
-type CapsuleExportArgs struct {
-	CheckpointID string `json:"checkpointId"`
-	Path         string `json:"path"`
-	Overwrite    bool   `json:"overwrite,omitempty"`
-}
-
-// CapsuleLoadArgs are the arguments of soba.capsule.load.
-type CapsuleLoadArgs struct {
-	Path string `json:"path"`
-}
-
-// CapsuleShowArgs are the arguments of soba.capsule.show; an empty
-// CheckpointID means the newest capsule on the leaf path.
-type CapsuleShowArgs struct {
-	CheckpointID string `json:"checkpointId,omitempty"`
-}
-
-// SessionResumeArgs are the arguments of soba.session.resume.
-type SessionResumeArgs struct {
-	SessionID string `json:"sessionId"`
-}
-
-// SessionRewindArgs are the arguments of soba.session.rewind.
-type SessionRewindArgs struct {
-	EntryID string `json:"entryId"`
-}
-
-// Command results (PROTOCOL.md "Commands").
-
-// PromptResult is the result of soba.prompt.
-type PromptResult struct {
-	TurnID string `json:"turnId"`
-	Queued bool   `json:"queued"`
-}
-
-// What soba.cancel cancelled.
-const (
-	CancelledTurn       = "turn"
-	CancelledCompaction = "compaction"
-	CancelledNone       = "none"
-)
-
-// CancelResult is the result of soba.cancel; What is turn, compaction or none.
-type CancelResult struct {
-	Cancelled bool   `json:"cancelled"`
-	What      string `json:"what"`
-}
-
-// CheckpointResult is the result of soba.checkpoint.
-type CheckpointResult struct {
-	CheckpointID string `json:"checkpointId"`
-}
-
-// CapsuleCreateResult is the result of soba.capsule.create.
-type CapsuleCreateResult struct {
-	CheckpointID string `json:"checkpointId"`
-	Path         string `json:"path"`
-}
-
-// CapsuleExportResult is the result of soba.capsule.export.
-type CapsuleExportResult struct {
-	Path string `json:"path"`
-}
-
-// CapsuleLoadResult is the result of soba.capsule.load.
-type CapsuleLoadResult struct {
-	CheckpointID string   `json:"checkpointId"`
-	Title        string   `json:"title"`
-	Warnings     []string `json:"warnings"`
-}
-
-// CapsuleInfo is one element of the soba.capsule.list result.
-type CapsuleInfo struct {
-	CheckpointID string    `json:"checkpointId"`
-	Trigger      string    `json:"trigger"`
-	Title        string    `json:"title"`
-	Quality      string    `json:"quality"`
-	CreatedAt    time.Time `json:"createdAt"`
-}
-
-// CapsuleShowResult is the result of soba.capsule.show: the capsule as
-// `.capsule.md` text.
-type CapsuleShowResult struct {
-	CheckpointID string `json:"checkpointId"`
-	Markdown     string `json:"markdown"`
-}
-
-// SessionInfo is the result of soba.session.info.
-type SessionInfo struct {
-	SessionID  string `json:"sessionId"`
-	Path       string `json:"path"`
-	FlightPath string `json:"flightPath"`
-	LeafID     string `json:"leafId"`
-	Entries    int    `json:"entries"`
-}
-
-// SessionSummary is one element of the soba.session.list result.
-type SessionSummary struct {
-	SessionID string    `json:"sessionId"`
-	Path      string    `json:"path"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	Entries   int       `json:"entries"`
-}
-
-// SessionNewResult is the result of soba.session.new.
-type SessionNewResult struct {
-	SessionID string `json:"sessionId"`
-	Path      string `json:"path"`
-}
-
-// SessionResumeResult is the result of soba.session.resume.
-type SessionResumeResult struct {
-	SessionID string `json:"sessionId"`
-	Path      string `json:"path"`
-	LeafID    string `json:"leafId"`
-}
-
-// SessionRewindResult is the result of soba.session.rewind.
-type SessionRewindResult struct {
-	LeafID string `json:"leafId"`
-}

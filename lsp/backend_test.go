@@ -8,8 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/soba-agent/soba-lsp/agent"
-	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 // testBackend is the Backend of the integration tests: scripted, with a
@@ -20,7 +19,7 @@ type testBackend struct {
 	// mu guards every field below.
 	mu         sync.Mutex
 	opts       BackendOptions
-	budget     compaction.Budget
+	budget     protocol.Budget
 	calls      []string
 	args       []any // the argument structs of the calls that take one
 	docs       []string
@@ -40,10 +39,10 @@ type testBackend struct {
 
 func newTestBackend() *testBackend {
 	return &testBackend{
-		budget: compaction.Budget{
+		budget: protocol.Budget{
 			EffectiveTokens: 1200, HardLimit: 48808, SoftLimit: 39046, ContextWindow: 65000,
 			MaxOutputTokens: 8000, SafetyReserveTokens: 8192, Source: "estimated", AutoCompact: true,
-			State: compaction.StateIdle,
+			State: protocol.StateIdle,
 		},
 		release:   make(chan struct{}),
 		cancelled: map[string]chan struct{}{},
@@ -56,13 +55,13 @@ func (b *testBackend) setOptions(o BackendOptions) {
 	b.mu.Unlock()
 }
 
-func (b *testBackend) notifier() agent.Notifier {
+func (b *testBackend) notifier() Notifier {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.opts.Notifier
 }
 
-func (b *testBackend) approver() agent.Approver {
+func (b *testBackend) approver() Approver {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.opts.Approver
@@ -79,32 +78,32 @@ func (b *testBackend) record(name string, args ...any) error {
 	return b.failWith
 }
 
-func (b *testBackend) Prompt(ctx context.Context, a PromptArgs) (PromptResult, error) {
+func (b *testBackend) Prompt(ctx context.Context, a protocol.PromptArgs) (protocol.PromptResult, error) {
 	if err := b.record("Prompt", a); err != nil {
-		return PromptResult{}, err
+		return protocol.PromptResult{}, err
 	}
-	return PromptResult{TurnID: "turn_1", Queued: false}, nil
+	return protocol.PromptResult{TurnID: "turn_1", Queued: false}, nil
 }
 
-func (b *testBackend) Cancel(ctx context.Context) (CancelResult, error) {
+func (b *testBackend) Cancel(ctx context.Context) (protocol.CancelResult, error) {
 	if err := b.record("Cancel"); err != nil {
-		return CancelResult{}, err
+		return protocol.CancelResult{}, err
 	}
-	return CancelResult{Cancelled: false, What: CancelledNone}, nil
+	return protocol.CancelResult{Cancelled: false, What: protocol.CancelledNone}, nil
 }
 
-func (b *testBackend) Budget(ctx context.Context) (compaction.Budget, error) {
+func (b *testBackend) Budget(ctx context.Context) (protocol.Budget, error) {
 	if err := b.record("Budget"); err != nil {
-		return compaction.Budget{}, err
+		return protocol.Budget{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.budget, nil
 }
 
-func (b *testBackend) Compact(ctx context.Context, a CompactArgs) (compaction.CompactionResult, error) {
+func (b *testBackend) Compact(ctx context.Context, a protocol.CompactArgs) (protocol.CompactionResult, error) {
 	if err := b.record("Compact", a); err != nil {
-		return compaction.CompactionResult{}, err
+		return protocol.CompactionResult{}, err
 	}
 	b.mu.Lock()
 	b.opSeq++
@@ -117,24 +116,24 @@ func (b *testBackend) Compact(ctx context.Context, a CompactArgs) (compaction.Co
 	n := b.notifier()
 	pct := func(p int) *int { return &p }
 	start := time.Now()
-	n.Compaction(agent.CompactionEvent{Phase: "start", OperationID: op, Trigger: compaction.TriggerUser})
-	outcome := compaction.OutcomeCompleted
+	n.Compaction(protocol.CompactionEvent{Phase: "start", OperationID: op, Trigger: protocol.TriggerUser})
+	outcome := protocol.OutcomeCompleted
 	if slow {
-		n.Compaction(agent.CompactionEvent{Phase: "progress", OperationID: op, Trigger: compaction.TriggerUser, Percentage: pct(0)})
-		n.Compaction(agent.CompactionEvent{Phase: "progress", OperationID: op, Trigger: compaction.TriggerUser, Percentage: pct(50)})
+		n.Compaction(protocol.CompactionEvent{Phase: "progress", OperationID: op, Trigger: protocol.TriggerUser, Percentage: pct(0)})
+		n.Compaction(protocol.CompactionEvent{Phase: "progress", OperationID: op, Trigger: protocol.TriggerUser, Percentage: pct(50)})
 		select {
 		case <-b.release:
 		case <-cancelled:
-			outcome = compaction.OutcomeCancelled
+			outcome = protocol.OutcomeCancelled
 		case <-ctx.Done():
-			outcome = compaction.OutcomeCancelled
+			outcome = protocol.OutcomeCancelled
 		}
 	}
-	res := compaction.CompactionResult{
-		OperationID: op, Trigger: compaction.TriggerUser, Outcome: outcome,
+	res := protocol.CompactionResult{
+		OperationID: op, Trigger: protocol.TriggerUser, Outcome: outcome,
 		DurationMs: time.Since(start).Milliseconds(),
 	}
-	if outcome == compaction.OutcomeCompleted {
+	if outcome == protocol.OutcomeCompleted {
 		res.TokensBefore, res.TokensAfter, res.ReclaimedTokens, res.ReclaimedRatio = 45210, 14870, 30340, 0.67
 		res.CheckpointID, res.Quality = "ck_8f2a1c", "full"
 		res.Line = "Compacted context · user · 45,210 → 14,870 tokens (67% reclaimed) · ck_8f2a1c"
@@ -142,14 +141,14 @@ func (b *testBackend) Compact(ctx context.Context, a CompactArgs) (compaction.Co
 		res.Reason = "cancelled by the user"
 		res.Line = "Compaction cancelled · user"
 	}
-	n.Compaction(agent.CompactionEvent{Phase: "end", OperationID: op, Trigger: compaction.TriggerUser, CompactionResult: &res})
+	n.Compaction(protocol.CompactionEvent{Phase: "end", OperationID: op, Trigger: protocol.TriggerUser, CompactionResult: &res})
 	n.Log(res.Line)
 	return res, nil
 }
 
-func (b *testBackend) SetAutoCompact(ctx context.Context, a AutoCompactArgs) (compaction.Budget, error) {
+func (b *testBackend) SetAutoCompact(ctx context.Context, a protocol.AutoCompactArgs) (protocol.Budget, error) {
 	if err := b.record("SetAutoCompact", a); err != nil {
-		return compaction.Budget{}, err
+		return protocol.Budget{}, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -157,81 +156,81 @@ func (b *testBackend) SetAutoCompact(ctx context.Context, a AutoCompactArgs) (co
 	return b.budget, nil
 }
 
-func (b *testBackend) Checkpoint(ctx context.Context, a CheckpointArgs) (CheckpointResult, error) {
+func (b *testBackend) Checkpoint(ctx context.Context, a protocol.CheckpointArgs) (protocol.CheckpointResult, error) {
 	if err := b.record("Checkpoint", a); err != nil {
-		return CheckpointResult{}, err
+		return protocol.CheckpointResult{}, err
 	}
-	return CheckpointResult{CheckpointID: "ck_1"}, nil
+	return protocol.CheckpointResult{CheckpointID: "ck_1"}, nil
 }
 
-func (b *testBackend) CapsuleCreate(ctx context.Context, a CapsuleCreateArgs) (CapsuleCreateResult, error) {
+func (b *testBackend) CapsuleCreate(ctx context.Context, a protocol.CapsuleCreateArgs) (protocol.CapsuleCreateResult, error) {
 	if err := b.record("CapsuleCreate", a); err != nil {
-		return CapsuleCreateResult{}, err
+		return protocol.CapsuleCreateResult{}, err
 	}
-	return CapsuleCreateResult{CheckpointID: "ck_2", Path: ".soba/capsules/ck_2-x.capsule.md"}, nil
+	return protocol.CapsuleCreateResult{CheckpointID: "ck_2", Path: ".soba/capsules/ck_2-x.capsule.md"}, nil
 }
 
-func (b *testBackend) CapsuleExport(ctx context.Context, a CapsuleExportArgs) (CapsuleExportResult, error) {
+func (b *testBackend) CapsuleExport(ctx context.Context, a protocol.CapsuleExportArgs) (protocol.CapsuleExportResult, error) {
 	if err := b.record("CapsuleExport", a); err != nil {
-		return CapsuleExportResult{}, err
+		return protocol.CapsuleExportResult{}, err
 	}
-	return CapsuleExportResult{Path: a.Path}, nil
+	return protocol.CapsuleExportResult{Path: a.Path}, nil
 }
 
-func (b *testBackend) CapsuleLoad(ctx context.Context, a CapsuleLoadArgs) (CapsuleLoadResult, error) {
+func (b *testBackend) CapsuleLoad(ctx context.Context, a protocol.CapsuleLoadArgs) (protocol.CapsuleLoadResult, error) {
 	if err := b.record("CapsuleLoad", a); err != nil {
-		return CapsuleLoadResult{}, err
+		return protocol.CapsuleLoadResult{}, err
 	}
-	return CapsuleLoadResult{CheckpointID: "ck_3", Title: "t"}, nil
+	return protocol.CapsuleLoadResult{CheckpointID: "ck_3", Title: "t"}, nil
 }
 
-func (b *testBackend) CapsuleList(ctx context.Context) ([]CapsuleInfo, error) {
+func (b *testBackend) CapsuleList(ctx context.Context) ([]protocol.CapsuleInfo, error) {
 	if err := b.record("CapsuleList"); err != nil {
 		return nil, err
 	}
 	return nil, nil
 }
 
-func (b *testBackend) CapsuleShow(ctx context.Context, a CapsuleShowArgs) (CapsuleShowResult, error) {
+func (b *testBackend) CapsuleShow(ctx context.Context, a protocol.CapsuleShowArgs) (protocol.CapsuleShowResult, error) {
 	if err := b.record("CapsuleShow", a); err != nil {
-		return CapsuleShowResult{}, err
+		return protocol.CapsuleShowResult{}, err
 	}
-	return CapsuleShowResult{CheckpointID: "ck_1", Markdown: "## Goal\n"}, nil
+	return protocol.CapsuleShowResult{CheckpointID: "ck_1", Markdown: "## Goal\n"}, nil
 }
 
-func (b *testBackend) SessionInfo(ctx context.Context) (SessionInfo, error) {
+func (b *testBackend) SessionInfo(ctx context.Context) (protocol.SessionInfo, error) {
 	if err := b.record("SessionInfo"); err != nil {
-		return SessionInfo{}, err
+		return protocol.SessionInfo{}, err
 	}
-	return SessionInfo{SessionID: "s1", Entries: 3}, nil
+	return protocol.SessionInfo{SessionID: "s1", Entries: 3}, nil
 }
 
-func (b *testBackend) SessionList(ctx context.Context) ([]SessionSummary, error) {
+func (b *testBackend) SessionList(ctx context.Context) ([]protocol.SessionSummary, error) {
 	if err := b.record("SessionList"); err != nil {
 		return nil, err
 	}
-	return []SessionSummary{{SessionID: "s1"}}, nil
+	return []protocol.SessionSummary{{SessionID: "s1"}}, nil
 }
 
-func (b *testBackend) SessionNew(ctx context.Context) (SessionNewResult, error) {
+func (b *testBackend) SessionNew(ctx context.Context) (protocol.SessionNewResult, error) {
 	if err := b.record("SessionNew"); err != nil {
-		return SessionNewResult{}, err
+		return protocol.SessionNewResult{}, err
 	}
-	return SessionNewResult{SessionID: "s2"}, nil
+	return protocol.SessionNewResult{SessionID: "s2"}, nil
 }
 
-func (b *testBackend) SessionResume(ctx context.Context, a SessionResumeArgs) (SessionResumeResult, error) {
+func (b *testBackend) SessionResume(ctx context.Context, a protocol.SessionResumeArgs) (protocol.SessionResumeResult, error) {
 	if err := b.record("SessionResume", a); err != nil {
-		return SessionResumeResult{}, err
+		return protocol.SessionResumeResult{}, err
 	}
-	return SessionResumeResult{SessionID: a.SessionID}, nil
+	return protocol.SessionResumeResult{SessionID: a.SessionID}, nil
 }
 
-func (b *testBackend) SessionRewind(ctx context.Context, a SessionRewindArgs) (SessionRewindResult, error) {
+func (b *testBackend) SessionRewind(ctx context.Context, a protocol.SessionRewindArgs) (protocol.SessionRewindResult, error) {
 	if err := b.record("SessionRewind", a); err != nil {
-		return SessionRewindResult{}, err
+		return protocol.SessionRewindResult{}, err
 	}
-	return SessionRewindResult{LeafID: a.EntryID}, nil
+	return protocol.SessionRewindResult{LeafID: a.EntryID}, nil
 }
 
 func (b *testBackend) CancelCompaction(operationID string) bool {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/sourcegraph/conc"
 
-	"github.com/soba-agent/soba-lsp/agent"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 // BenchmarkBudgetRoundTrip measures a soba.budget request from the fake
@@ -34,7 +34,7 @@ func BenchmarkBudgetRoundTrip(b *testing.B) {
 						case <-stop:
 							return
 						case <-tick.C:
-							n.Event(agent.Event{TurnID: "t1", Type: "text", Delta: "some streamed tokens "})
+							n.Event(protocol.Event{TurnID: "t1", Type: "text", Delta: "some streamed tokens "})
 						}
 					}
 				})
@@ -44,7 +44,7 @@ func BenchmarkBudgetRoundTrip(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				t0 := time.Now()
-				if err := e.Command(CommandBudget, nil, nil); err != nil {
+				if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(t0))

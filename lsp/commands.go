@@ -4,52 +4,13 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
-// Command IDs of PROTOCOL.md, answered through workspace/executeCommand.
-const (
-	CommandPrompt        = "soba.prompt"
-	CommandRun           = "soba.run"
-	CommandCancel        = "soba.cancel"
-	CommandBudget        = "soba.budget"
-	CommandCompact       = "soba.compact"
-	CommandAutoCompact   = "soba.autoCompact"
-	CommandCheckpoint    = "soba.checkpoint"
-	CommandCapsuleCreate = "soba.capsule.create"
-	CommandCapsuleExport = "soba.capsule.export"
-	CommandCapsuleLoad   = "soba.capsule.load"
-	CommandCapsuleList   = "soba.capsule.list"
-	CommandCapsuleShow   = "soba.capsule.show"
-	CommandSessionInfo   = "soba.session.info"
-	CommandSessionList   = "soba.session.list"
-	CommandSessionNew    = "soba.session.new"
-	CommandSessionResume = "soba.session.resume"
-	CommandSessionRewind = "soba.session.rewind"
-)
-
-// Commands lists every command of PROTOCOL.md in its order. The server
-// advertises exactly these in executeCommandProvider.commands; the editor
-// plugins' tests compare their declarations to this list.
-var Commands = []string{
-	CommandPrompt,
-	CommandRun,
-	CommandCancel,
-	CommandBudget,
-	CommandCompact,
-	CommandAutoCompact,
-	CommandCheckpoint,
-	CommandCapsuleCreate,
-	CommandCapsuleExport,
-	CommandCapsuleLoad,
-	CommandCapsuleList,
-	CommandCapsuleShow,
-	CommandSessionInfo,
-	CommandSessionList,
-	CommandSessionNew,
-	CommandSessionResume,
-	CommandSessionRewind,
-}
+// Commands lists every command of PROTOCOL.md in its order (one definition,
+// in lsp/protocol). The server advertises exactly these in
+// executeCommandProvider.commands.
+var Commands = protocol.Commands
 
 // commandFunc runs one command: decode arguments[0], call the backend,
 // return the result to encode.
@@ -57,22 +18,22 @@ type commandFunc func(ctx context.Context, b Backend, name string, arguments []j
 
 // commandTable maps each command of Commands to its handler.
 var commandTable = map[string]commandFunc{
-	CommandPrompt:        withArgs(Backend.Prompt),
-	CommandCancel:        noArgs(Backend.Cancel),
-	CommandBudget:        noArgs(budgetOf(Backend.Budget)),
-	CommandCompact:       withArgs(Backend.Compact),
-	CommandAutoCompact:   withArgs(budgetWithArgs(Backend.SetAutoCompact)),
-	CommandCheckpoint:    withArgs(Backend.Checkpoint),
-	CommandCapsuleCreate: withArgs(Backend.CapsuleCreate),
-	CommandCapsuleExport: withArgs(Backend.CapsuleExport),
-	CommandCapsuleLoad:   withArgs(capsuleLoad),
-	CommandCapsuleList:   noArgs(Backend.CapsuleList),
-	CommandCapsuleShow:   withArgs(Backend.CapsuleShow),
-	CommandSessionInfo:   noArgs(Backend.SessionInfo),
-	CommandSessionList:   noArgs(Backend.SessionList),
-	CommandSessionNew:    noArgs(Backend.SessionNew),
-	CommandSessionResume: withArgs(Backend.SessionResume),
-	CommandSessionRewind: withArgs(Backend.SessionRewind),
+	protocol.CommandPrompt:        withArgs(Backend.Prompt),
+	protocol.CommandCancel:        noArgs(Backend.Cancel),
+	protocol.CommandBudget:        noArgs(budgetOf(Backend.Budget)),
+	protocol.CommandCompact:       withArgs(Backend.Compact),
+	protocol.CommandAutoCompact:   withArgs(budgetWithArgs(Backend.SetAutoCompact)),
+	protocol.CommandCheckpoint:    withArgs(Backend.Checkpoint),
+	protocol.CommandCapsuleCreate: withArgs(Backend.CapsuleCreate),
+	protocol.CommandCapsuleExport: withArgs(Backend.CapsuleExport),
+	protocol.CommandCapsuleLoad:   withArgs(capsuleLoad),
+	protocol.CommandCapsuleList:   noArgs(Backend.CapsuleList),
+	protocol.CommandCapsuleShow:   withArgs(Backend.CapsuleShow),
+	protocol.CommandSessionInfo:   noArgs(Backend.SessionInfo),
+	protocol.CommandSessionList:   noArgs(Backend.SessionList),
+	protocol.CommandSessionNew:    noArgs(Backend.SessionNew),
+	protocol.CommandSessionResume: withArgs(Backend.SessionResume),
+	protocol.CommandSessionRewind: withArgs(Backend.SessionRewind),
 }
 
 // withArgs adapts a backend method taking an argument struct A.
@@ -97,29 +58,29 @@ func noArgs[R any](call func(Backend, context.Context) (R, error)) commandFunc {
 }
 
 // budgetOf and budgetWithArgs normalise the Budget on its way out.
-func budgetOf(call func(Backend, context.Context) (compaction.Budget, error)) func(Backend, context.Context) (compaction.Budget, error) {
-	return func(b Backend, ctx context.Context) (compaction.Budget, error) {
+func budgetOf(call func(Backend, context.Context) (protocol.Budget, error)) func(Backend, context.Context) (protocol.Budget, error) {
+	return func(b Backend, ctx context.Context) (protocol.Budget, error) {
 		bud, err := call(b, ctx)
 		return normalBudget(bud), err
 	}
 }
 
-func budgetWithArgs[A any](call func(Backend, context.Context, A) (compaction.Budget, error)) func(Backend, context.Context, A) (compaction.Budget, error) {
-	return func(b Backend, ctx context.Context, args A) (compaction.Budget, error) {
+func budgetWithArgs[A any](call func(Backend, context.Context, A) (protocol.Budget, error)) func(Backend, context.Context, A) (protocol.Budget, error) {
+	return func(b Backend, ctx context.Context, args A) (protocol.Budget, error) {
 		bud, err := call(b, ctx, args)
 		return normalBudget(bud), err
 	}
 }
 
 // normalBudget makes `pending` an array even when nothing is pending.
-func normalBudget(b compaction.Budget) compaction.Budget {
+func normalBudget(b protocol.Budget) protocol.Budget {
 	if b.Pending == nil {
-		b.Pending = []string{}
+		b.Pending = []protocol.Trigger{}
 	}
 	return b
 }
 
-func capsuleLoad(b Backend, ctx context.Context, args CapsuleLoadArgs) (CapsuleLoadResult, error) {
+func capsuleLoad(b Backend, ctx context.Context, args protocol.CapsuleLoadArgs) (protocol.CapsuleLoadResult, error) {
 	r, err := b.CapsuleLoad(ctx, args)
 	if r.Warnings == nil {
 		r.Warnings = []string{}

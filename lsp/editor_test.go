@@ -9,6 +9,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/soba-agent/soba-lsp/lsp/lsptest"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 // env is one test's server, backend and editor.
@@ -59,7 +60,7 @@ func (e *env) script(f func(b *testBackend)) {
 // the test releases it.
 func (e *env) slowCompact() (<-chan lsptest.Msg, int64) {
 	e.script(func(b *testBackend) { b.slowCompact = true })
-	return e.Go(MethodExecuteCommand, map[string]any{"command": CommandCompact})
+	return e.Go(MethodExecuteCommand, map[string]any{"command": protocol.CommandCompact})
 }
 
 // ended checks that the server exited with code and closed the backend

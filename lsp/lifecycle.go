@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"go.lsp.dev/jsonrpc2"
-	"go.lsp.dev/protocol"
+	lsproto "go.lsp.dev/protocol"
 	"go.lsp.dev/uri"
 )
 
@@ -22,9 +22,9 @@ func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "initialize: server is already %s", state)
 	}
 
-	var p protocol.InitializeParams
+	var p lsproto.InitializeParams
 	if len(raw) > 0 {
-		if err := protocol.Unmarshal(raw, &p); err != nil {
+		if err := lsproto.Unmarshal(raw, &p); err != nil {
 			return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "initialize: bad params: %v", err)
 		}
 	}
@@ -60,30 +60,30 @@ func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
 }
 
 // initializeResult is the capabilities of PROTOCOL.md "initialize".
-func initializeResult(version string) *protocol.InitializeResult {
+func initializeResult(version string) *lsproto.InitializeResult {
 	yes := true
-	change := protocol.TextDocumentSyncKindIncremental
-	return &protocol.InitializeResult{
-		Capabilities: protocol.ServerCapabilities{
-			TextDocumentSync: &protocol.TextDocumentSyncOptions{
+	change := lsproto.TextDocumentSyncKindIncremental
+	return &lsproto.InitializeResult{
+		Capabilities: lsproto.ServerCapabilities{
+			TextDocumentSync: &lsproto.TextDocumentSyncOptions{
 				OpenClose: &yes,
 				Change:    &change,
-				Save:      protocol.Boolean(true),
+				Save:      lsproto.Boolean(true),
 			},
-			ExecuteCommandProvider: protocol.ExecuteCommandOptions{
+			ExecuteCommandProvider: lsproto.ExecuteCommandOptions{
 				Commands: append([]string(nil), Commands...),
 			},
 		},
-		ServerInfo: protocol.ServerInfo{
+		ServerInfo: lsproto.ServerInfo{
 			Name:    ServerName,
-			Version: protocol.NewOptional(version),
+			Version: lsproto.NewOptional(version),
 		},
 	}
 }
 
 // workspaceRoot picks the root directory: rootUri, else the first workspace
 // folder, else rootPath.
-func workspaceRoot(p *protocol.InitializeParams) string {
+func workspaceRoot(p *lsproto.InitializeParams) string {
 	if p.RootURI != nil && *p.RootURI != "" {
 		return fsPath(*p.RootURI)
 	}
@@ -136,7 +136,7 @@ func (s *Server) didChangeConfiguration(b Backend, raw jsonrpc2.RawMessage) erro
 		Settings json.RawMessage `json:"settings"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
-		s.out.showMessage(protocol.MessageTypeError, fmt.Sprintf("soba: configuration not applied: bad didChangeConfiguration params: %v", err))
+		s.out.showMessage(lsproto.MessageTypeError, fmt.Sprintf("soba: configuration not applied: bad didChangeConfiguration params: %v", err))
 		return nil
 	}
 	var settings struct {
@@ -144,7 +144,7 @@ func (s *Server) didChangeConfiguration(b Backend, raw jsonrpc2.RawMessage) erro
 	}
 	if len(p.Settings) > 0 && jsonKind(p.Settings) == "an object" {
 		if err := json.Unmarshal(p.Settings, &settings); err != nil {
-			s.out.showMessage(protocol.MessageTypeError, fmt.Sprintf("soba: configuration not applied: %v", err))
+			s.out.showMessage(lsproto.MessageTypeError, fmt.Sprintf("soba: configuration not applied: %v", err))
 			return nil
 		}
 	}
@@ -152,7 +152,7 @@ func (s *Server) didChangeConfiguration(b Backend, raw jsonrpc2.RawMessage) erro
 		return nil // nothing for soba in this change
 	}
 	if err := b.Configure(settings.Soba); err != nil {
-		s.out.showMessage(protocol.MessageTypeError, "soba: configuration not applied: "+err.Error())
+		s.out.showMessage(lsproto.MessageTypeError, "soba: configuration not applied: "+err.Error())
 	}
 	return nil
 }

@@ -8,10 +8,9 @@ import (
 
 	"github.com/sourcegraph/conc/panics"
 	"go.lsp.dev/jsonrpc2"
-	"go.lsp.dev/protocol"
+	lsproto "go.lsp.dev/protocol"
 
-	"github.com/soba-agent/soba-lsp/agent"
-	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 // outbox is the server's queue of messages to the editor. Producers (the
@@ -76,7 +75,7 @@ func (o *outbox) notifyJSON(method string, v any) {
 
 // notifyLSP encodes a protocol value with the LSP codec and queues it.
 func (o *outbox) notifyLSP(method string, v any) {
-	raw, err := protocol.Marshal(v)
+	raw, err := lsproto.Marshal(v)
 	if err != nil {
 		o.log.Error("encoding notification", "method", method, "err", err)
 		return
@@ -84,12 +83,12 @@ func (o *outbox) notifyLSP(method string, v any) {
 	o.notify(method, raw)
 }
 
-func (o *outbox) showMessage(t protocol.MessageType, msg string) {
-	o.notifyLSP(MethodShowMessage, &protocol.ShowMessageParams{Type: t, Message: msg})
+func (o *outbox) showMessage(t lsproto.MessageType, msg string) {
+	o.notifyLSP(MethodShowMessage, &lsproto.ShowMessageParams{Type: t, Message: msg})
 }
 
-func (o *outbox) logMessage(t protocol.MessageType, msg string) {
-	o.notifyLSP(MethodLogMessage, &protocol.LogMessageParams{Type: t, Message: msg})
+func (o *outbox) logMessage(t lsproto.MessageType, msg string) {
+	o.notifyLSP(MethodLogMessage, &lsproto.LogMessageParams{Type: t, Message: msg})
 }
 
 // reached returns a channel closed when everything queued before it has
@@ -250,15 +249,15 @@ func (c *budgetCoalescer) stop() {
 	c.stopped = true
 }
 
-// editorNotifier is the agent.Notifier the backend gets: every method only
+// editorNotifier is the Notifier the backend gets: every method only
 // queues (never blocks).
 type editorNotifier struct{ s *Server }
 
-var _ agent.Notifier = (*editorNotifier)(nil)
+var _ Notifier = (*editorNotifier)(nil)
 
-func (n *editorNotifier) Event(e agent.Event) { n.s.out.notifyJSON(MethodEvent, e) }
+func (n *editorNotifier) Event(e protocol.Event) { n.s.out.notifyJSON(MethodEvent, e) }
 
-func (n *editorNotifier) Budget(b compaction.Budget) {
+func (n *editorNotifier) Budget(b protocol.Budget) {
 	raw, err := encodeJSON(normalBudget(b))
 	if err != nil {
 		n.s.log.Error("encoding budget", "err", err)
@@ -270,16 +269,16 @@ func (n *editorNotifier) Budget(b compaction.Budget) {
 // Compaction sends soba/compaction and drives the barrier's work-done
 // progress: start begins it, progress reports, end ends it with the result
 // line.
-func (n *editorNotifier) Compaction(e agent.CompactionEvent) {
+func (n *editorNotifier) Compaction(e protocol.CompactionEvent) {
 	n.s.out.notifyJSON(MethodCompaction, e)
 	switch e.Phase {
-	case "start":
+	case protocol.PhaseStart:
 		n.s.progress.begin(e.OperationID, e.Trigger)
-	case "progress":
+	case protocol.PhaseProgress:
 		if e.Percentage != nil {
 			n.s.progress.report(e.OperationID, *e.Percentage)
 		}
-	case "end":
+	case protocol.PhaseEnd:
 		line := ""
 		if e.CompactionResult != nil {
 			line = e.Line
@@ -288,8 +287,8 @@ func (n *editorNotifier) Compaction(e agent.CompactionEvent) {
 	}
 }
 
-func (n *editorNotifier) Log(message string) { n.s.out.logMessage(protocol.MessageTypeInfo, message) }
+func (n *editorNotifier) Log(message string) { n.s.out.logMessage(lsproto.MessageTypeInfo, message) }
 
 func (n *editorNotifier) Warn(message string) {
-	n.s.out.showMessage(protocol.MessageTypeWarning, message)
+	n.s.out.showMessage(lsproto.MessageTypeWarning, message)
 }

@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"go.lsp.dev/protocol"
+	lsproto "go.lsp.dev/protocol"
+
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 // Tests for the go.lsp.dev v0.12 pitfalls of DESIGN.md that v1.0.1 could
@@ -16,15 +18,15 @@ import (
 // (v0.12 marshalled it to {} by value).
 func TestProgressTokenMarshal(t *testing.T) {
 	cases := []struct {
-		token protocol.ProgressToken
+		token lsproto.ProgressToken
 		want  string
 	}{
-		{protocol.String("soba-compaction-1"), `{"token":"soba-compaction-1","value":{}}`},
-		{protocol.Integer(7), `{"token":7,"value":{}}`},
+		{lsproto.String("soba-compaction-1"), `{"token":"soba-compaction-1","value":{}}`},
+		{lsproto.Integer(7), `{"token":7,"value":{}}`},
 	}
 	for _, c := range cases {
 		for _, byPointer := range []bool{true, false} {
-			p := protocol.ProgressParams{Token: c.token, Value: []byte(`{}`)}
+			p := lsproto.ProgressParams{Token: c.token, Value: []byte(`{}`)}
 			var v any = p
 			if byPointer {
 				v = &p
@@ -35,7 +37,7 @@ func TestProgressTokenMarshal(t *testing.T) {
 			}
 		}
 	}
-	got, _ := wireCodec{}.Marshal(&protocol.WorkDoneProgressCreateParams{Token: protocol.String("x")})
+	got, _ := wireCodec{}.Marshal(&lsproto.WorkDoneProgressCreateParams{Token: lsproto.String("x")})
 	if string(got) != `{"token":"x"}` {
 		t.Errorf("create params = %s", got)
 	}
@@ -46,10 +48,10 @@ func TestProgressTokenMarshal(t *testing.T) {
 func TestPercentageZeroKept(t *testing.T) {
 	zero := uint32(0)
 	for _, v := range []any{
-		&protocol.WorkDoneProgressReport{Kind: "report", Percentage: &zero},
-		&protocol.WorkDoneProgressBegin{Kind: "begin", Title: "t", Percentage: &zero},
+		&lsproto.WorkDoneProgressReport{Kind: "report", Percentage: &zero},
+		&lsproto.WorkDoneProgressBegin{Kind: "begin", Title: "t", Percentage: &zero},
 	} {
-		got, err := protocol.Marshal(v)
+		got, err := lsproto.Marshal(v)
 		if err != nil || !strings.Contains(string(got), `"percentage":0`) {
 			t.Errorf("Marshal(%T) = %s, %v; want percentage 0 kept", v, got, err)
 		}
@@ -66,7 +68,7 @@ func TestCustomMethodsReachable(t *testing.T) {
 		t.Errorf("soba/unknown: %v, want -32601", err)
 	}
 	e.Notify(MethodWorkDoneCancel, map[string]any{"token": "no-such-token"})
-	if err := e.Command(CommandBudget, nil, nil); err != nil {
+	if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
 		t.Fatalf("server stopped serving: %v", err)
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
-	"go.lsp.dev/protocol"
+	lsproto "go.lsp.dev/protocol"
 
-	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 // ProgressTitle is the title of every compaction barrier's progress.
@@ -37,7 +37,7 @@ type progressTracker struct {
 	// mu guards every field below.
 	mu        sync.Mutex
 	supported bool                     // client announced window.workDoneProgress
-	offered   protocol.ProgressToken   // a soba.compact request's workDoneToken
+	offered   lsproto.ProgressToken    // a soba.compact request's workDoneToken
 	byOp      map[string]*WorkDone     // running barriers by operation id
 	byToken   map[string]*WorkDone     // running $/progress by token key
 	cancelOp  func(operationID string) // cancels a compaction in the backend
@@ -66,22 +66,22 @@ func (t *progressTracker) setCanceller(f func(operationID string)) {
 // WorkDone is one running progress. Its methods run on the writer goroutine.
 type WorkDone struct {
 	t      *progressTracker
-	token  protocol.ProgressToken // nil: fallback to messages
+	token  lsproto.ProgressToken // nil: fallback to messages
 	cancel func()
 }
 
 // Start begins a progress. token is the client's workDoneToken or nil; with
 // a nil token and a capable client a token is created first. cancel runs
 // when the user cancels the progress.
-func (t *progressTracker) Start(ctx context.Context, title string, token protocol.ProgressToken, cancel func()) *WorkDone {
+func (t *progressTracker) Start(ctx context.Context, title string, token lsproto.ProgressToken, cancel func()) *WorkDone {
 	t.mu.Lock()
 	supported := t.supported
 	if token == nil && supported {
 		t.seq++
-		token = protocol.String("soba-compaction-" + strconv.Itoa(t.seq))
+		token = lsproto.String("soba-compaction-" + strconv.Itoa(t.seq))
 		t.mu.Unlock()
 		cctx, done := context.WithTimeout(ctx, t.createTimeout)
-		_, err := t.conn.Call(cctx, MethodWorkDoneCreate, &protocol.WorkDoneProgressCreateParams{Token: token}, nil)
+		_, err := t.conn.Call(cctx, MethodWorkDoneCreate, &lsproto.WorkDoneProgressCreateParams{Token: token}, nil)
 		done()
 		if err != nil {
 			t.log.Warn("progress token not created; falling back to messages", "err", err)
@@ -96,11 +96,11 @@ func (t *progressTracker) Start(ctx context.Context, title string, token protoco
 	t.mu.Unlock()
 
 	if token == nil {
-		t.sendLSP(ctx, MethodLogMessage, &protocol.LogMessageParams{Type: protocol.MessageTypeInfo, Message: title})
+		t.sendLSP(ctx, MethodLogMessage, &lsproto.LogMessageParams{Type: lsproto.MessageTypeInfo, Message: title})
 		return wd
 	}
 	yes, pct := true, uint32(1) // 1, not 0: some clients drop 0 and spin forever
-	wd.progress(ctx, &protocol.WorkDoneProgressBegin{Kind: "begin", Title: title, Cancellable: &yes, Percentage: &pct})
+	wd.progress(ctx, &lsproto.WorkDoneProgressBegin{Kind: "begin", Title: title, Cancellable: &yes, Percentage: &pct})
 	return wd
 }
 
@@ -110,21 +110,21 @@ func (wd *WorkDone) Report(ctx context.Context, percentage int) {
 		return
 	}
 	pct := uint32(min(max(percentage, 1), 100))
-	wd.progress(ctx, &protocol.WorkDoneProgressReport{Kind: "report", Percentage: &pct})
+	wd.progress(ctx, &lsproto.WorkDoneProgressReport{Kind: "report", Percentage: &pct})
 }
 
 // End ends the progress with message (the result line).
 func (wd *WorkDone) End(ctx context.Context, message string) {
 	if wd.token == nil {
 		if message != "" {
-			wd.t.sendLSP(ctx, MethodShowMessage, &protocol.ShowMessageParams{Type: protocol.MessageTypeInfo, Message: message})
+			wd.t.sendLSP(ctx, MethodShowMessage, &lsproto.ShowMessageParams{Type: lsproto.MessageTypeInfo, Message: message})
 		}
 		return
 	}
 	wd.t.mu.Lock()
 	delete(wd.t.byToken, tokenKey(wd.token))
 	wd.t.mu.Unlock()
-	end := &protocol.WorkDoneProgressEnd{Kind: "end"}
+	end := &lsproto.WorkDoneProgressEnd{Kind: "end"}
 	if message != "" {
 		end.Message = &message
 	}
@@ -132,12 +132,12 @@ func (wd *WorkDone) End(ctx context.Context, message string) {
 }
 
 func (wd *WorkDone) progress(ctx context.Context, value any) {
-	raw, err := protocol.Marshal(value)
+	raw, err := lsproto.Marshal(value)
 	if err != nil {
 		wd.t.log.Error("encoding progress", "err", err)
 		return
 	}
-	wd.t.sendLSP(ctx, MethodProgress, &protocol.ProgressParams{Token: wd.token, Value: raw})
+	wd.t.sendLSP(ctx, MethodProgress, &lsproto.ProgressParams{Token: wd.token, Value: raw})
 }
 
 func (t *progressTracker) sendLSP(ctx context.Context, method string, params any) {
@@ -147,10 +147,10 @@ func (t *progressTracker) sendLSP(ctx context.Context, method string, params any
 }
 
 // begin starts the progress of a compaction barrier (non-blocking).
-func (t *progressTracker) begin(operationID, trigger string) {
+func (t *progressTracker) begin(operationID string, trigger protocol.Trigger) {
 	t.mu.Lock()
-	var token protocol.ProgressToken
-	if trigger == compaction.TriggerUser && t.offered != nil {
+	var token lsproto.ProgressToken
+	if trigger == protocol.TriggerUser && t.offered != nil {
 		token, t.offered = t.offered, nil
 	}
 	cancelOp := t.cancelOp
@@ -243,23 +243,23 @@ func (t *progressTracker) cancelFromClient(raw jsonrpc2.RawMessage) error {
 }
 
 // parseToken reads a progress token: an integer or a string.
-func parseToken(raw json.RawMessage) (protocol.ProgressToken, error) {
+func parseToken(raw json.RawMessage) (lsproto.ProgressToken, error) {
 	var n int32
 	if err := json.Unmarshal(raw, &n); err == nil {
-		return protocol.Integer(n), nil
+		return lsproto.Integer(n), nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return protocol.String(s), nil
+		return lsproto.String(s), nil
 	}
 	return nil, fmt.Errorf("progress token must be an integer or a string, got %s", raw)
 }
 
-func tokenKey(t protocol.ProgressToken) string {
+func tokenKey(t lsproto.ProgressToken) string {
 	switch v := t.(type) {
-	case protocol.Integer:
+	case lsproto.Integer:
 		return "n:" + strconv.Itoa(int(v))
-	case protocol.String:
+	case lsproto.String:
 		return "s:" + string(v)
 	}
 	return fmt.Sprintf("?:%v", t)

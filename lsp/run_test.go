@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 // sharedSlashCase is one case of testdata/slash-commands.json: what a typed
@@ -23,11 +25,11 @@ type sharedSlashCase struct {
 
 // backendMethod names the Backend method each command reaches.
 var backendMethod = map[string]string{
-	CommandPrompt: "Prompt", CommandCancel: "Cancel", CommandBudget: "Budget", CommandCompact: "Compact",
-	CommandAutoCompact: "SetAutoCompact", CommandCheckpoint: "Checkpoint", CommandCapsuleCreate: "CapsuleCreate",
-	CommandCapsuleExport: "CapsuleExport", CommandCapsuleLoad: "CapsuleLoad", CommandCapsuleList: "CapsuleList",
-	CommandCapsuleShow: "CapsuleShow", CommandSessionInfo: "SessionInfo", CommandSessionList: "SessionList",
-	CommandSessionNew: "SessionNew", CommandSessionResume: "SessionResume", CommandSessionRewind: "SessionRewind",
+	protocol.CommandPrompt: "Prompt", protocol.CommandCancel: "Cancel", protocol.CommandBudget: "Budget", protocol.CommandCompact: "Compact",
+	protocol.CommandAutoCompact: "SetAutoCompact", protocol.CommandCheckpoint: "Checkpoint", protocol.CommandCapsuleCreate: "CapsuleCreate",
+	protocol.CommandCapsuleExport: "CapsuleExport", protocol.CommandCapsuleLoad: "CapsuleLoad", protocol.CommandCapsuleList: "CapsuleList",
+	protocol.CommandCapsuleShow: "CapsuleShow", protocol.CommandSessionInfo: "SessionInfo", protocol.CommandSessionList: "SessionList",
+	protocol.CommandSessionNew: "SessionNew", protocol.CommandSessionResume: "SessionResume", protocol.CommandSessionRewind: "SessionRewind",
 }
 
 // TestRun_SharedSlashCases types every case of the shared table into
@@ -54,7 +56,7 @@ func TestRun_SharedSlashCases(t *testing.T) {
 	for _, c := range doc.Cases {
 		e.script(func(b *testBackend) { b.calls, b.args = nil, nil })
 		var got map[string]any
-		if err := e.Command(CommandRun, map[string]any{"text": c.Text}, &got); err != nil {
+		if err := e.Command(protocol.CommandRun, map[string]any{"text": c.Text}, &got); err != nil {
 			t.Errorf("soba.run %q: %v", c.Text, err)
 			continue
 		}
@@ -64,7 +66,7 @@ func TestRun_SharedSlashCases(t *testing.T) {
 		switch {
 		case c.Sends != nil:
 			want := backendMethod[c.Sends.Command]
-			if len(calls) == 0 || calls[0] != want || got["kind"] != RunKindCommand || got["command"] != c.Sends.Command {
+			if len(calls) == 0 || calls[0] != want || got["kind"] != string(protocol.RunKindCommand) || got["command"] != c.Sends.Command {
 				t.Errorf("soba.run %q: result %v, backend calls %v; want command %s (%s)", c.Text, got, calls, c.Sends.Command, want)
 				continue
 			}
@@ -84,8 +86,8 @@ func TestRun_SharedSlashCases(t *testing.T) {
 				t.Errorf("soba.run %q: no lines to show: %v", c.Text, got)
 			}
 		case c.Prompt != nil:
-			p, _ := args[0].(PromptArgs)
-			if len(calls) != 1 || calls[0] != "Prompt" || p.Text != *c.Prompt || got["kind"] != RunKindPrompt || got["turnId"] != "turn_1" {
+			p, _ := args[0].(protocol.PromptArgs)
+			if len(calls) != 1 || calls[0] != "Prompt" || p.Text != *c.Prompt || got["kind"] != string(protocol.RunKindPrompt) || got["turnId"] != "turn_1" {
 				t.Errorf("soba.run %q: result %v, calls %v %v; want prompt %q", c.Text, got, calls, args, *c.Prompt)
 			}
 		case c.Error:
@@ -118,8 +120,8 @@ func TestRun_Lines(t *testing.T) {
 		{"/capsule list", []string{"no checkpoints yet"}},
 	}
 	for _, tt := range tests {
-		var got RunCommandResult
-		if err := e.Command(CommandRun, map[string]any{"text": tt.text}, &got); err != nil {
+		var got protocol.RunCommandResult
+		if err := e.Command(protocol.CommandRun, map[string]any{"text": tt.text}, &got); err != nil {
 			t.Fatalf("soba.run %q: %v", tt.text, err)
 		}
 		if len(got.Lines) < len(tt.want) {

@@ -22,6 +22,8 @@ import (
 	"github.com/sourcegraph/conc"
 	"github.com/sourcegraph/conc/panics"
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 // serverState is the lifecycle of one connection.
@@ -368,7 +370,7 @@ func (s *Server) executeCommand(ctx context.Context, b Backend, raw jsonrpc2.Raw
 	if !ok {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "unknown command %q (soba-lsp knows %s)", p.Command, strings.Join(Commands, ", "))
 	}
-	if p.Command == CommandCompact && len(p.WorkDoneToken) > 0 && !isJSONNull(p.WorkDoneToken) {
+	if p.Command == protocol.CommandCompact && len(p.WorkDoneToken) > 0 && !isJSONNull(p.WorkDoneToken) {
 		// The client brought its own progress token: the barrier of this
 		// explicit compaction reports on it (PROTOCOL.md $/progress).
 		release := s.progress.offerToken(p.WorkDoneToken)

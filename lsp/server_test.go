@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soba-agent/soba-lsp/agent"
-	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/lsp/lsptest"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 const wait = 5 * time.Second
@@ -77,12 +76,12 @@ func TestInitializeResult_Protocol(t *testing.T) {
 
 func TestRequestBeforeInitialize_ServerNotInitialized(t *testing.T) {
 	e := runServer(t)
-	err := e.Command(CommandBudget, nil, nil)
+	err := e.Command(protocol.CommandBudget, nil, nil)
 	if err == nil || err.Code != -32002 {
 		t.Fatalf("budget before initialize: %v, want code -32002", err)
 	}
 	e.initialize(false)
-	if err := e.Command(CommandBudget, nil, nil); err != nil {
+	if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
 		t.Fatalf("budget after initialize: %v", err)
 	}
 	if err := e.Call(MethodInitialize, map[string]any{"capabilities": map[string]any{}}, nil); err == nil || err.Code != -32600 {
@@ -109,54 +108,54 @@ func TestCommandArguments_RO3(t *testing.T) {
 		args    any
 		want    string // substring of the error message; "" = must succeed
 	}{
-		{CommandPrompt, map[string]any{"text": "hi"}, ""},
-		{CommandPrompt, nil, "soba.prompt: text is required"},
-		{CommandPrompt, map[string]any{"text": 3}, "soba.prompt: text must be a string, got a number"},
-		{CommandPrompt, map[string]any{"text": ""}, "soba.prompt: text must not be empty"},
-		{CommandPrompt, map[string]any{"text": "hi", "txt": "x"}, "soba.prompt: txt is not a known field"},
-		{CommandPrompt, "hi", "soba.prompt: arguments[0] must be an object, got a string"},
-		{CommandRun, map[string]any{"text": "hi"}, ""},
-		{CommandRun, map[string]any{"text": "/budget"}, ""},
-		{CommandRun, map[string]any{"text": "/budget now"}, ""}, // a usage error is a result with lines, not a bad request
-		{CommandRun, map[string]any{"text": ""}, "soba.run: text must not be empty"},
-		{CommandRun, map[string]any{"text": "hi", "prompt": "hi"}, "soba.run: prompt is not a known field"},
-		{CommandCancel, nil, ""},
-		{CommandCancel, map[string]any{"what": "turn"}, "soba.cancel: what is not a known field"},
-		{CommandBudget, nil, ""},
-		{CommandBudget, map[string]any{}, ""},
-		{CommandBudget, map[string]any{"x": 1}, "soba.budget: x is not a known field"},
-		{CommandCompact, nil, ""},
-		{CommandCompact, map[string]any{"instructions": "keep the API notes"}, ""},
-		{CommandCompact, map[string]any{"instructions": true}, "soba.compact: instructions must be a string, got a boolean"},
-		{CommandAutoCompact, map[string]any{"enabled": false}, ""},
-		{CommandAutoCompact, nil, "soba.autoCompact: enabled is required"},
-		{CommandAutoCompact, map[string]any{"enabled": "off"}, "soba.autoCompact: enabled must be a boolean, got a string"},
-		{CommandCheckpoint, map[string]any{"kind": "milestone", "note": "tests pass"}, ""},
-		{CommandCheckpoint, map[string]any{"kind": "plan_pivot", "note": ""}, ""},
-		{CommandCheckpoint, map[string]any{"kind": "done", "note": "x"}, `soba.checkpoint: kind must be "milestone" or "plan_pivot"`},
-		{CommandCheckpoint, map[string]any{"kind": "milestone"}, "soba.checkpoint: note is required"},
-		{CommandCheckpoint, map[string]any{"note": "x"}, "soba.checkpoint: kind is required"},
-		{CommandCapsuleCreate, map[string]any{"title": "handoff"}, ""},
-		{CommandCapsuleCreate, map[string]any{"title": nil}, "soba.capsule.create: title must be a string, got null"},
-		{CommandCapsuleCreate, nil, "soba.capsule.create: title is required"},
-		{CommandCapsuleExport, map[string]any{"checkpointId": "ck_1", "path": "./h.capsule.md"}, ""},
-		{CommandCapsuleExport, map[string]any{"checkpointId": "ck_1", "path": "./h.capsule.md", "overwrite": true}, ""},
-		{CommandCapsuleExport, map[string]any{"checkpointId": "ck_1"}, "soba.capsule.export: path is required"},
-		{CommandCapsuleExport, map[string]any{"checkpointId": "ck_1", "path": "p", "overwrite": "yes"}, "soba.capsule.export: overwrite must be a boolean"},
-		{CommandCapsuleLoad, map[string]any{"path": "./h.capsule.md"}, ""},
-		{CommandCapsuleLoad, map[string]any{"path": []string{"a"}}, "soba.capsule.load: path must be a string, got an array"},
-		{CommandCapsuleList, nil, ""},
-		{CommandCapsuleShow, nil, ""},
-		{CommandCapsuleShow, map[string]any{"checkpointId": "ck_1"}, ""},
-		{CommandCapsuleShow, map[string]any{"checkpointId": 1}, "soba.capsule.show: checkpointId must be a string"},
-		{CommandSessionInfo, nil, ""},
-		{CommandSessionList, nil, ""},
-		{CommandSessionNew, nil, ""},
-		{CommandSessionNew, map[string]any{"id": "x"}, "soba.session.new: id is not a known field"},
-		{CommandSessionResume, map[string]any{"sessionId": "s1"}, ""},
-		{CommandSessionResume, map[string]any{}, "soba.session.resume: sessionId is required"},
-		{CommandSessionRewind, map[string]any{"entryId": "e1"}, ""},
-		{CommandSessionRewind, map[string]any{"entryId": 7}, "soba.session.rewind: entryId must be a string, got a number"},
+		{protocol.CommandPrompt, map[string]any{"text": "hi"}, ""},
+		{protocol.CommandPrompt, nil, "soba.prompt: text is required"},
+		{protocol.CommandPrompt, map[string]any{"text": 3}, "soba.prompt: text must be a string, got a number"},
+		{protocol.CommandPrompt, map[string]any{"text": ""}, "soba.prompt: text must not be empty"},
+		{protocol.CommandPrompt, map[string]any{"text": "hi", "txt": "x"}, "soba.prompt: txt is not a known field"},
+		{protocol.CommandPrompt, "hi", "soba.prompt: arguments[0] must be an object, got a string"},
+		{protocol.CommandRun, map[string]any{"text": "hi"}, ""},
+		{protocol.CommandRun, map[string]any{"text": "/budget"}, ""},
+		{protocol.CommandRun, map[string]any{"text": "/budget now"}, ""}, // a usage error is a result with lines, not a bad request
+		{protocol.CommandRun, map[string]any{"text": ""}, "soba.run: text must not be empty"},
+		{protocol.CommandRun, map[string]any{"text": "hi", "prompt": "hi"}, "soba.run: prompt is not a known field"},
+		{protocol.CommandCancel, nil, ""},
+		{protocol.CommandCancel, map[string]any{"what": "turn"}, "soba.cancel: what is not a known field"},
+		{protocol.CommandBudget, nil, ""},
+		{protocol.CommandBudget, map[string]any{}, ""},
+		{protocol.CommandBudget, map[string]any{"x": 1}, "soba.budget: x is not a known field"},
+		{protocol.CommandCompact, nil, ""},
+		{protocol.CommandCompact, map[string]any{"instructions": "keep the API notes"}, ""},
+		{protocol.CommandCompact, map[string]any{"instructions": true}, "soba.compact: instructions must be a string, got a boolean"},
+		{protocol.CommandAutoCompact, map[string]any{"enabled": false}, ""},
+		{protocol.CommandAutoCompact, nil, "soba.autoCompact: enabled is required"},
+		{protocol.CommandAutoCompact, map[string]any{"enabled": "off"}, "soba.autoCompact: enabled must be a boolean, got a string"},
+		{protocol.CommandCheckpoint, map[string]any{"kind": "milestone", "note": "tests pass"}, ""},
+		{protocol.CommandCheckpoint, map[string]any{"kind": "plan_pivot", "note": ""}, ""},
+		{protocol.CommandCheckpoint, map[string]any{"kind": "done", "note": "x"}, `soba.checkpoint: kind must be "milestone" or "plan_pivot"`},
+		{protocol.CommandCheckpoint, map[string]any{"kind": "milestone"}, "soba.checkpoint: note is required"},
+		{protocol.CommandCheckpoint, map[string]any{"note": "x"}, "soba.checkpoint: kind is required"},
+		{protocol.CommandCapsuleCreate, map[string]any{"title": "handoff"}, ""},
+		{protocol.CommandCapsuleCreate, map[string]any{"title": nil}, "soba.capsule.create: title must be a string, got null"},
+		{protocol.CommandCapsuleCreate, nil, "soba.capsule.create: title is required"},
+		{protocol.CommandCapsuleExport, map[string]any{"checkpointId": "ck_1", "path": "./h.capsule.md"}, ""},
+		{protocol.CommandCapsuleExport, map[string]any{"checkpointId": "ck_1", "path": "./h.capsule.md", "overwrite": true}, ""},
+		{protocol.CommandCapsuleExport, map[string]any{"checkpointId": "ck_1"}, "soba.capsule.export: path is required"},
+		{protocol.CommandCapsuleExport, map[string]any{"checkpointId": "ck_1", "path": "p", "overwrite": "yes"}, "soba.capsule.export: overwrite must be a boolean"},
+		{protocol.CommandCapsuleLoad, map[string]any{"path": "./h.capsule.md"}, ""},
+		{protocol.CommandCapsuleLoad, map[string]any{"path": []string{"a"}}, "soba.capsule.load: path must be a string, got an array"},
+		{protocol.CommandCapsuleList, nil, ""},
+		{protocol.CommandCapsuleShow, nil, ""},
+		{protocol.CommandCapsuleShow, map[string]any{"checkpointId": "ck_1"}, ""},
+		{protocol.CommandCapsuleShow, map[string]any{"checkpointId": 1}, "soba.capsule.show: checkpointId must be a string"},
+		{protocol.CommandSessionInfo, nil, ""},
+		{protocol.CommandSessionList, nil, ""},
+		{protocol.CommandSessionNew, nil, ""},
+		{protocol.CommandSessionNew, map[string]any{"id": "x"}, "soba.session.new: id is not a known field"},
+		{protocol.CommandSessionResume, map[string]any{"sessionId": "s1"}, ""},
+		{protocol.CommandSessionResume, map[string]any{}, "soba.session.resume: sessionId is required"},
+		{protocol.CommandSessionRewind, map[string]any{"entryId": "e1"}, ""},
+		{protocol.CommandSessionRewind, map[string]any{"entryId": 7}, "soba.session.rewind: entryId must be a string, got a number"},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {
@@ -184,18 +183,18 @@ func TestCommandResults_RO3(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	var raw json.RawMessage
-	if err := e.Command(CommandCapsuleList, nil, &raw); err != nil || string(raw) != "[]" {
+	if err := e.Command(protocol.CommandCapsuleList, nil, &raw); err != nil || string(raw) != "[]" {
 		t.Errorf("capsule.list = %s, %v; want []", raw, err)
 	}
 	var load map[string]any
-	if err := e.Command(CommandCapsuleLoad, map[string]any{"path": "x.capsule.md"}, &load); err != nil {
+	if err := e.Command(protocol.CommandCapsuleLoad, map[string]any{"path": "x.capsule.md"}, &load); err != nil {
 		t.Fatal(err)
 	}
 	if w, ok := load["warnings"].([]any); !ok || len(w) != 0 {
 		t.Errorf("capsule.load warnings = %#v, want []", load["warnings"])
 	}
 	var budget map[string]any
-	if err := e.Command(CommandBudget, nil, &budget); err != nil {
+	if err := e.Command(protocol.CommandBudget, nil, &budget); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"effectiveTokens", "hardLimit", "softLimit", "contextWindow", "maxOutputTokens",
@@ -225,12 +224,12 @@ func TestRequestFailed(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	e.script(func(b *testBackend) { b.failWith = errScripted })
-	err := e.Command(CommandCapsuleShow, map[string]any{"checkpointId": "ck_9"}, nil)
+	err := e.Command(protocol.CommandCapsuleShow, map[string]any{"checkpointId": "ck_9"}, nil)
 	if err == nil || err.Code != -32803 || !strings.Contains(err.Message, "capsule ck_9 not found on the leaf path") {
 		t.Fatalf("failing backend: %v, want -32803 with the backend's message", err)
 	}
 	e.script(func(b *testBackend) { b.failWith = nil })
-	if err := e.Command(CommandBudget, nil, nil); err != nil {
+	if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
 		t.Errorf("server stopped serving after a failed command: %v", err)
 	}
 }
@@ -245,7 +244,7 @@ func TestMalformedJSON_KeepsServing(t *testing.T) {
 	}
 	e.WriteRaw(lsptest.Frame([]byte(`[]`)))
 	e.Await(func(s lsptest.State) bool { return len(s.Stray) > 1 }, wait)
-	if err := e.Command(CommandBudget, nil, nil); err != nil {
+	if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
 		t.Fatalf("server stopped serving after malformed JSON: %v", err)
 	}
 }
@@ -254,16 +253,16 @@ func TestHandlerPanic_ErrorReply(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	e.script(func(b *testBackend) { b.panicOn = "Checkpoint" })
-	err := e.Command(CommandCheckpoint, map[string]any{"kind": "milestone", "note": "n"}, nil)
+	err := e.Command(protocol.CommandCheckpoint, map[string]any{"kind": "milestone", "note": "n"}, nil)
 	if err == nil || err.Code != -32603 || !strings.Contains(err.Message, "soba.checkpoint") {
 		t.Fatalf("panicking handler: %v, want -32603 naming the command", err)
 	}
-	if err := e.Command(CommandBudget, nil, nil); err != nil {
+	if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
 		t.Fatalf("server stopped serving after a panic: %v", err)
 	}
 	// A panic in a notification handler must not end the connection either.
 	e.Notify(MethodDidOpen, map[string]any{"textDocument": "not an object"})
-	if err := e.Command(CommandBudget, nil, nil); err != nil {
+	if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
 		t.Fatalf("server stopped serving after a bad notification: %v", err)
 	}
 }
@@ -276,7 +275,7 @@ func TestBudgetDuringSlowCompact_RB3(t *testing.T) {
 	compactCh, _ := e.slowCompact()
 	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodCompaction)) >= 1 }, wait)
 	for range 3 {
-		if err := e.Command(CommandBudget, nil, nil); err != nil {
+		if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
 			t.Fatalf("budget during compaction: %v", err)
 		}
 	}
@@ -286,8 +285,8 @@ func TestBudgetDuringSlowCompact_RB3(t *testing.T) {
 	default:
 	}
 	close(e.backend.release)
-	var res compaction.CompactionResult
-	if err := e.Wait("compact", compactCh, &res); err != nil || res.Outcome != compaction.OutcomeCompleted {
+	var res protocol.CompactionResult
+	if err := e.Wait("compact", compactCh, &res); err != nil || res.Outcome != protocol.OutcomeCompleted {
 		t.Fatalf("compact = %+v, %v", res, err)
 	}
 }
@@ -297,8 +296,8 @@ func TestBudgetDuringSlowCompact_RB3(t *testing.T) {
 func TestProgressLifecycle_RB3(t *testing.T) {
 	e := runServer(t)
 	e.initialize(true)
-	var res compaction.CompactionResult
-	if err := e.Command(CommandCompact, nil, &res); err != nil {
+	var res protocol.CompactionResult
+	if err := e.Command(protocol.CommandCompact, nil, &res); err != nil {
 		t.Fatal(err)
 	}
 	s := e.Await(func(s lsptest.State) bool {
@@ -388,11 +387,11 @@ func TestProgressCancel_RF2(t *testing.T) {
 	}
 	_ = json.Unmarshal(lsptest.Of(s.Notes, MethodProgress)[0].Params, &begin)
 	e.Notify(MethodWorkDoneCancel, map[string]any{"token": begin.Token})
-	var res compaction.CompactionResult
+	var res protocol.CompactionResult
 	if err := e.Wait("compact", ch, &res); err != nil {
 		t.Fatalf("cancelled compact answered an error: %v", err)
 	}
-	if res.Outcome != compaction.OutcomeCancelled {
+	if res.Outcome != protocol.OutcomeCancelled {
 		t.Errorf("outcome = %q, want cancelled", res.Outcome)
 	}
 	calls, _, _, _ := e.backend.snapshot()
@@ -410,7 +409,7 @@ func TestProgressCancel_RF2(t *testing.T) {
 func TestProgressClientToken(t *testing.T) {
 	e := runServer(t)
 	e.initialize(true)
-	if err := e.Call(MethodExecuteCommand, map[string]any{"command": CommandCompact, "workDoneToken": 42}, nil); err != nil {
+	if err := e.Call(MethodExecuteCommand, map[string]any{"command": protocol.CommandCompact, "workDoneToken": 42}, nil); err != nil {
 		t.Fatal(err)
 	}
 	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodProgress)) >= 2 }, wait)
@@ -429,8 +428,8 @@ func TestProgressClientToken(t *testing.T) {
 func TestNoWorkDoneProgressFallback(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
-	var res compaction.CompactionResult
-	if err := e.Command(CommandCompact, nil, &res); err != nil {
+	var res protocol.CompactionResult
+	if err := e.Command(protocol.CommandCompact, nil, &res); err != nil {
 		t.Fatal(err)
 	}
 	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodShowMessage)) >= 1 }, wait)
@@ -457,7 +456,7 @@ func TestBudgetCoalescing_RO1(t *testing.T) {
 	n := e.backend.notifier()
 	start := time.Now()
 	for i := 1; i <= 100; i++ {
-		n.Budget(compaction.Budget{EffectiveTokens: i, State: compaction.StateGenerating})
+		n.Budget(protocol.Budget{EffectiveTokens: i, State: protocol.StateGenerating})
 	}
 	s := e.Await(func(s lsptest.State) bool {
 		b := lsptest.Of(s.Notes, MethodBudget)
@@ -482,11 +481,11 @@ func TestEventsInOrder(t *testing.T) {
 	e := runServer(t)
 	e.initialize(false)
 	n := e.backend.notifier()
-	n.Event(agent.Event{TurnID: "t1", Type: "turn_start"})
+	n.Event(protocol.Event{TurnID: "t1", Type: "turn_start"})
 	for i := range 50 {
-		n.Event(agent.Event{TurnID: "t1", Type: "text", Delta: strings.Repeat("x", i%3+1)})
+		n.Event(protocol.Event{TurnID: "t1", Type: "text", Delta: strings.Repeat("x", i%3+1)})
 	}
-	n.Event(agent.Event{TurnID: "t1", Type: "turn_end", Outcome: "completed"})
+	n.Event(protocol.Event{TurnID: "t1", Type: "turn_end", Outcome: "completed"})
 	n.Warn("Compaction used the local fallback capsule (degraded)")
 	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodShowMessage)) == 1 }, wait)
 	ev := lsptest.Of(s.Notes, MethodEvent)
@@ -508,11 +507,11 @@ func TestCancelRequestNumericID(t *testing.T) {
 	e.Notify(MethodCancelRequest, map[string]any{"id": id})
 	select {
 	case m := <-ch:
-		var res compaction.CompactionResult
+		var res protocol.CompactionResult
 		if m.Error == nil {
 			_ = json.Unmarshal(m.Result, &res)
 		}
-		if m.Error == nil && res.Outcome != compaction.OutcomeCancelled {
+		if m.Error == nil && res.Outcome != protocol.OutcomeCancelled {
 			t.Errorf("cancelled request answered %s", m.Result)
 		}
 	case <-time.After(wait):
@@ -525,7 +524,7 @@ func TestDidChangeConfiguration_RS1(t *testing.T) {
 	e.initialize(false)
 	e.Notify(MethodDidChangeConfig, map[string]any{"settings": map[string]any{"soba": map[string]any{"tools": map[string]any{"approval": "auto"}}}})
 	// Notifications are handled in wire order, before this request.
-	if err := e.Command(CommandBudget, nil, nil); err != nil {
+	if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.script(func(b *testBackend) {
@@ -538,7 +537,7 @@ func TestDidChangeConfiguration_RS1(t *testing.T) {
 		t.Errorf("config error message = %s, want type Error naming the key", msg)
 	}
 	e.Notify(MethodDidChangeConfig, map[string]any{"settings": map[string]any{"other": 1}})
-	if err := e.Command(CommandBudget, nil, nil); err != nil {
+	if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
 		t.Fatalf("server stopped after a config error: %v", err)
 	}
 	_, _, configured, _ := e.backend.snapshot()
@@ -555,7 +554,7 @@ func TestDocumentSync(t *testing.T) {
 	e.Notify(MethodDidChange, map[string]any{"textDocument": map[string]any{"uri": uri, "version": 2}, "contentChanges": []any{map[string]any{"text": "x"}}})
 	e.Notify(MethodDidSave, map[string]any{"textDocument": map[string]any{"uri": uri}})
 	e.Notify(MethodDidClose, map[string]any{"textDocument": map[string]any{"uri": uri}})
-	if err := e.Command(CommandBudget, nil, nil); err != nil {
+	if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, docs, _, _ := e.backend.snapshot()
@@ -572,13 +571,13 @@ func TestApprovals(t *testing.T) {
 		name   string
 		answer any
 		rerr   *lsptest.Error
-		want   agent.Approval
+		want   Approval
 	}{
-		{"allow once", map[string]any{"title": ActionAllowOnce}, nil, agent.AllowOnce},
-		{"allow session", map[string]any{"title": ActionAllowSession}, nil, agent.AllowSession},
-		{"deny", map[string]any{"title": ActionDeny}, nil, agent.Deny},
-		{"dismissed", nil, nil, agent.Deny},
-		{"error", nil, &lsptest.Error{Code: -32603, Message: "no UI"}, agent.Deny},
+		{"allow once", map[string]any{"title": ActionAllowOnce}, nil, AllowOnce},
+		{"allow session", map[string]any{"title": ActionAllowSession}, nil, AllowSession},
+		{"deny", map[string]any{"title": ActionDeny}, nil, Deny},
+		{"dismissed", nil, nil, Deny},
+		{"error", nil, &lsptest.Error{Code: -32603, Message: "no UI"}, Deny},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -631,7 +630,7 @@ func TestRequestAfterShutdown(t *testing.T) {
 	if err := e.Call(MethodShutdown, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Command(CommandBudget, nil, nil); err == nil || err.Code != -32600 {
+	if err := e.Command(protocol.CommandBudget, nil, nil); err == nil || err.Code != -32600 {
 		t.Errorf("request after shutdown: %v, want -32600", err)
 	}
 	e.Notify(MethodExit, nil)

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"go.lsp.dev/jsonrpc2"
-	"go.lsp.dev/protocol"
+	lsproto "go.lsp.dev/protocol"
 )
 
 // Error codes used in replies beyond the JSON-RPC ones of jsonrpc2.
@@ -41,7 +41,7 @@ func (wireCodec) Marshal(v any) ([]byte, error) {
 		}
 		return m, nil
 	}
-	return protocol.Marshal(v)
+	return lsproto.Marshal(v)
 }
 
 func (wireCodec) Unmarshal(data []byte, v any) error {
@@ -49,7 +49,7 @@ func (wireCodec) Unmarshal(data []byte, v any) error {
 		*p = append(jsonrpc2.RawMessage(nil), data...)
 		return nil
 	}
-	return protocol.Unmarshal(data, v)
+	return lsproto.Unmarshal(data, v)
 }
 
 // encodeJSON encodes one of our own values with encoding/json. A nil slice

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/soba-agent/soba-lsp/agent"
+	"github.com/soba-agent/soba-lsp/app"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/workspace"
@@ -141,7 +142,7 @@ func runBudget(_ context.Context, env *cmdEnv, args []string) int {
 	}
 	enc := json.NewEncoder(env.stdout)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(o.budget(st)); err != nil {
+	if err := enc.Encode(app.WireBudget(o.budget(st))); err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 1
 	}

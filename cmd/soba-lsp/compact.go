@@ -13,6 +13,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -133,15 +134,15 @@ func printPlan(w io.Writer, p compaction.Plan, path compaction.Entries) {
 	}
 	kept := "nothing"
 	if p.Cut.FirstKeptID != "" {
-		kept = fmt.Sprintf("from entry %s (%s tokens)", p.Cut.FirstKeptID, compaction.Thousands(p.Cut.KeptTokens))
+		kept = fmt.Sprintf("from entry %s (%s tokens)", p.Cut.FirstKeptID, text.Thousands(p.Cut.KeptTokens))
 	}
 	from := ""
 	if p.Base.Start < len(path) {
 		from = path[p.Base.Start].ID
 	}
 	fmt.Fprintf(w, "plan: %s · trigger %s · base capsule %s · summarise path [%d, %d) from entry %s (%s tokens) · keep %s · tokens before %s (system %s) · hard limit %s · soft limit %s · expected leaf %s\n",
-		p.OperationID, p.Trigger, base, p.Base.Start, p.Cut.FirstKept, from, compaction.Thousands(p.Cut.CompactTokens), kept,
-		compaction.Thousands(p.TokensBefore), compaction.Thousands(p.SystemTokens), compaction.Thousands(p.HardLimit), compaction.Thousands(p.SoftLimit), p.ExpectedLeaf)
+		p.OperationID, p.Trigger, base, p.Base.Start, p.Cut.FirstKept, from, text.Thousands(p.Cut.CompactTokens), kept,
+		text.Thousands(p.TokensBefore), text.Thousands(p.SystemTokens), text.Thousands(p.HardLimit), text.Thousands(p.SoftLimit), p.ExpectedLeaf)
 }
 
 // offlineAppender lands a capsule: into the store after the leaf check

@@ -25,9 +25,8 @@ import (
 
 	"github.com/sourcegraph/conc"
 
-	"github.com/soba-agent/soba-lsp/agent"
-	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/lsp"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 type stdio struct {
@@ -47,7 +46,7 @@ func main() {
 }
 
 type capsuleRec struct {
-	info     lsp.CapsuleInfo
+	info     protocol.CapsuleInfo
 	markdown string
 }
 
@@ -55,23 +54,23 @@ type capsuleRec struct {
 // compaction cuts them to a third, writing a capsule.
 type backend struct {
 	root    string
-	notify  agent.Notifier
-	approve agent.Approver
+	notify  lsp.Notifier
+	approve lsp.Approver
 	wg      conc.WaitGroup
 
 	mu        sync.Mutex // guards the fields below
 	effective int
 	auto      bool
-	state     string
+	state     protocol.State
 	entries   int
 	turns     int
 	capsules  []capsuleRec
-	last      *compaction.CompactionResult
+	last      *protocol.CompactionResult
 	seq       int
 }
 
 func newBackend(_ context.Context, opts lsp.BackendOptions) (lsp.Backend, error) {
-	b := &backend{root: opts.Root, notify: opts.Notifier, approve: opts.Approver, effective: 1200, auto: true, state: compaction.StateIdle, entries: 1}
+	b := &backend{root: opts.Root, notify: opts.Notifier, approve: opts.Approver, effective: 1200, auto: true, state: protocol.StateIdle, entries: 1}
 	if err := os.MkdirAll(filepath.Join(b.root, ".soba", "sessions"), 0o755); err != nil {
 		return nil, err
 	}
@@ -85,11 +84,11 @@ func (b *backend) sessionPath() string {
 	return filepath.Join(b.root, ".soba", "sessions", "s_scripted.jsonl")
 }
 
-func (b *backend) budgetLocked() compaction.Budget {
-	return compaction.Budget{
+func (b *backend) budgetLocked() protocol.Budget {
+	return protocol.Budget{
 		EffectiveTokens: b.effective, HardLimit: 48808, SoftLimit: 39046, ContextWindow: 65000,
 		MaxOutputTokens: 8000, SafetyReserveTokens: 8192, Source: "estimated", AutoCompact: b.auto,
-		Pending: []string{}, State: b.state, LastCompaction: b.last,
+		Pending: []protocol.Trigger{}, State: b.state, LastCompaction: b.last,
 	}
 }
 
@@ -100,98 +99,98 @@ func (b *backend) publish() {
 	b.notify.Budget(bud)
 }
 
-func (b *backend) Prompt(_ context.Context, a lsp.PromptArgs) (lsp.PromptResult, error) {
+func (b *backend) Prompt(_ context.Context, a protocol.PromptArgs) (protocol.PromptResult, error) {
 	b.mu.Lock()
 	b.turns++
 	id := fmt.Sprintf("t%d", b.turns)
 	b.mu.Unlock()
 	b.wg.Go(func() {
-		b.notify.Event(agent.Event{TurnID: id, Type: "turn_start"})
-		b.setState(compaction.StateGenerating)
+		b.notify.Event(protocol.Event{TurnID: id, Type: "turn_start"})
+		b.setState(protocol.StateGenerating)
 		// "run: CMD" asks for approval of a bash call, as tools.approval
 		// "ask" does, through window/showMessageRequest.
 		if cmd, ok := strings.CutPrefix(a.Text, "run: "); ok {
 			args, _ := json.Marshal(map[string]string{"command": cmd})
-			b.notify.Event(agent.Event{TurnID: id, Type: "tool_call", ID: "c1", Name: "bash", Arguments: args})
+			b.notify.Event(protocol.Event{TurnID: id, Type: "tool_call", ID: "c1", Name: "bash", Arguments: args})
 			decision, err := b.approve.Approve(context.Background(), "bash", cmd)
-			names := map[agent.Approval]string{agent.Deny: "denied", agent.AllowOnce: "allowed once", agent.AllowSession: "allowed for session"}
-			okv := err == nil && decision != agent.Deny
+			names := map[lsp.Approval]string{lsp.Deny: "denied", lsp.AllowOnce: "allowed once", lsp.AllowSession: "allowed for session"}
+			okv := err == nil && decision != lsp.Deny
 			summary := names[decision]
 			if err != nil {
 				summary = err.Error()
 			}
-			b.notify.Event(agent.Event{TurnID: id, Type: "tool_result", ID: "c1", OK: &okv, Summary: summary})
+			b.notify.Event(protocol.Event{TurnID: id, Type: "tool_result", ID: "c1", OK: &okv, Summary: summary})
 		}
 		for _, w := range []string{"Summary: ", "the parser ", "keeps tokens."} {
-			b.notify.Event(agent.Event{TurnID: id, Type: "text", Delta: w})
+			b.notify.Event(protocol.Event{TurnID: id, Type: "text", Delta: w})
 			time.Sleep(10 * time.Millisecond)
 		}
 		b.mu.Lock()
 		b.effective += len(a.Text)/4 + 40
 		b.entries += 2
-		b.state = compaction.StateIdle
+		b.state = protocol.StateIdle
 		b.mu.Unlock()
 		b.publish()
-		b.notify.Event(agent.Event{TurnID: id, Type: "turn_end", Outcome: "completed"})
+		b.notify.Event(protocol.Event{TurnID: id, Type: "turn_end", Outcome: "completed"})
 	})
-	return lsp.PromptResult{TurnID: id}, nil
+	return protocol.PromptResult{TurnID: id}, nil
 }
 
-func (b *backend) setState(s string) {
+func (b *backend) setState(s protocol.State) {
 	b.mu.Lock()
 	b.state = s
 	b.mu.Unlock()
 	b.publish()
 }
 
-func (b *backend) Cancel(context.Context) (lsp.CancelResult, error) {
-	return lsp.CancelResult{What: lsp.CancelledNone}, nil
+func (b *backend) Cancel(context.Context) (protocol.CancelResult, error) {
+	return protocol.CancelResult{What: protocol.CancelledNone}, nil
 }
 
-func (b *backend) Budget(context.Context) (compaction.Budget, error) {
+func (b *backend) Budget(context.Context) (protocol.Budget, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.budgetLocked(), nil
 }
 
-func (b *backend) newCapsule(trigger, title string) capsuleRec {
+func (b *backend) newCapsule(trigger protocol.Trigger, title string) capsuleRec {
 	b.seq++
 	ck := fmt.Sprintf("ck_%06x", 0x8f2a00+b.seq)
 	md := fmt.Sprintf("---\nformat: soba-capsule/1\ncheckpointId: %s\ntrigger: %s\ntitle: %s\n---\n\n"+
 		"## Goal\nKeep the parser notes.\n\n## Constraints\n\n## Done\n\n## In progress\n\n## Pending\n\n"+
 		"## Decisions\n\n## Blockers\n\n## Next steps\nWrite the lexer.\n\n## Notes\n", ck, trigger, title)
-	c := capsuleRec{info: lsp.CapsuleInfo{CheckpointID: ck, Trigger: trigger, Title: title, Quality: "full",
+	c := capsuleRec{info: protocol.CapsuleInfo{CheckpointID: ck, Trigger: trigger, Title: title, Quality: "full",
 		CreatedAt: time.Now().UTC()}, markdown: md}
 	b.capsules = append(b.capsules, c)
 	b.entries++
 	return c
 }
 
-func (b *backend) Compact(ctx context.Context, a lsp.CompactArgs) (compaction.CompactionResult, error) {
+func (b *backend) Compact(ctx context.Context, a protocol.CompactArgs) (protocol.CompactionResult, error) {
 	b.mu.Lock()
 	b.seq++
 	op := fmt.Sprintf("op_%d", b.seq)
 	before := b.effective
-	b.state = compaction.StateCompacting
+	b.state = protocol.StateCompacting
 	b.mu.Unlock()
 	b.publish()
-	b.notify.Compaction(agent.CompactionEvent{Phase: "start", OperationID: op, Trigger: compaction.TriggerUser})
+	b.notify.Compaction(protocol.CompactionEvent{Phase: "start", OperationID: op, Trigger: protocol.TriggerUser})
 	for _, p := range []int{30, 82} {
 		select {
 		case <-ctx.Done():
-			return compaction.CompactionResult{}, ctx.Err()
+			return protocol.CompactionResult{}, ctx.Err()
 		case <-time.After(150 * time.Millisecond):
 		}
 		pct := p
-		b.notify.Compaction(agent.CompactionEvent{Phase: "progress", OperationID: op, Trigger: compaction.TriggerUser, Percentage: &pct})
+		b.notify.Compaction(protocol.CompactionEvent{Phase: "progress", OperationID: op, Trigger: protocol.TriggerUser, Percentage: &pct})
 	}
 	b.mu.Lock()
-	c := b.newCapsule(compaction.TriggerUser, "user compaction: "+a.Instructions)
+	c := b.newCapsule(protocol.TriggerUser, "user compaction: "+a.Instructions)
 	after := before / 3
 	b.effective = after
-	b.state = compaction.StateIdle
-	r := compaction.CompactionResult{
-		OperationID: op, Trigger: compaction.TriggerUser, Outcome: compaction.OutcomeCompleted,
+	b.state = protocol.StateIdle
+	r := protocol.CompactionResult{
+		OperationID: op, Trigger: protocol.TriggerUser, Outcome: protocol.OutcomeCompleted,
 		TokensBefore: before, TokensAfter: after, ReclaimedTokens: before - after,
 		ReclaimedRatio: float64(before-after) / float64(before), CheckpointID: c.info.CheckpointID,
 		Quality: "full", DurationMs: 300,
@@ -200,13 +199,13 @@ func (b *backend) Compact(ctx context.Context, a lsp.CompactArgs) (compaction.Co
 	}
 	b.last = &r
 	b.mu.Unlock()
-	b.notify.Compaction(agent.CompactionEvent{Phase: "end", OperationID: op, Trigger: compaction.TriggerUser, CompactionResult: &r})
+	b.notify.Compaction(protocol.CompactionEvent{Phase: "end", OperationID: op, Trigger: protocol.TriggerUser, CompactionResult: &r})
 	b.notify.Log(r.Line)
 	b.publish()
 	return r, nil
 }
 
-func (b *backend) SetAutoCompact(_ context.Context, a lsp.AutoCompactArgs) (compaction.Budget, error) {
+func (b *backend) SetAutoCompact(_ context.Context, a protocol.AutoCompactArgs) (protocol.Budget, error) {
 	b.mu.Lock()
 	b.auto = a.Enabled
 	bud := b.budgetLocked()
@@ -215,12 +214,12 @@ func (b *backend) SetAutoCompact(_ context.Context, a lsp.AutoCompactArgs) (comp
 	return bud, nil
 }
 
-func (b *backend) Checkpoint(_ context.Context, a lsp.CheckpointArgs) (lsp.CheckpointResult, error) {
+func (b *backend) Checkpoint(_ context.Context, a protocol.CheckpointArgs) (protocol.CheckpointResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seq++
 	b.entries++
-	return lsp.CheckpointResult{CheckpointID: fmt.Sprintf("ck_%06x", 0xc00000+b.seq)}, nil
+	return protocol.CheckpointResult{CheckpointID: fmt.Sprintf("ck_%06x", 0xc00000+b.seq)}, nil
 }
 
 func (b *backend) abs(p string) string {
@@ -230,20 +229,20 @@ func (b *backend) abs(p string) string {
 	return filepath.Join(b.root, p)
 }
 
-func (b *backend) CapsuleCreate(_ context.Context, a lsp.CapsuleCreateArgs) (lsp.CapsuleCreateResult, error) {
+func (b *backend) CapsuleCreate(_ context.Context, a protocol.CapsuleCreateArgs) (protocol.CapsuleCreateResult, error) {
 	b.mu.Lock()
 	c := b.newCapsule("user", a.Title)
 	b.mu.Unlock()
 	dir := filepath.Join(b.root, ".soba", "capsules")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return lsp.CapsuleCreateResult{}, err
+		return protocol.CapsuleCreateResult{}, err
 	}
 	slug := strings.ToLower(strings.Join(strings.Fields(a.Title), "-"))
 	p := filepath.Join(dir, c.info.CheckpointID+"-"+slug+".capsule.md")
 	if err := os.WriteFile(p, []byte(c.markdown), 0o644); err != nil {
-		return lsp.CapsuleCreateResult{}, err
+		return protocol.CapsuleCreateResult{}, err
 	}
-	return lsp.CapsuleCreateResult{CheckpointID: c.info.CheckpointID, Path: p}, nil
+	return protocol.CapsuleCreateResult{CheckpointID: c.info.CheckpointID, Path: p}, nil
 }
 
 func (b *backend) find(ck string) (capsuleRec, error) {
@@ -257,71 +256,71 @@ func (b *backend) find(ck string) (capsuleRec, error) {
 	return capsuleRec{}, fmt.Errorf("capsule %q not found on the leaf path", ck)
 }
 
-func (b *backend) CapsuleExport(_ context.Context, a lsp.CapsuleExportArgs) (lsp.CapsuleExportResult, error) {
+func (b *backend) CapsuleExport(_ context.Context, a protocol.CapsuleExportArgs) (protocol.CapsuleExportResult, error) {
 	c, err := b.find(a.CheckpointID)
 	if err != nil {
-		return lsp.CapsuleExportResult{}, err
+		return protocol.CapsuleExportResult{}, err
 	}
 	p := b.abs(a.Path)
 	if _, err := os.Stat(p); err == nil && !a.Overwrite {
-		return lsp.CapsuleExportResult{}, fmt.Errorf("export %s: %s already exists (set overwrite)", a.CheckpointID, p)
+		return protocol.CapsuleExportResult{}, fmt.Errorf("export %s: %s already exists (set overwrite)", a.CheckpointID, p)
 	}
-	return lsp.CapsuleExportResult{Path: p}, os.WriteFile(p, []byte(c.markdown), 0o644)
+	return protocol.CapsuleExportResult{Path: p}, os.WriteFile(p, []byte(c.markdown), 0o644)
 }
 
-func (b *backend) CapsuleLoad(_ context.Context, a lsp.CapsuleLoadArgs) (lsp.CapsuleLoadResult, error) {
+func (b *backend) CapsuleLoad(_ context.Context, a protocol.CapsuleLoadArgs) (protocol.CapsuleLoadResult, error) {
 	data, err := os.ReadFile(b.abs(a.Path))
 	if err != nil {
-		return lsp.CapsuleLoadResult{}, fmt.Errorf("load capsule: %w", err)
+		return protocol.CapsuleLoadResult{}, fmt.Errorf("load capsule: %w", err)
 	}
 	if !strings.HasPrefix(string(data), "---\n") {
-		return lsp.CapsuleLoadResult{}, errors.New("load capsule " + a.Path + ": no front matter")
+		return protocol.CapsuleLoadResult{}, errors.New("load capsule " + a.Path + ": no front matter")
 	}
 	b.mu.Lock()
 	c := b.newCapsule("capsule_load", "loaded")
 	b.mu.Unlock()
-	return lsp.CapsuleLoadResult{CheckpointID: c.info.CheckpointID, Title: "loaded", Warnings: []string{}}, nil
+	return protocol.CapsuleLoadResult{CheckpointID: c.info.CheckpointID, Title: "loaded", Warnings: []string{}}, nil
 }
 
-func (b *backend) CapsuleList(context.Context) ([]lsp.CapsuleInfo, error) {
+func (b *backend) CapsuleList(context.Context) ([]protocol.CapsuleInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]lsp.CapsuleInfo, 0, len(b.capsules))
+	out := make([]protocol.CapsuleInfo, 0, len(b.capsules))
 	for _, c := range b.capsules {
 		out = append(out, c.info)
 	}
 	return out, nil
 }
 
-func (b *backend) CapsuleShow(_ context.Context, a lsp.CapsuleShowArgs) (lsp.CapsuleShowResult, error) {
+func (b *backend) CapsuleShow(_ context.Context, a protocol.CapsuleShowArgs) (protocol.CapsuleShowResult, error) {
 	c, err := b.find(a.CheckpointID)
 	if err != nil {
-		return lsp.CapsuleShowResult{}, err
+		return protocol.CapsuleShowResult{}, err
 	}
-	return lsp.CapsuleShowResult{CheckpointID: c.info.CheckpointID, Markdown: c.markdown}, nil
+	return protocol.CapsuleShowResult{CheckpointID: c.info.CheckpointID, Markdown: c.markdown}, nil
 }
 
-func (b *backend) SessionInfo(context.Context) (lsp.SessionInfo, error) {
+func (b *backend) SessionInfo(context.Context) (protocol.SessionInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return lsp.SessionInfo{SessionID: "s_scripted", Path: b.sessionPath(), LeafID: "e1", Entries: b.entries,
+	return protocol.SessionInfo{SessionID: "s_scripted", Path: b.sessionPath(), LeafID: "e1", Entries: b.entries,
 		FlightPath: filepath.Join(b.root, ".soba", "flight", "s_scripted.jsonl")}, nil
 }
 
-func (b *backend) SessionList(context.Context) ([]lsp.SessionSummary, error) {
-	return []lsp.SessionSummary{{SessionID: "s_scripted", Path: b.sessionPath(), UpdatedAt: time.Now().UTC(), Entries: 1}}, nil
+func (b *backend) SessionList(context.Context) ([]protocol.SessionSummary, error) {
+	return []protocol.SessionSummary{{SessionID: "s_scripted", Path: b.sessionPath(), UpdatedAt: time.Now().UTC(), Entries: 1}}, nil
 }
 
-func (b *backend) SessionNew(context.Context) (lsp.SessionNewResult, error) {
-	return lsp.SessionNewResult{SessionID: "s_new", Path: b.sessionPath()}, nil
+func (b *backend) SessionNew(context.Context) (protocol.SessionNewResult, error) {
+	return protocol.SessionNewResult{SessionID: "s_new", Path: b.sessionPath()}, nil
 }
 
-func (b *backend) SessionResume(_ context.Context, a lsp.SessionResumeArgs) (lsp.SessionResumeResult, error) {
-	return lsp.SessionResumeResult{SessionID: a.SessionID, Path: b.sessionPath(), LeafID: "e1"}, nil
+func (b *backend) SessionResume(_ context.Context, a protocol.SessionResumeArgs) (protocol.SessionResumeResult, error) {
+	return protocol.SessionResumeResult{SessionID: a.SessionID, Path: b.sessionPath(), LeafID: "e1"}, nil
 }
 
-func (b *backend) SessionRewind(_ context.Context, a lsp.SessionRewindArgs) (lsp.SessionRewindResult, error) {
-	return lsp.SessionRewindResult{LeafID: a.EntryID}, nil
+func (b *backend) SessionRewind(_ context.Context, a protocol.SessionRewindArgs) (protocol.SessionRewindResult, error) {
+	return protocol.SessionRewindResult{LeafID: a.EntryID}, nil
 }
 
 func (b *backend) CancelCompaction(string) bool    { return false }

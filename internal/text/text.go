@@ -1,0 +1,27 @@
+// Package text holds the few text helpers every layer shares: numbers with
+// thousands separators as result lines write them, and clipping that never
+// cuts inside a UTF-8 character.
+package text
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Thousands writes n with comma separators: 45210 → "45,210".
+func Thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,282 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Command arguments (PROTOCOL.md "Commands"). A field without `,omitempty`
+// is required; the server's decoder rejects unknown, missing and mistyped
+// fields with a message naming the field, then calls Validate.
+
+// PromptArgs are the arguments of soba.prompt.
+type PromptArgs struct {
+	Text string `json:"text"`
+}
+
+// RunArgs are the arguments of soba.run: what the user typed to the agent.
+type RunArgs struct {
+	Text string `json:"text"`
+}
+
+// CompactArgs are the arguments of soba.compact.
+type CompactArgs struct {
+	Instructions string `json:"instructions,omitempty"`
+}
+
+// AutoCompactArgs are the arguments of soba.autoCompact.
+type AutoCompactArgs struct {
+	Enabled bool `json:"enabled"`
+}
+
+// CheckpointArgs are the arguments of soba.checkpoint.
+type CheckpointArgs struct {
+	Kind CheckpointKind `json:"kind"`
+	Note string         `json:"note"`
+}
+
+// CapsuleCreateArgs are the arguments of soba.capsule.create.
+type CapsuleCreateArgs struct {
+	Title string `json:"title"`
+}
+
+// CapsuleExportArgs are the arguments of soba.capsule.export.
+type CapsuleExportArgs struct {
+	CheckpointID string `json:"checkpointId"`
+	Path         string `json:"path"`
+	Overwrite    bool   `json:"overwrite,omitempty"`
+}
+
+// CapsuleLoadArgs are the arguments of soba.capsule.load.
+type CapsuleLoadArgs struct {
+	Path string `json:"path"`
+}
+
+// CapsuleShowArgs are the arguments of soba.capsule.show; an empty
+// CheckpointID means the newest capsule on the leaf path.
+type CapsuleShowArgs struct {
+	CheckpointID string `json:"checkpointId,omitempty"`
+}
+
+// SessionResumeArgs are the arguments of soba.session.resume.
+type SessionResumeArgs struct {
+	SessionID string `json:"sessionId"`
+}
+
+// SessionRewindArgs are the arguments of soba.session.rewind.
+type SessionRewindArgs struct {
+	EntryID string `json:"entryId"`
+}
+
+// Validate checks the rules beyond JSON types; it returns the offending
+// field and the problem, or two empty strings.
+func (a *PromptArgs) Validate() (field, problem string) { return required("text", a.Text) }
+
+// Validate: the text may not be empty.
+func (a *RunArgs) Validate() (field, problem string) { return required("text", a.Text) }
+
+// Validate: kind is milestone or plan_pivot.
+func (a *CheckpointArgs) Validate() (field, problem string) {
+	if a.Kind != CheckpointMilestone && a.Kind != CheckpointPlanPivot {
+		return "kind", fmt.Sprintf("must be %q or %q, got %q", CheckpointMilestone, CheckpointPlanPivot, a.Kind)
+	}
+	return "", ""
+}
+
+// Validate: the title may not be empty.
+func (a *CapsuleCreateArgs) Validate() (field, problem string) { return required("title", a.Title) }
+
+// Validate: checkpointId and path may not be empty.
+func (a *CapsuleExportArgs) Validate() (field, problem string) {
+	if f, p := required("checkpointId", a.CheckpointID); p != "" {
+		return f, p
+	}
+	return required("path", a.Path)
+}
+
+// Validate: the path may not be empty.
+func (a *CapsuleLoadArgs) Validate() (field, problem string) { return required("path", a.Path) }
+
+// Validate: the session id may not be empty.
+func (a *SessionResumeArgs) Validate() (field, problem string) {
+	return required("sessionId", a.SessionID)
+}
+
+// Validate: the entry id may not be empty.
+func (a *SessionRewindArgs) Validate() (field, problem string) { return required("entryId", a.EntryID) }
+
+func required(field, value string) (string, string) {
+	if strings.TrimSpace(value) == "" {
+		return field, "must not be empty"
+	}
+	return "", ""
+}
+
+// Command results (PROTOCOL.md "Commands").
+
+// PromptResult is the result of soba.prompt.
+type PromptResult struct {
+	TurnID string `json:"turnId"`
+	Queued bool   `json:"queued"`
+}
+
+// RunPromptResult is soba.run's answer for a prompt: soba.prompt's result
+// plus kind "prompt".
+type RunPromptResult struct {
+	Kind   RunKind `json:"kind"`
+	TurnID string  `json:"turnId"`
+	Queued bool    `json:"queued"`
+}
+
+// RunCommandResult is soba.run's answer for a slash command: the lines to
+// show, and (additions to PROTOCOL.md's `{kind, lines}`) the command it ran
+// with that command's result, so an editor can also update its own views
+// (status bar, capsule tab) without parsing anything. Error is set, and
+// nothing ran, when the text was a slash command typed wrong.
+type RunCommandResult struct {
+	Kind    RunKind  `json:"kind"`
+	Lines   []string `json:"lines"`
+	Command string   `json:"command,omitempty"`
+	Result  any      `json:"result,omitempty"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// CancelResult is the result of soba.cancel.
+type CancelResult struct {
+	Cancelled bool      `json:"cancelled"`
+	What      Cancelled `json:"what"`
+}
+
+// CheckpointResult is the result of soba.checkpoint.
+type CheckpointResult struct {
+	CheckpointID string `json:"checkpointId"`
+}
+
+// CapsuleCreateResult is the result of soba.capsule.create.
+type CapsuleCreateResult struct {
+	CheckpointID string `json:"checkpointId"`
+	Path         string `json:"path"`
+}
+
+// CapsuleExportResult is the result of soba.capsule.export.
+type CapsuleExportResult struct {
+	Path string `json:"path"`
+}
+
+// CapsuleLoadResult is the result of soba.capsule.load.
+type CapsuleLoadResult struct {
+	CheckpointID string   `json:"checkpointId"`
+	Title        string   `json:"title"`
+	Warnings     []string `json:"warnings"`
+}
+
+// CapsuleInfo is one element of the soba.capsule.list result.
+type CapsuleInfo struct {
+	CheckpointID string    `json:"checkpointId"`
+	Trigger      Trigger   `json:"trigger"`
+	Title        string    `json:"title"`
+	Quality      Quality   `json:"quality"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// CapsuleShowResult is the result of soba.capsule.show: the capsule as
+// `.capsule.md` text.
+type CapsuleShowResult struct {
+	CheckpointID string `json:"checkpointId"`
+	Markdown     string `json:"markdown"`
+}
+
+// SessionInfo is the result of soba.session.info.
+type SessionInfo struct {
+	SessionID  string `json:"sessionId"`
+	Path       string `json:"path"`
+	FlightPath string `json:"flightPath"`
+	LeafID     string `json:"leafId"`
+	Entries    int    `json:"entries"`
+}
+
+// SessionSummary is one element of the soba.session.list result.
+type SessionSummary struct {
+	SessionID string    `json:"sessionId"`
+	Path      string    `json:"path"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	Entries   int       `json:"entries"`
+}
+
+// SessionNewResult is the result of soba.session.new.
+type SessionNewResult struct {
+	SessionID string `json:"sessionId"`
+	Path      string `json:"path"`
+}
+
+// SessionResumeResult is the result of soba.session.resume.
+type SessionResumeResult struct {
+	SessionID string `json:"sessionId"`
+	Path      string `json:"path"`
+	LeafID    string `json:"leafId"`
+}
+
+// SessionRewindResult is the result of soba.session.rewind.
+type SessionRewindResult struct {
+	LeafID string `json:"leafId"`
+}
+
+// Budget is PROTOCOL.md's Budget (R-O1): the result of soba.budget and
+// soba.autoCompact, and the soba/budget notification. Pending is never
+// null on the wire.
+type Budget struct {
+	EffectiveTokens     int               `json:"effectiveTokens"`
+	HardLimit           int               `json:"hardLimit"`
+	SoftLimit           int               `json:"softLimit"`
+	ContextWindow       int               `json:"contextWindow"`
+	MaxOutputTokens     int               `json:"maxOutputTokens"`
+	SafetyReserveTokens int               `json:"safetyReserveTokens"`
+	Source              Source            `json:"source"`
+	AutoCompact         bool              `json:"autoCompact"`
+	Pending             []Trigger         `json:"pending"`
+	State               State             `json:"state"`
+	LastCompaction      *CompactionResult `json:"lastCompaction"`
+}
+
+// CompactionResult is PROTOCOL.md's terminal report of one compaction
+// operation. Line is the one-line result of R-B3.
+type CompactionResult struct {
+	OperationID     string  `json:"operationId"`
+	Trigger         Trigger `json:"trigger"`
+	Outcome         Outcome `json:"outcome"`
+	TokensBefore    int     `json:"tokensBefore"`
+	TokensAfter     int     `json:"tokensAfter"`
+	ReclaimedTokens int     `json:"reclaimedTokens"`
+	ReclaimedRatio  float64 `json:"reclaimedRatio"`
+	CheckpointID    string  `json:"checkpointId"`
+	Quality         Quality `json:"quality"`
+	DurationMs      int64   `json:"durationMs"`
+	Reason          string  `json:"reason"`
+	Line            string  `json:"line"`
+}
+
+// Event is one item of the agent's stream, the soba/event notification.
+type Event struct {
+	TurnID    string          `json:"turnId"`
+	Type      EventType       `json:"type"`
+	Delta     string          `json:"delta,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	OK        *bool           `json:"ok,omitempty"`
+	Summary   string          `json:"summary,omitempty"`
+	Outcome   TurnOutcome     `json:"outcome,omitempty"`
+	Error     string          `json:"error,omitempty"`
+}
+
+// CompactionEvent is the soba/compaction notification: phase start,
+// progress or end; on end the CompactionResult fields are filled.
+type CompactionEvent struct {
+	Phase       Phase   `json:"phase"`
+	OperationID string  `json:"operationId"`
+	Trigger     Trigger `json:"trigger"`
+	Percentage  *int    `json:"percentage,omitempty"`
+	*CompactionResult
+}
