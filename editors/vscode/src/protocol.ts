@@ -5,6 +5,7 @@
 /** Server command IDs (workspace/executeCommand), in PROTOCOL.md order. */
 export const ServerCommand = {
   prompt: 'soba.prompt',
+  run: 'soba.run',
   cancel: 'soba.cancel',
   budget: 'soba.budget',
   compact: 'soba.compact',
@@ -101,6 +102,11 @@ export interface AgentEvent {
 }
 
 export interface PromptResult { turnId: string; queued: boolean }
+/** soba.run for a prompt: soba.prompt's result plus kind. */
+export interface RunPromptResult { kind: 'prompt'; turnId: string; queued: boolean }
+/** soba.run for a slash command: the lines to show, the command it ran and its result; error when typed wrong (nothing ran). */
+export interface RunCommandResult { kind: 'command'; lines: string[]; command?: ServerCommandId | string; result?: unknown; error?: string }
+export type RunResult = RunPromptResult | RunCommandResult;
 export interface CancelResult { cancelled: boolean; what: 'turn' | 'compaction' | 'none' | string }
 export interface CheckpointResult { checkpointId: string }
 export interface CapsuleCreateResult { checkpointId: string; path: string }
