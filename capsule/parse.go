@@ -13,6 +13,8 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
+
+	sobatext "github.com/soba-agent/soba-lsp/internal/text"
 )
 
 // Limits on hostile input, checked before the Markdown parser runs: its cost
@@ -942,15 +944,5 @@ func (p *parse) checkEdits(fm frontMatter, st *State) {
 	p.warn("capsule was edited since export: %s %s changed", word, headingList(changed))
 }
 
-// clip shortens s for an error message.
-func clip(s string) string {
-	const n = 60
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
+// clip shortens s for an error message: 60 bytes and an ellipsis.
+func clip(s string) string { return sobatext.Clip(s, 60+len("…")) }

@@ -280,5 +280,5 @@ func ResultLine(r CompactionResult) string {
 
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	return clip(s, 200)
+	return text.Clip(s, 200)
 }

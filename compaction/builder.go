@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
 )
@@ -124,9 +125,9 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			ck := e.Checkpoint
 			switch ck.Kind {
 			case TriggerMilestone:
-				done = append(done, "Milestone: "+clip(ck.Note, maxItemChars))
+				done = append(done, "Milestone: "+text.Clip(ck.Note, maxItemChars))
 			case TriggerPlanPivot:
-				decisions = append(decisions, capsule.Decision{Decision: "Plan pivot: " + clip(ck.Note, maxItemChars), Rationale: "recorded as a plan-pivot checkpoint"})
+				decisions = append(decisions, capsule.Decision{Decision: "Plan pivot: " + text.Clip(ck.Note, maxItemChars), Rationale: "recorded as a plan-pivot checkpoint"})
 			}
 		}
 	}
@@ -142,7 +143,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 
 	var st capsule.State
 	if len(users) > 0 {
-		st.Goal = clip(strings.TrimSpace(users[0]), maxGoalChars)
+		st.Goal = text.Clip(strings.TrimSpace(users[0]), maxGoalChars)
 	}
 	st.Constraints = constraintsFrom(users)
 	st.Done = lastN(done, maxListItems)
@@ -360,7 +361,7 @@ func constraintsFrom(users []string) []string {
 	for _, u := range users {
 		for _, s := range sentences(ownWords(u)) {
 			if s = leadingAside.ReplaceAllString(s, ""); isConstraint(s) && !hasOpaqueID(s) {
-				out = append(out, clip(s, maxItemChars))
+				out = append(out, text.Clip(s, maxItemChars))
 			}
 		}
 	}
@@ -454,7 +455,7 @@ func boundUserMessages(msgs []string, budget int) []string {
 			continue
 		}
 		if len(m) > maxUserMessageChars {
-			m = clip(m, maxUserMessageChars)
+			m = text.Clip(m, maxUserMessageChars)
 		}
 		if used+len(m) > budget {
 			break
@@ -470,19 +471,7 @@ func firstLine(s string, n int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = strings.TrimSpace(s[:i])
 	}
-	return clip(s, n)
-}
-
-// clip shortens s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && (s[cut]&0xC0) == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
+	return text.Clip(s, n)
 }
 
 func lastN(xs []string, n int) []string {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -50,7 +51,7 @@ func describeInput(in Input) string {
 		if i := strings.IndexByte(line, '\n'); i >= 0 {
 			line = line[:i]
 		}
-		line = clip(line, 70)
+		line = text.Clip(line, 70)
 		calls := ""
 		for _, c := range m.ToolCalls {
 			calls += " " + c.Name + "#" + c.ID

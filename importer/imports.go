@@ -13,11 +13,9 @@ package importer
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -28,6 +26,7 @@ import (
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
+	"github.com/soba-agent/soba-lsp/internal/id"
 	"github.com/soba-agent/soba-lsp/internal/jsondec"
 	"github.com/soba-agent/soba-lsp/session"
 )
@@ -271,7 +270,6 @@ type builder struct {
 	estimated int // res.Entries[:estimated] have their Tokens
 	// calls are the tool calls awaiting a result, by source call id.
 	calls map[string]*mappedCall
-	rng   *rand.Rand
 }
 
 func newBuilder(f Format, opt Options) *builder {
@@ -281,7 +279,6 @@ func newBuilder(f Format, opt Options) *builder {
 		counter: opt.Counter,
 		index:   map[string]int{},
 		calls:   map[string]*mappedCall{},
-		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 	if b.est == nil {
 		b.est = tokens.EntryTokens
@@ -298,26 +295,13 @@ func (b *builder) problem(line int, format string, args ...any) {
 
 func (b *builder) skip(kind string) { b.res.Stats.Skipped[kind]++ }
 
-// newID returns a fresh 8-hex-digit entry id, the store's own id shape.
+// newID returns a fresh entry id, the store's own id shape.
 func (b *builder) newID() string {
-	var buf [4]byte
-	for {
-		v := b.rng.Uint32()
-		buf[0], buf[1], buf[2], buf[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
-		id := hex.EncodeToString(buf[:])
-		if _, dup := b.index[id]; !dup {
-			return id
-		}
-	}
+	return id.Entry(func(e string) bool { _, dup := b.index[e]; return dup })
 }
 
 // newCheckpointID returns a capsule checkpoint id in the agent's shape.
-func (b *builder) newCheckpointID() string {
-	var buf [3]byte
-	v := b.rng.Uint32()
-	buf[0], buf[1], buf[2] = byte(v>>16), byte(v>>8), byte(v)
-	return "ck_" + hex.EncodeToString(buf[:])
-}
+func (b *builder) newCheckpointID() string { return id.Checkpoint() }
 
 // add appends e hanging from parent ("" for the session header) and returns
 // its new id. ord is the source ordinal it came from.

@@ -2,11 +2,9 @@ package session
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/soba-agent/soba-lsp/internal/id"
 	"github.com/soba-agent/soba-lsp/internal/jsondec"
 )
 
@@ -515,17 +514,9 @@ func checkPayload(e *Entry) error {
 	return nil
 }
 
-// newID returns a random 8-hex-digit id not yet used in the session.
+// newID returns a random entry id not yet used in the session.
 func (s *Store) newID() string {
-	var b [4]byte
-	for {
-		v := rand.Uint32()
-		b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
-		id := hex.EncodeToString(b[:])
-		if _, dup := s.index[id]; !dup {
-			return id
-		}
-	}
+	return id.Entry(func(e string) bool { _, dup := s.index[e]; return dup })
 }
 
 // add registers a new entry in the index.

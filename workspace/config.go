@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/soba-agent/soba-lsp/internal/text"
+
 	"github.com/soba-agent/soba-lsp/compaction"
 )
 
@@ -576,10 +578,7 @@ func checkKind(k kind, v any) string {
 func describe(v any) string {
 	b, _ := json.Marshal(v)
 	s := string(b)
-	if len(s) > 40 {
-		s = s[:40] + "…"
-	}
-	return jsonType(v) + " " + s
+	return jsonType(v) + " " + text.Clip(s, 40+len("…"))
 }
 
 func jsonType(v any) string {
@@ -663,14 +662,7 @@ func envName(v any) string {
 	if s == "" || envNameRE.MatchString(s) {
 		return "" // "" means no key is sent
 	}
-	return fmt.Sprintf("%q is not an environment variable name (letters, digits, _); put the key in a variable such as OPENAI_API_KEY and name the variable here — keys are never read from files", truncate(s, 12))
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
+	return fmt.Sprintf("%q is not an environment variable name (letters, digits, _); put the key in a variable such as OPENAI_API_KEY and name the variable here — keys are never read from files", text.Clip(s, 12+len("…")))
 }
 
 // validate checks the rules that relate several keys, on the merged

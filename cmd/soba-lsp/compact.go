@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/id"
 	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 )
@@ -107,7 +106,7 @@ func (o *offline) compact(ctx context.Context, file, trigger string, store *sess
 	if store != nil && store.Leaf() != leaf {
 		return compaction.CompactionResult{}, nil, fmt.Errorf("the store's leaf %s is not the file's last entry %s", store.Leaf(), leaf)
 	}
-	req := compaction.PlanRequest{OperationID: "op_" + randomHex(6), CheckpointID: "ck_" + randomHex(3), Trigger: trigger, Config: o.config,
+	req := compaction.PlanRequest{OperationID: id.Operation(), CheckpointID: id.Checkpoint(), Trigger: trigger, Config: o.config,
 		SystemTokens: o.systemTokens(st.ActiveSkills), ExpectedLeaf: leaf, Extras: compaction.Extras{ActiveSkills: st.ActiveSkills}}
 	p, err := compaction.MakePlan(path, o.counter, req)
 	var skip *compaction.Skip
@@ -167,10 +166,4 @@ func (a *offlineAppender) AppendCapsule(ctx context.Context, expectedLeaf string
 	}
 	a.capsule = &c
 	return nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

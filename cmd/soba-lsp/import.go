@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/importer"
+	"github.com/soba-agent/soba-lsp/internal/id"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
@@ -59,7 +60,7 @@ func runImport(_ context.Context, env *cmdEnv, args []string) int {
 		if r, err := workspace.NewRoot(root); err == nil {
 			_, _ = workspace.EnsureSobaDir(r) // .soba/.gitignore keeps transcripts out of commits
 		}
-		dest = filepath.Join(dir, "s_"+randomHex(6)+".jsonl")
+		dest = filepath.Join(dir, id.Session()+".jsonl")
 	}
 	abs, _ := filepath.Abs(src)
 	header := session.SessionHeader{Version: 1, Workspace: root, ImportedFrom: string(res.Format) + ":" + abs}

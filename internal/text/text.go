@@ -6,6 +6,7 @@ package text
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Thousands writes n with comma separators: 45210 → "45,210".
@@ -24,4 +25,18 @@ func Thousands(n int) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// Clip shortens s to at most n bytes, the last three of them an ellipsis
+// "…", cutting on a rune boundary so no character is split. A string that
+// fits is returned as is.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := max(0, n-len("…"))
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
