@@ -11,10 +11,14 @@ package compaction
 import (
 	"fmt"
 	"math"
+	"sync"
+
+	"github.com/soba-agent/soba-lsp/configschema"
 )
 
 // Keys are exactly the compaction keys of SPEC §6, as the configuration
-// file spells them; the workspace configuration uses this type.
+// file spells them; the workspace configuration uses this type. Their
+// defaults and rules are described once, in package configschema.
 type Keys struct {
 	Auto                      bool    `json:"auto"`
 	CompactOnTurnComplete     bool    `json:"compactOnTurnComplete"`
@@ -28,21 +32,8 @@ type Keys struct {
 	TimeoutMs                 int     `json:"timeoutMs"`
 }
 
-// DefaultKeys returns the defaults of SPEC §6 (R-S1).
-func DefaultKeys() Keys {
-	return Keys{
-		Auto:                      true,
-		CompactOnTurnComplete:     true,
-		CompactOnMilestone:        true,
-		MinTokensForAutoCompact:   32000,
-		MinReclaimableTokens:      12000,
-		MinSavingsRatio:           0.25,
-		KeepRecentTokens:          20000,
-		SafetyReserveTokens:       8192,
-		AutoCompactThresholdRatio: 0.8,
-		TimeoutMs:                 15000,
-	}
-}
+// DefaultKeys returns the defaults of SPEC §6 (R-S1), from configschema.
+func DefaultKeys() Keys { return defaultConfig().Keys }
 
 // Config is what the engine decides with: the compaction keys and the
 // model limits that set the hard limit (R-S3: they come from the active
@@ -54,10 +45,20 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults of SPEC §6 (R-S1) with the default
-// model's window (PROTOCOL.md: 65000 / 8000).
-func DefaultConfig() Config {
-	return Config{Keys: DefaultKeys(), ContextWindow: 65000, MaxOutputTokens: 8000}
-}
+// model's window and output limit, all from configschema.
+func DefaultConfig() Config { return defaultConfig() }
+
+var defaultConfig = sync.OnceValue(func() Config {
+	var c Config
+	configschema.MustDecodeDefaults("compaction", &c.Keys)
+	var model struct {
+		ContextWindow   int `json:"contextWindow"`
+		MaxOutputTokens int `json:"maxOutputTokens"`
+	}
+	configschema.MustDecodeDefaults("model", &model)
+	c.ContextWindow, c.MaxOutputTokens = model.ContextWindow, model.MaxOutputTokens
+	return c
+})
 
 // HardLimit is contextWindow − maxOutputTokens − safetyReserveTokens (R-G4).
 func (c Config) HardLimit() int {

@@ -7,18 +7,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"sort"
 	"strings"
 
-	"github.com/soba-agent/soba-lsp/internal/text"
-
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/configschema"
 )
 
 // Config is SOBA's configuration (PROTOCOL.md "Configuration", SPEC §6),
@@ -36,8 +31,10 @@ type Config struct {
 }
 
 // ModelConfig defines a model: where it is served and its limits (R-S3).
+// Its keys, defaults and rules are those of `model` in package
+// configschema.
 type ModelConfig struct {
-	// Provider is ProviderOllama, ProviderOpenAI or ProviderAnthropic.
+	// Provider is one of configschema's Provider values.
 	Provider string `json:"provider"`
 	BaseURL  string `json:"baseURL"`
 	Name     string `json:"name"`
@@ -48,41 +45,22 @@ type ModelConfig struct {
 	MaxOutputTokens int    `json:"maxOutputTokens"`
 }
 
-// CompactionConfig holds exactly the keys of SPEC §6; the engine defines
-// them (and their defaults) once.
+// CompactionConfig holds exactly the keys of SPEC §6 (`compaction` in
+// package configschema); the engine's type.
 type CompactionConfig = compaction.Keys
 
 // ToolsConfig configures the agent's tools.
 type ToolsConfig struct {
-	// Approval is ApprovalAsk or ApprovalAuto.
+	// Approval is configschema.ApprovalAsk or configschema.ApprovalAuto.
 	Approval string `json:"approval"`
 }
 
-// Values of model.provider and tools.approval.
-const (
-	ProviderOllama    = "ollama"
-	ProviderOpenAI    = "openai"
-	ProviderAnthropic = "anthropic"
-
-	ApprovalAsk  = "ask"
-	ApprovalAuto = "auto"
-)
-
-// DefaultConfig returns the built-in defaults (PROTOCOL.md, SPEC §6, R-S1).
+// DefaultConfig returns the built-in defaults, those of package
+// configschema (PROTOCOL.md, SPEC §6, R-S1).
 func DefaultConfig() Config {
-	return Config{
-		Model: ModelConfig{
-			Provider:        ProviderOllama,
-			BaseURL:         "http://127.0.0.1:11434",
-			Name:            "qwen2.5-coder:7b",
-			APIKeyEnv:       "OPENAI_API_KEY",
-			ContextWindow:   65000,
-			MaxOutputTokens: 8000,
-		},
-		Compaction: compaction.DefaultKeys(),
-		Tools:      ToolsConfig{Approval: ApprovalAsk},
-		SessionDir: ".soba/sessions",
-	}
+	var c Config
+	configschema.MustDecodeDefaults("", &c)
+	return c
 }
 
 // HardLimit is contextWindow − maxOutputTokens − safetyReserveTokens (R-G4),
@@ -249,7 +227,7 @@ func LoadConfig(root string, l Layers) (Config, []string, error) {
 		if obj == nil {
 			continue
 		}
-		le, lw := checkObject(src.name, "", obj, configSchema)
+		le, lw := checkObject(src.name, "", obj, configschema.Root())
 		errs = append(errs, le...)
 		warnings = append(warnings, lw...)
 		if len(le) == 0 {
@@ -260,19 +238,9 @@ func LoadConfig(root string, l Layers) (Config, []string, error) {
 		return Config{}, nil, errors.Join(errs...)
 	}
 
-	// The deprecated alias: timeoutMs, from any layer, wins over it (R-S1).
-	if comp, ok := merged["compaction"].(map[string]any); ok {
-		if alias, ok := comp[aliasTimeout]; ok {
-			if _, set := comp["timeoutMs"]; set {
-				warnings = append(warnings, fmt.Sprintf("%s: compaction.%s is ignored: compaction.timeoutMs is set (in %s)",
-					origin["compaction."+aliasTimeout], aliasTimeout, origin["compaction.timeoutMs"]))
-			} else {
-				comp["timeoutMs"] = alias
-				origin["compaction.timeoutMs"] = origin["compaction."+aliasTimeout]
-			}
-			delete(comp, aliasTimeout)
-		}
-	}
+	// A deprecated alias: the key that replaces it, from any layer, wins (R-S1).
+	warnings = append(warnings, applyDeprecated(merged, origin)...)
+	dropPlanned(merged, configschema.Root())
 
 	cfg := DefaultConfig()
 	summary, hasSummary := merged["summaryModel"]
@@ -333,7 +301,7 @@ func parseLayer(name string, data []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, &ConfigError{Layer: name, Problem: "must be a JSON object, got " + jsonType(v)}
+		return nil, &ConfigError{Layer: name, Problem: "must be a JSON object, got " + configschema.JSONType(v)}
 	}
 	return obj, nil
 }
@@ -396,67 +364,12 @@ func join(prefix, k string) string {
 	return prefix + "." + k
 }
 
-// The schema: every key SOBA accepts, its JSON type and its own range.
-// Checks that relate several keys are in validate.
-
-type kind int
-
-const (
-	kindObject kind = iota
-	kindBool
-	kindString
-	kindInt
-	kindNumber
-)
-
-type field struct {
-	kind     kind
-	check    func(v any) string // "" when fine
-	children map[string]field
-	// deprecated, when set, names the key that replaces this one.
-	deprecated string
-}
-
-const aliasTimeout = "backgroundTimeoutMs"
-
-var (
-	modelSchema = map[string]field{
-		"provider":        {kind: kindString, check: oneOf(ProviderOllama, ProviderOpenAI, ProviderAnthropic)},
-		"baseURL":         {kind: kindString, check: httpURL},
-		"name":            {kind: kindString, check: nonEmpty},
-		"apiKeyEnv":       {kind: kindString, check: envName},
-		"contextWindow":   {kind: kindInt, check: positive},
-		"maxOutputTokens": {kind: kindInt, check: positive},
-	}
-	compactionSchema = map[string]field{
-		"auto":                      {kind: kindBool},
-		"compactOnTurnComplete":     {kind: kindBool},
-		"compactOnMilestone":        {kind: kindBool},
-		"minTokensForAutoCompact":   {kind: kindInt, check: nonNegative},
-		"minReclaimableTokens":      {kind: kindInt, check: nonNegative},
-		"minSavingsRatio":           {kind: kindNumber, check: ratio},
-		"keepRecentTokens":          {kind: kindInt, check: nonNegative},
-		"safetyReserveTokens":       {kind: kindInt, check: nonNegative},
-		"autoCompactThresholdRatio": {kind: kindNumber, check: ratio},
-		"timeoutMs":                 {kind: kindInt, check: positive},
-		aliasTimeout:                {kind: kindInt, check: positive, deprecated: "timeoutMs"},
-	}
-	configSchema = map[string]field{
-		"model":        {kind: kindObject, children: modelSchema},
-		"summaryModel": {kind: kindObject, children: modelSchema},
-		"compaction":   {kind: kindObject, children: compactionSchema},
-		"tools": {kind: kindObject, children: map[string]field{
-			"approval": {kind: kindString, check: oneOf(ApprovalAsk, ApprovalAuto)},
-		}},
-		"sessionDir": {kind: kindString, check: nonEmpty},
-	}
-)
-
-// checkObject checks one layer's object against the schema, collecting an
-// error for every unknown key, wrong type and out-of-range value, and a
-// warning for every deprecated key. Keys are visited in sorted order so
-// messages are stable.
-func checkObject(layer, prefix string, obj map[string]any, schema map[string]field) (errs []error, warnings []string) {
+// checkObject checks one layer's object against the description (package
+// configschema), collecting an error for every unknown key, wrong type and
+// out-of-range value, and a warning for every deprecated key and every key
+// or value this version does not use yet. Keys are visited in sorted order
+// so messages are stable.
+func checkObject(layer, prefix string, obj map[string]any, n *configschema.Node) (errs []error, warnings []string) {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
@@ -464,49 +377,109 @@ func checkObject(layer, prefix string, obj map[string]any, schema map[string]fie
 	sort.Strings(keys)
 	for _, k := range keys {
 		v, path := obj[k], join(prefix, k)
-		f, ok := schema[k]
-		if !ok {
-			errs = append(errs, &ConfigError{Layer: layer, Key: path, Problem: unknownKey(k, schema)})
+		c := n.Elem
+		if n.Type != configschema.Map {
+			c = n.Children[k]
+		}
+		if c == nil {
+			errs = append(errs, &ConfigError{Layer: layer, Key: path, Problem: unknownKey(k, n)})
 			continue
 		}
 		if v == nil {
 			continue // null: back to the default
 		}
-		if p := checkKind(f.kind, v); p != "" {
+		if p := c.CheckType(v); p != "" {
 			errs = append(errs, &ConfigError{Layer: layer, Key: path, Problem: p})
 			continue
 		}
-		if f.kind == kindObject {
-			e, w := checkObject(layer, path, v.(map[string]any), f.children)
+		if c.Planned != "" && n.Planned == "" {
+			warnings = append(warnings, fmt.Sprintf("%s: %s is accepted, but this version does not use it yet (planned: %s)", layer, path, c.Planned))
+		}
+		if c.Type == configschema.Object || c.Type == configschema.Map {
+			e, w := checkObject(layer, path, v.(map[string]any), c)
 			errs, warnings = append(errs, e...), append(warnings, w...)
 			continue
 		}
-		if f.check != nil {
-			if p := f.check(v); p != "" {
-				errs = append(errs, &ConfigError{Layer: layer, Key: path, Problem: p})
-				continue
-			}
+		if p := c.CheckValue(v); p != "" {
+			errs = append(errs, &ConfigError{Layer: layer, Key: path, Problem: p})
+			continue
 		}
-		if f.kind == kindInt {
+		if planned := c.PlannedChoice(v); planned != "" {
+			warnings = append(warnings, fmt.Sprintf("%s: %s %q is accepted, but this version does not support it yet (planned: %s)", layer, path, v, planned))
+		}
+		if c.Type == configschema.Int {
 			// 1e4 and 20000.0 are whole numbers; store them as such so
 			// the typed decode takes them.
-			obj[k] = int64(num(v))
+			obj[k] = wholeNumber(v.(json.Number))
 		}
-		if f.deprecated != "" {
-			warnings = append(warnings, fmt.Sprintf("%s: %s is deprecated; use %s", layer, path, join(prefix, f.deprecated)))
+		if c.DeprecatedFor != "" {
+			warnings = append(warnings, fmt.Sprintf("%s: %s is deprecated; use %s", layer, path, join(prefix, c.DeprecatedFor)))
 		}
 	}
 	return errs, warnings
 }
 
-func unknownKey(k string, schema map[string]field) string {
-	known := make([]string, 0, len(schema))
-	for name, f := range schema {
-		if f.deprecated == "" {
-			known = append(known, name)
+func wholeNumber(n json.Number) int64 {
+	if i, err := n.Int64(); err == nil {
+		return i
+	}
+	f, _ := n.Float64()
+	return int64(f)
+}
+
+// applyDeprecated replaces each deprecated key of the merged configuration
+// by the key that replaces it, unless that one is set in any layer: then
+// the deprecated one is ignored, with a warning (R-S1).
+func applyDeprecated(merged map[string]any, origin map[string]string) (warnings []string) {
+	for _, k := range configschema.Keys {
+		if k.DeprecatedFor == "" {
+			continue
+		}
+		parent := strings.TrimSuffix(strings.TrimSuffix(k.Path, k.Name()), ".")
+		obj := merged
+		for name := range strings.SplitSeq(parent, ".") {
+			if name != "" {
+				obj, _ = obj[name].(map[string]any)
+			}
+		}
+		alias, ok := obj[k.Name()]
+		if !ok {
+			continue
+		}
+		newPath := join(parent, k.DeprecatedFor)
+		if _, set := obj[k.DeprecatedFor]; set {
+			warnings = append(warnings, fmt.Sprintf("%s: %s is ignored: %s is set (in %s)", origin[k.Path], k.Path, newPath, origin[newPath]))
+		} else {
+			obj[k.DeprecatedFor] = alias
+			origin[newPath] = origin[k.Path]
+		}
+		delete(obj, k.Name())
+	}
+	return warnings
+}
+
+// dropPlanned removes the keys this version does not use yet, which the
+// typed configuration has no field for.
+func dropPlanned(obj map[string]any, n *configschema.Node) {
+	for k, v := range obj {
+		c := n.Elem
+		if n.Type != configschema.Map {
+			c = n.Children[k]
+		}
+		switch {
+		case c == nil:
+		case c.Planned != "":
+			delete(obj, k)
+		case c.Type == configschema.Object || c.Type == configschema.Map:
+			if sub, ok := v.(map[string]any); ok {
+				dropPlanned(sub, c)
+			}
 		}
 	}
-	sort.Strings(known)
+}
+
+func unknownKey(k string, n *configschema.Node) string {
+	known := n.Known()
 	msg := "unknown key"
 	if s := closest(k, known); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
@@ -545,124 +518,6 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
-}
-
-func checkKind(k kind, v any) string {
-	want := map[kind]string{kindObject: "an object", kindBool: "true or false", kindString: "a string",
-		kindInt: "a whole number", kindNumber: "a number"}[k]
-	ok := false
-	switch k {
-	case kindObject:
-		_, ok = v.(map[string]any)
-	case kindBool:
-		_, ok = v.(bool)
-	case kindString:
-		_, ok = v.(string)
-	case kindNumber:
-		_, ok = v.(json.Number)
-	case kindInt:
-		if n, isNum := v.(json.Number); isNum {
-			if _, err := n.Int64(); err == nil {
-				ok = true
-			} else if f, err := n.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-				ok = true // 1e4, 20000.0
-			}
-		}
-	}
-	if ok {
-		return ""
-	}
-	return fmt.Sprintf("want %s, got %s", want, describe(v))
-}
-
-func describe(v any) string {
-	b, _ := json.Marshal(v)
-	s := string(b)
-	return jsonType(v) + " " + text.Clip(s, 40+len("…"))
-}
-
-func jsonType(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case json.Number, float64:
-		return "a number"
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-func num(v any) float64 {
-	switch v := v.(type) {
-	case json.Number:
-		f, _ := v.Float64()
-		return f
-	case int64:
-		return float64(v)
-	}
-	return 0
-}
-
-func nonNegative(v any) string {
-	if num(v) < 0 {
-		return fmt.Sprintf("%v is negative; it must be 0 or more", v)
-	}
-	return ""
-}
-
-func positive(v any) string {
-	if num(v) <= 0 {
-		return fmt.Sprintf("%v must be greater than 0", v)
-	}
-	return ""
-}
-
-func ratio(v any) string {
-	if f := num(v); f < 0 || f > 1 || math.IsNaN(f) {
-		return fmt.Sprintf("%v is outside 0..1", v)
-	}
-	return ""
-}
-
-func nonEmpty(v any) string {
-	if strings.TrimSpace(v.(string)) == "" {
-		return "must not be empty"
-	}
-	return ""
-}
-
-func oneOf(allowed ...string) func(any) string {
-	return func(v any) string {
-		if slices.Contains(allowed, v.(string)) {
-			return ""
-		}
-		return fmt.Sprintf("%q is not one of %s", v, strings.Join(allowed, ", "))
-	}
-}
-
-func httpURL(v any) string {
-	u, err := url.Parse(v.(string))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Sprintf("%q is not an http:// or https:// URL with a host", v)
-	}
-	return ""
-}
-
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func envName(v any) string {
-	s := v.(string)
-	if s == "" || envNameRE.MatchString(s) {
-		return "" // "" means no key is sent
-	}
-	return fmt.Sprintf("%q is not an environment variable name (letters, digits, _); put the key in a variable such as OPENAI_API_KEY and name the variable here — keys are never read from files", text.Clip(s, 12+len("…")))
 }
 
 // validate checks the rules that relate several keys, on the merged

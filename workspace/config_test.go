@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/configschema"
 )
 
 // wsWith creates a workspace root whose .soba/config.json holds content
@@ -150,7 +152,7 @@ func TestBadValues_RS1(t *testing.T) {
 		{"empty session dir", `{"sessionDir":" "}`, "sessionDir", "must not be empty"},
 		{"bad base URL", `{"model":{"baseURL":"127.0.0.1:11434"}}`, "model.baseURL", "not an http:// or https:// URL"},
 		{"key instead of variable", `{"model":{"apiKeyEnv":"sk-proj-abcdef123456"}}`, "model.apiKeyEnv", "not an environment variable name"},
-		{"unknown top-level key", `{"theme":"dark"}`, "theme", "unknown key; known keys: compaction, model, sessionDir, summaryModel, tools"},
+		{"unknown top-level key", `{"theme":"dark"}`, "theme", "unknown key; known keys: compaction, mcpServers, model, sessionDir, sessionOnStart, summaryModel, tools"},
 		{"unknown nested key", `{"compaction":{"keepRecntTokens":100}}`, "compaction.keepRecntTokens", `unknown key (did you mean "keepRecentTokens"?)`},
 		{"unknown deep key", `{"model":{"options":{"temperature":0}}}`, "model.options", "unknown key"},
 		{"not an object", `[1,2]`, "", "must be a JSON object, got an array"},
@@ -467,5 +469,112 @@ func TestResolveSessionDir(t *testing.T) {
 		if got := c.ResolveSessionDir("/ws"); got != tc.want {
 			t.Errorf("ResolveSessionDir(%q) = %q, want %q", tc.dir, got, tc.want)
 		}
+	}
+}
+
+// TestConfigTypesMatchSchema: the typed configuration has a field for every
+// key of configschema's description that this version uses, and no other;
+// summaryModel has model's fields.
+func TestConfigTypesMatchSchema(t *testing.T) {
+	var fields []string
+	var walk func(prefix string, typ reflect.Type)
+	walk = func(prefix string, typ reflect.Type) {
+		for f := range typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			path := join(prefix, name)
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				walk(path, ft)
+				continue
+			}
+			fields = append(fields, path)
+		}
+	}
+	walk("", reflect.TypeFor[Config]())
+
+	var keys []string
+	var keysOf func(prefix string, n *configschema.Node)
+	keysOf = func(prefix string, n *configschema.Node) {
+		for _, name := range n.Order {
+			c := n.Children[name]
+			if c.Planned != "" || c.DeprecatedFor != "" {
+				continue
+			}
+			if c.Type == configschema.Object {
+				keysOf(join(prefix, name), c)
+				continue
+			}
+			keys = append(keys, join(prefix, name))
+		}
+	}
+	keysOf("", configschema.Root())
+	slices.Sort(fields)
+	slices.Sort(keys)
+	if !slices.Equal(fields, keys) {
+		t.Fatalf("Config's JSON fields\n%q\ndiffer from the description's keys in use\n%q", fields, keys)
+	}
+}
+
+// TestPlannedKeysAccepted: the keys PROTOCOL.md lists that this version
+// does not use yet are checked and accepted with a warning saying so, and
+// change nothing else.
+func TestPlannedKeysAccepted(t *testing.T) {
+	root, file := wsWith(t, `{"model":{"nativeContinuation":false,"provider":"openai-responses","baseURL":"https://api.openai.com/v1"},
+		"summaryModel":{"nativeContinuation":true},
+		"mcpServers":{"fs":{"command":"npx","args":["-y","mcp-fs"],"env":{"A":"b"}},
+			"web":{"type":"http","url":"https://mcp.example.com/mcp","headers":{"Authorization":"Bearer x"}}},
+		"sessionOnStart":"new"}`)
+	c, warns, err := LoadConfig(root, Layers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.Model.Provider, want.Model.BaseURL = "openai-responses", "https://api.openai.com/v1"
+	sm := want.Model
+	want.SummaryModel = &sm
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("config = %+v, want %+v", c, want)
+	}
+	all := strings.Join(warns, "\n")
+	for _, w := range []string{
+		file + ": mcpServers is accepted, but this version does not use it yet",
+		file + ": model.nativeContinuation is accepted",
+		file + ": summaryModel.nativeContinuation is accepted",
+		file + ": sessionOnStart is accepted",
+		file + `: model.provider "openai-responses" is accepted, but this version does not support it yet`,
+	} {
+		if !strings.Contains(all, w) {
+			t.Errorf("warnings lack %q:\n%s", w, all)
+		}
+	}
+	if len(warns) != 5 {
+		t.Errorf("warnings = %q, want one for each planned key or value", warns)
+	}
+}
+
+func TestPlannedKeysChecked(t *testing.T) {
+	tests := []struct{ ws, key, problem string }{
+		{`{"sessionOnStart":"later"}`, "sessionOnStart", `"later" is not one of resume, new`},
+		{`{"model":{"nativeContinuation":"yes"}}`, "model.nativeContinuation", "want true or false"},
+		{`{"mcpServers":[]}`, "mcpServers", "want an object, got an array"},
+		{`{"mcpServers":{"fs":"npx"}}`, "mcpServers.fs", "want an object, got a string"},
+		{`{"mcpServers":{"fs":{"args":["a",1]}}}`, "mcpServers.fs.args", "want an array of strings"},
+		{`{"mcpServers":{"fs":{"env":{"A":1}}}}`, "mcpServers.fs.env", "want an object of strings"},
+		{`{"mcpServers":{"web":{"type":"sse"}}}`, "mcpServers.web.type", `"sse" is not one of stdio, http`},
+		{`{"mcpServers":{"web":{"url":"mcp.example.com"}}}`, "mcpServers.web.url", "not an http:// or https:// URL"},
+		{`{"mcpServers":{"fs":{"cmd":"npx"}}}`, "mcpServers.fs.cmd", "unknown key; known keys: args, command, env, headers, type, url"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.key, func(t *testing.T) {
+			root, file := wsWith(t, tc.ws)
+			_, _, err := LoadConfig(root, Layers{})
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Layer != file || ce.Key != tc.key || !strings.Contains(ce.Problem, tc.problem) {
+				t.Fatalf("error = %v, want %s: %s: …%s", err, file, tc.key, tc.problem)
+			}
+		})
 	}
 }

@@ -2,24 +2,11 @@
 // the server binary. Pure: the vscode configuration and the file system come
 // in as functions, so both are unit-tested without an editor.
 import * as path from 'path';
+import { SERVER_KEYS } from './settingsSchema';
 
-/**
- * SERVER_KEYS are the `soba.*` settings that belong to the server, as dotted
- * paths below `soba`. Client-only keys (serverPath, serverArgs, trace.server)
- * are not here: the server rejects unknown keys (R-S1).
- */
-export const SERVER_KEYS = [
-  'model.provider',
-  'model.baseURL',
-  'model.name',
-  'model.apiKeyEnv',
-  'model.contextWindow',
-  'model.maxOutputTokens',
-  'summaryModel',
-  'compaction',
-  'tools.approval',
-  'sessionDir',
-] as const;
+// SERVER_KEYS, the `soba.*` settings that belong to the server, are
+// generated from the server's configuration schema (configschema/schema.go).
+export { SERVER_KEYS } from './settingsSchema';
 
 /** Inspected is the part of vscode's WorkspaceConfiguration.inspect the extension reads. */
 export interface Inspected {

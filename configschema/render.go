@@ -1,0 +1,414 @@
+package configschema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The generated files. Their drift from the description fails this
+// package's tests; `go test ./configschema -args -update` rewrites them.
+const (
+	// DocFile holds the key reference between DocBegin and DocEnd.
+	DocFile = "docs/configuration.md"
+	// PackageJSONFile holds the VS Code settings at contributes.configuration.
+	PackageJSONFile = "editors/vscode/package.json"
+	// SettingsTSFile is generated whole.
+	SettingsTSFile = "editors/vscode/src/settingsSchema.ts"
+
+	DocBegin = "<!-- BEGIN generated from configschema/schema.go by `go test ./configschema -args -update`; do not edit by hand -->"
+	DocEnd   = "<!-- END generated from configschema/schema.go -->"
+)
+
+// VSCodeOnly are the VS Code extension's own settings: shown with the
+// server's, never sent to it (the server rejects unknown keys).
+var VSCodeOnly = []Key{
+	{Path: "serverPath", Type: String, Default: "", Scope: "machine-overridable",
+		Doc: "Path to the `soba-lsp` binary. Empty: the binary bundled in the extension (`bin/soba-lsp`), else `soba-lsp` on `PATH`. Not sent to the server."},
+	{Path: "serverArgs", Type: StringList, Default: []any{}, Scope: "machine-overridable",
+		Doc: "Extra arguments for `soba-lsp` (for example `[\"--log-file\", \"/tmp/soba.log\"]`). Not sent to the server."},
+	{Path: "trace.server", Type: String, Default: "off", Enum: []Choice{{Value: "off"}, {Value: "messages"}, {Value: "verbose"}},
+		Doc: "Trace the JSON-RPC traffic with soba-lsp in the 'SOBA Language Server' output. Not sent to the server."},
+}
+
+// ---- docs/configuration.md -------------------------------------------------
+
+// Markdown returns the key reference of docs/configuration.md: the
+// defaults as one JSON object and a table of every key.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("```json\n")
+	def, _ := json.MarshalIndent(orderedDefaults(Root(), true), "", "  ")
+	b.Write(def)
+	b.WriteString("\n```\n\n")
+	b.WriteString("| key | type | default | allowed | meaning |\n| --- | --- | --- | --- | --- |\n")
+	var rows func(n *Node, shown string)
+	rows = func(n *Node, shown string) {
+		for _, name := range n.Order {
+			c := n.Children[name]
+			path := join(shown, name)
+			switch {
+			case c.Type == Object && c.Like == "":
+				rows(c, path)
+			case c.Type == Map:
+				row(&b, path, c.Key, n.Planned != "", c.Elem.Doc)
+				rows(c.Elem, path+".<name>")
+			default:
+				row(&b, path, c.Key, n.Planned != "", "")
+			}
+		}
+	}
+	rows(Root(), "")
+	return b.String()
+}
+
+// row writes one key's line of the table; a key below a planned one does
+// not repeat the note.
+func row(b *strings.Builder, path string, k Key, parentPlanned bool, more string) {
+	def := "—"
+	if k.Default != nil {
+		def = "`" + string(marshal(k.Default)) + "`"
+		if s, ok := k.Default.(string); ok {
+			def = "`" + s + "`"
+		}
+	}
+	var allowed []string
+	if k.Enum != nil {
+		var vs []string
+		for _, c := range k.Enum {
+			vs = append(vs, "`"+c.Value+"`")
+		}
+		allowed = append(allowed, strings.Join(vs, ", "))
+	}
+	if r := k.Rule.doc(); r != "" {
+		allowed = append(allowed, r)
+	}
+	if k.Relation != "" {
+		allowed = append(allowed, k.Relation)
+	}
+	if k.Like != "" {
+		allowed = append(allowed, "the keys of `"+k.Like+"`")
+	}
+	meaning := k.Doc
+	if k.DeprecatedFor != "" {
+		meaning = "**deprecated** " + meaning
+	}
+	if more != "" {
+		meaning += ". " + upperFirst(more)
+	}
+	for _, c := range k.Enum {
+		if c.Doc == "" {
+			continue
+		}
+		note := ""
+		if c.Planned != "" {
+			note = " (accepted; not supported by this version yet)"
+		}
+		meaning += fmt.Sprintf("; `%s`%s: %s", c.Value, note, c.Doc)
+	}
+	if k.Planned != "" && !parentPlanned {
+		meaning += ". **Accepted and checked; not used by this version yet** (planned: " + k.Planned + ")"
+	}
+	fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", path, k.Type.doc(), def, strings.Join(allowed, " and "), strings.ReplaceAll(meaning, "|", `\|`))
+}
+
+func (t Type) doc() string {
+	return [...]string{Object: "object", Map: "object", Bool: "boolean", String: "string", Int: "integer",
+		Number: "number", StringList: "array of strings", StringMap: "object of strings"}[t]
+}
+
+func (r Rule) doc() string {
+	return [...]string{NoRule: "", NonNegative: "≥ 0", Positive: "> 0", Ratio: "0..1", NonEmpty: "not empty",
+		HTTPURL: "an `http://` or `https://` URL with a host", EnvName: "an environment variable name, or `\"\"` for no key"}[r]
+}
+
+// SpliceMarkdown replaces what lies between DocBegin and DocEnd in doc by
+// Markdown().
+func SpliceMarkdown(doc []byte) ([]byte, error) {
+	begin, end := bytes.Index(doc, []byte(DocBegin)), bytes.Index(doc, []byte(DocEnd))
+	if begin < 0 || end < begin {
+		return nil, fmt.Errorf("%s: no %q … %q block", DocFile, DocBegin, DocEnd)
+	}
+	var out bytes.Buffer
+	out.Write(doc[:begin+len(DocBegin)])
+	out.WriteString("\n\n")
+	out.WriteString(Markdown())
+	out.WriteString("\n")
+	out.Write(doc[end:])
+	return out.Bytes(), nil
+}
+
+// ---- VS Code ---------------------------------------------------------------
+
+// VSCodeSettings returns the `soba.*` settings of the server's keys, in
+// order, as dotted paths below `soba` with their JSON schemas. Each key
+// is a setting of its own, except below a OneSetting object, which is one
+// setting. Planned keys and values are left out until they do something.
+func VSCodeSettings() []Member {
+	var out []Member
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		for _, name := range n.Order {
+			c := n.Children[name]
+			switch {
+			case c.Planned != "":
+			case c.Type == Object && !c.OneSetting:
+				walk(c)
+			default:
+				out = append(out, Member{c.Path, settingSchema(c, true)})
+			}
+		}
+	}
+	walk(Root())
+	return out
+}
+
+// VSCodeConfiguration returns the value of package.json's
+// contributes.configuration: the extension's own settings, then the
+// server's.
+func VSCodeConfiguration() Ordered {
+	var props Ordered
+	for _, k := range VSCodeOnly {
+		props = append(props, Member{"soba." + k.Path, settingSchema(&Node{Key: k}, true)})
+	}
+	for _, m := range VSCodeSettings() {
+		props = append(props, Member{"soba." + m.Name, m.Value})
+	}
+	return Ordered{{"title", "SOBA"}, {"properties", props}}
+}
+
+func settingSchema(n *Node, top bool) Ordered {
+	k := n.Key
+	s := Ordered{{"type", [...]string{Object: "object", Map: "object", Bool: "boolean", String: "string",
+		Int: "integer", Number: "number", StringList: "array", StringMap: "object"}[k.Type]}}
+	switch k.Type {
+	case StringList:
+		s = append(s, Member{"items", Ordered{{"type", "string"}}})
+	case StringMap:
+		s = append(s, Member{"additionalProperties", Ordered{{"type", "string"}}})
+	}
+	if k.Enum != nil {
+		var values []string
+		var docs []string
+		for _, c := range k.Enum {
+			if c.Planned == "" {
+				values = append(values, c.Value)
+				docs = append(docs, sentence(c.Doc))
+			}
+		}
+		s = append(s, Member{"enum", values})
+		if docs[0] != "" {
+			s = append(s, Member{"markdownEnumDescriptions", docs})
+		}
+	}
+	switch k.Rule {
+	case NonNegative:
+		s = append(s, Member{"minimum", 0})
+	case Positive:
+		if k.Type == Int {
+			s = append(s, Member{"minimum", 1})
+		} else {
+			s = append(s, Member{"exclusiveMinimum", 0})
+		}
+	case Ratio:
+		s = append(s, Member{"minimum", 0}, Member{"maximum", 1})
+	case NonEmpty:
+		s = append(s, Member{"pattern", `\S`}, Member{"patternErrorMessage", "Must not be empty."})
+	case HTTPURL:
+		s = append(s, Member{"pattern", `^https?://[^/]`}, Member{"patternErrorMessage", "An http:// or https:// URL with a host."})
+	case EnvName:
+		s = append(s, Member{"pattern", `^([A-Za-z_][A-Za-z0-9_]*)?$`},
+			Member{"patternErrorMessage", "The name of an environment variable (letters, digits, _), not the key itself."})
+	}
+	switch {
+	case k.Default != nil:
+		s = append(s, Member{"default", k.Default})
+	case top && (k.Type == Object || k.Type == Map):
+		s = append(s, Member{"default", Ordered{}})
+	}
+	if k.Scope != "" {
+		s = append(s, Member{"scope", k.Scope})
+	}
+	s = append(s, Member{"markdownDescription", sentence(k.Doc)})
+	if k.DeprecatedFor != "" {
+		s = append(s, Member{"deprecationMessage", fmt.Sprintf("Deprecated alias of %s (%s wins when both are set).", k.DeprecatedFor, k.DeprecatedFor)})
+	}
+	switch k.Type {
+	case Object:
+		var props Ordered
+		for _, name := range n.Order {
+			if c := n.Children[name]; c.Planned == "" {
+				props = append(props, Member{name, settingSchema(c, false)})
+			}
+		}
+		s = append(s, Member{"properties", props}, Member{"additionalProperties", false})
+	case Map:
+		s = append(s, Member{"additionalProperties", settingSchema(n.Elem, false)})
+	}
+	return s
+}
+
+// SpliceConfiguration replaces the value of contributes.configuration in
+// package.json by VSCodeConfiguration(), indented as the file is, leaving
+// the rest of the file as it is.
+func SpliceConfiguration(pkg []byte) ([]byte, error) {
+	start, end, indent, err := valueSpan(pkg, "contributes", "configuration")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", PackageJSONFile, err)
+	}
+	v, err := json.MarshalIndent(VSCodeConfiguration(), indent, "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(append(append([]byte{}, pkg[:start]...), v...), pkg[end:]...), nil
+}
+
+// valueSpan finds the value at path in a JSON document of nested objects:
+// its byte offsets and the indentation of the line of its key.
+func valueSpan(doc []byte, path ...string) (start, end int, indent string, err error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return 0, 0, "", errors.New("not a JSON object")
+	}
+	for depth := 0; ; {
+		t, err := dec.Token()
+		if err != nil {
+			return 0, 0, "", err
+		}
+		key, ok := t.(string)
+		if !ok {
+			return 0, 0, "", fmt.Errorf("no %s", strings.Join(path, "."))
+		}
+		if key != path[depth] {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return 0, 0, "", err
+			}
+			continue
+		}
+		if depth++; depth < len(path) {
+			if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+				return 0, 0, "", fmt.Errorf("%s is not an object", strings.Join(path[:depth], "."))
+			}
+			continue
+		}
+		keyEnd := int(dec.InputOffset())
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return 0, 0, "", err
+		}
+		end = int(dec.InputOffset())
+		start = end - len(v)
+		line := bytes.LastIndexByte(doc[:keyEnd], '\n') + 1
+		indent = string(doc[line : line+len(doc[line:keyEnd])-len(bytes.TrimLeft(doc[line:keyEnd], " \t"))])
+		return start, end, indent, nil
+	}
+}
+
+// ---- settingsSchema.ts -----------------------------------------------------
+
+// SettingsTS returns editors/vscode/src/settingsSchema.ts.
+func SettingsTS() string {
+	var b strings.Builder
+	b.WriteString(`// Code generated from configschema/schema.go by ` + "`go test ./configschema -args -update`" + `. DO NOT EDIT.
+
+/**
+ * SERVER_KEYS are the ` + "`soba.*`" + ` settings that belong to the server, as dotted
+ * paths below ` + "`soba`" + `, in the order of the server's configuration schema.
+ * Client-only keys (serverPath, serverArgs, trace.server) are not here: the
+ * server rejects unknown keys (R-S1).
+ */
+export const SERVER_KEYS = [
+`)
+	for _, m := range VSCodeSettings() {
+		fmt.Fprintf(&b, "  '%s',\n", m.Name)
+	}
+	b.WriteString("] as const;\n")
+	return b.String()
+}
+
+// ---- helpers -------------------------------------------------------------
+
+// Member is one name and value of an Ordered object.
+type Member struct {
+	Name  string
+	Value any
+}
+
+// Ordered is a JSON object that keeps its members' order.
+type Ordered []Member
+
+// MarshalJSON writes the members in order, without HTML escaping.
+func (o Ordered) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(marshal(m.Name))
+		b.WriteByte(':')
+		b.Write(marshal(m.Value))
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		panic(err) // the description holds only JSON values
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// orderedDefaults is Defaults in the description's order; with planned, it
+// includes the defaults of the keys this version does not use yet.
+func orderedDefaults(n *Node, planned bool) Ordered {
+	out := Ordered{}
+	for _, name := range n.Order {
+		c := n.Children[name]
+		if (c.Planned != "" && !planned) || c.Like != "" {
+			continue
+		}
+		switch {
+		case c.Type == Object:
+			if d := orderedDefaults(c, planned); len(d) > 0 {
+				out = append(out, Member{name, d})
+			}
+		case c.Default != nil:
+			out = append(out, Member{name, c.Default})
+		}
+	}
+	return out
+}
+
+func join(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+func upperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// sentence makes a Doc phrase a sentence: capitalised, ending in a period.
+func sentence(s string) string {
+	if s == "" {
+		return ""
+	}
+	s = upperFirst(s)
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
