@@ -53,3 +53,9 @@ func TestGeneratedPackageJSON(t *testing.T) {
 func TestGeneratedSettingsTS(t *testing.T) {
 	checkGenerated(t, SettingsTSFile, func([]byte) ([]byte, error) { return []byte(SettingsTS()), nil })
 }
+
+// TestGeneratedVSCodeReadme: the extension's README lists the description's
+// settings and defaults.
+func TestGeneratedVSCodeReadme(t *testing.T) {
+	checkGenerated(t, VSCodeReadmeFile, SpliceVSCodeReadme)
+}

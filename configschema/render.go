@@ -19,7 +19,10 @@ const (
 	PackageJSONFile = "editors/vscode/package.json"
 	// SettingsTSFile is generated whole.
 	SettingsTSFile = "editors/vscode/src/settingsSchema.ts"
+	// VSCodeReadmeFile lists the settings between DocBegin and DocEnd.
+	VSCodeReadmeFile = "editors/vscode/README.md"
 
+	// DocBegin and DocEnd enclose a generated block in a Markdown file.
 	DocBegin = "<!-- BEGIN generated from configschema/schema.go by `go test ./configschema -args -update`; do not edit by hand -->"
 	DocEnd   = "<!-- END generated from configschema/schema.go -->"
 )
@@ -126,17 +129,25 @@ func (r Rule) doc() string {
 		HTTPURL: "an `http://` or `https://` URL with a host", EnvName: "an environment variable name, or `\"\"` for no key"}[r]
 }
 
-// SpliceMarkdown replaces what lies between DocBegin and DocEnd in doc by
-// Markdown().
-func SpliceMarkdown(doc []byte) ([]byte, error) {
+// SpliceMarkdown replaces what lies between DocBegin and DocEnd in
+// docs/configuration.md by Markdown().
+func SpliceMarkdown(doc []byte) ([]byte, error) { return spliceBlock(DocFile, doc, Markdown()) }
+
+// SpliceVSCodeReadme replaces what lies between DocBegin and DocEnd in the
+// extension's README by VSCodeReadme().
+func SpliceVSCodeReadme(doc []byte) ([]byte, error) {
+	return spliceBlock(VSCodeReadmeFile, doc, VSCodeReadme())
+}
+
+func spliceBlock(file string, doc []byte, block string) ([]byte, error) {
 	begin, end := bytes.Index(doc, []byte(DocBegin)), bytes.Index(doc, []byte(DocEnd))
 	if begin < 0 || end < begin {
-		return nil, fmt.Errorf("%s: no %q … %q block", DocFile, DocBegin, DocEnd)
+		return nil, fmt.Errorf("%s: no %q … %q block", file, DocBegin, DocEnd)
 	}
 	var out bytes.Buffer
 	out.Write(doc[:begin+len(DocBegin)])
 	out.WriteString("\n\n")
-	out.WriteString(Markdown())
+	out.WriteString(block)
 	out.WriteString("\n")
 	out.Write(doc[end:])
 	return out.Bytes(), nil
@@ -250,6 +261,43 @@ func settingSchema(n *Node, top bool) Ordered {
 		s = append(s, Member{"additionalProperties", settingSchema(n.Elem, false)})
 	}
 	return s
+}
+
+// VSCodeReadme returns the table of the server's settings and their
+// defaults for the extension's README.
+func VSCodeReadme() string {
+	var b strings.Builder
+	b.WriteString("| setting | default |\n| --- | --- |\n")
+	for _, m := range VSCodeSettings() {
+		n, _ := Lookup(m.Name)
+		def := "`" + string(marshal(n.Default)) + "`"
+		if s, ok := n.Default.(string); ok {
+			def = "`" + s + "`"
+		}
+		var others []string
+		for _, c := range n.Enum {
+			if c.Value != n.Default && c.Planned == "" {
+				others = append(others, "`"+c.Value+"`")
+			}
+		}
+		if len(others) > 0 {
+			def += " (" + strings.Join(others, ", ") + ")"
+		}
+		switch {
+		case n.Like != "":
+			def = "`{}`: the keys of `soba." + n.Like + "`; unset ones are the main model's"
+		case n.Type == Object:
+			var keys []string
+			for _, name := range n.Order {
+				if c := n.Children[name]; c.Planned == "" && c.DeprecatedFor == "" {
+					keys = append(keys, "`"+name+"`")
+				}
+			}
+			def = "`{}`: " + strings.Join(keys, ", ") + " (unset keys keep their defaults)"
+		}
+		fmt.Fprintf(&b, "| `soba.%s` | %s |\n", m.Name, def)
+	}
+	return b.String()
 }
 
 // SpliceConfiguration replaces the value of contributes.configuration in
