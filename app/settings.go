@@ -17,16 +17,11 @@ func LoadSettings(root string, initOptions, didChange json.RawMessage) (Settings
 }
 
 func settingsOf(cfg workspace.Config, root string) Settings {
-	s := Settings{Model: modelOf(cfg.Model), Compaction: cfg.EngineConfig(), Approval: cfg.Tools.Approval,
+	s := Settings{Model: cfg.Model, Compaction: cfg.EngineConfig(), Approval: cfg.Tools.Approval,
 		SessionDir: cfg.ResolveSessionDir(root)}
 	if cfg.SummaryModel != nil {
-		m := modelOf(cfg.Summary())
+		m := cfg.Summary()
 		s.SummaryModel = &m
 	}
 	return s
-}
-
-func modelOf(m workspace.ModelConfig) ModelSettings {
-	return ModelSettings{Provider: m.Provider, BaseURL: m.BaseURL, Name: m.Name, APIKeyEnv: m.APIKeyEnv,
-		ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens}
 }

@@ -20,11 +20,9 @@ import (
 	"github.com/soba-agent/soba-lsp/workspace"
 )
 
-// ModelSettings name a model and its limits (PROTOCOL.md `model`).
-type ModelSettings struct {
-	Provider, BaseURL, Name, APIKeyEnv string
-	ContextWindow, MaxOutputTokens     int
-}
+// ModelSettings name a model and its limits (PROTOCOL.md `model`): the
+// configuration's own type, whose keys configschema describes.
+type ModelSettings = workspace.ModelConfig
 
 // Settings are a workspace's resolved configuration.
 type Settings struct {
