@@ -115,6 +115,9 @@ const (
 
 	SessionOnStartResume = "resume"
 	SessionOnStartNew    = "new"
+
+	// OllamaBaseURL is a local Ollama's address, model.baseURL's default.
+	OllamaBaseURL = "http://127.0.0.1:11434"
 )
 
 // modelKeys are the keys of a model definition (model, and summaryModel
@@ -127,7 +130,7 @@ var modelKeys = []Key{
 		{Value: ProviderOpenAIResponses, Doc: "OpenAI's Responses API: `baseURL` is the API root, requests go to `baseURL + \"/responses\"` and `baseURL + \"/responses/compact\"`",
 			Planned: "the Responses API client"},
 	}, Doc: "the model server's wire protocol"},
-	{Path: "model.baseURL", Type: String, Default: "http://127.0.0.1:11434", Rule: HTTPURL,
+	{Path: "model.baseURL", Type: String, Default: OllamaBaseURL, Rule: HTTPURL,
 		Doc: "the model server"},
 	{Path: "model.name", Type: String, Default: "qwen2.5-coder:7b", Rule: NonEmpty,
 		Doc: "the model to ask"},

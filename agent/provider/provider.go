@@ -13,13 +13,16 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/soba-agent/soba-lsp/configschema"
 )
 
-// Provider names accepted by New and returned by Provider.Name.
+// Provider names accepted by New and returned by Provider.Name: the values
+// of the configuration's model.provider.
 const (
-	NameOpenAI    = "openai"
-	NameAnthropic = "anthropic"
-	NameOllama    = "ollama"
+	NameOpenAI    = configschema.ProviderOpenAI
+	NameAnthropic = configschema.ProviderAnthropic
+	NameOllama    = configschema.ProviderOllama
 )
 
 // Message roles.
@@ -166,7 +169,7 @@ type Config struct {
 const (
 	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
 	DefaultAnthropicBaseURL = "https://api.anthropic.com"
-	DefaultOllamaBaseURL    = "http://127.0.0.1:11434"
+	DefaultOllamaBaseURL    = configschema.OllamaBaseURL
 )
 
 // New builds the Provider named by cfg.Provider.
