@@ -21,6 +21,11 @@ type layerRule struct {
 	pending string
 }
 
+// allButTextHelpers is every package of the module but internal/text, for
+// the leaves that may clip and format text the one shared way.
+var allButTextHelpers = []string{"agent/...", "app/...", "cmd/...", "compaction/...", "configschema/...", "importer/...",
+	"lsp/...", "session/...", "tool/...", "workspace/...", "capsule/...", "internal/jsondec", "internal/id"}
+
 // layering is DESIGN.md's "Dependencies point one way:
 // cmd → app → {lsp, acp} → agent → compaction → {capsule, session};
 // workspace is used by agent and the front ends; nothing imports a front end",
@@ -28,10 +33,9 @@ type layerRule struct {
 // (testSupport) may assemble anything and are bound only by the last row.
 var layering = []layerRule{
 	{
-		name: "capsule is a leaf: it imports nothing of the module but the shared text helpers",
-		from: []string{"capsule/..."},
-		forbid: []string{"agent/...", "app/...", "cmd/...", "compaction/...", "importer/...", "lsp/...", "session/...",
-			"tool/...", "workspace/...", "internal/jsondec", "internal/id"},
+		name:   "capsule is a leaf: it imports nothing of the module but the shared text helpers",
+		from:   []string{"capsule/..."},
+		forbid: allButTextHelpers,
 	},
 	{
 		name:   "internal/jsondec, internal/text and internal/id are leaves: they import nothing of the module",
@@ -42,6 +46,11 @@ var layering = []layerRule{
 		name:   "tool is a leaf: the tool names and artifact kinds import nothing of the module",
 		from:   []string{"tool/..."},
 		forbid: []string{"..."},
+	},
+	{
+		name:   "configschema is a leaf: the description of the configuration keys imports nothing of the module but the shared text helpers",
+		from:   []string{"configschema/..."},
+		forbid: allButTextHelpers,
 	},
 	{
 		name:   "compaction → {capsule, session}: the store and the capsule do not know the engine",
