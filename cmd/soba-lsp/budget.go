@@ -13,6 +13,7 @@ import (
 	"github.com/soba-agent/soba-lsp/app"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
+	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
 
@@ -127,15 +128,15 @@ func runBudget(_ context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 2
 	}
-	tf, err := readTranscript(fs.Arg(0), entryTokens(o.counter))
+	tf, err := session.ScanFile(fs.Arg(0), entryTokens(o.counter))
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 1
 	}
-	for _, p := range tf.problems {
+	for _, p := range tf.Problems {
 		fmt.Fprintln(env.stderr, "warning:", p)
 	}
-	st, err := o.restoreState(tf.leafPath())
+	st, err := o.restoreState(compaction.Entries(tf.LeafPath()))
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 1

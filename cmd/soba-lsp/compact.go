@@ -87,14 +87,14 @@ func dryNote(dry bool, r compaction.CompactionResult) string {
 // compact plans and runs one compaction of the session file. With store nil
 // it is a dry run: the capsule is built and returned, never appended.
 func (o *offline) compact(ctx context.Context, file, trigger string, store *session.Store, log io.Writer) (compaction.CompactionResult, *session.Capsule, error) {
-	tf, err := readTranscript(file, entryTokens(o.counter))
+	tf, err := session.ScanFile(file, entryTokens(o.counter))
 	if err != nil {
 		return compaction.CompactionResult{}, nil, err
 	}
-	for _, p := range tf.problems {
+	for _, p := range tf.Problems {
 		fmt.Fprintln(log, "warning:", p)
 	}
-	path := tf.leafPath()
+	path := compaction.Entries(tf.LeafPath())
 	if len(path) == 0 {
 		return compaction.CompactionResult{}, nil, errors.New("the session has no entries")
 	}
