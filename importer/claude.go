@@ -164,7 +164,7 @@ func convertClaude(b *builder, data []byte) error {
 	}
 	b.res.Leaf = c.last
 	if len(b.res.Entries) == 0 {
-		return fmt.Errorf("import: no Claude Code conversation entries found (%d problems; first: %v)", len(b.res.Problems), firstProblem(b.res.Problems))
+		return fmt.Errorf("no Claude Code conversation entries found (%d problems; first: %v)", len(b.res.Problems), firstProblem(b.res.Problems))
 	}
 	return nil
 }

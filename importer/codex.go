@@ -84,7 +84,7 @@ func convertCodex(b *builder, data []byte) error {
 	})
 	b.res.Leaf = c.last
 	if len(b.res.Entries) == 0 {
-		return fmt.Errorf("import: no Codex conversation found (%d problems; first: %v)", len(b.res.Problems), firstProblem(b.res.Problems))
+		return fmt.Errorf("no Codex conversation found (%d problems; first: %v)", len(b.res.Problems), firstProblem(b.res.Problems))
 	}
 	return nil
 }

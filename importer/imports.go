@@ -150,7 +150,7 @@ func Convert(data []byte, opt Options) (*Result, error) {
 	case FormatOpencode:
 		err = convertOpencodeData(b, data)
 	default:
-		return nil, fmt.Errorf("import: unknown format %q (known: pi, claude-code, codex, opencode)", f)
+		return nil, fmt.Errorf("unknown format %q (known: pi, claude-code, codex, opencode)", f)
 	}
 	if err != nil {
 		return nil, err
@@ -198,7 +198,7 @@ func Detect(data []byte) (Format, error) {
 		return verdict == "" && seen < 50
 	})
 	if verdict == "" {
-		return "", fmt.Errorf("import: %w: the first entries look like none of pi (a \"session\" header, \"message\" entries), Claude Code (\"uuid\"/\"parentUuid\" entries), Codex (\"session_meta\"/\"response_item\" lines) or opencode (an `opencode export` document {\"info\", \"messages\"}, or a storage session file)", ErrUnknownFormat)
+		return "", fmt.Errorf("%w: the first entries look like none of pi (a \"session\" header, \"message\" entries), Claude Code (\"uuid\"/\"parentUuid\" entries), Codex (\"session_meta\"/\"response_item\" lines) or opencode (an `opencode export` document {\"info\", \"messages\"}, or a storage session file)", ErrUnknownFormat)
 	}
 	return verdict, nil
 }

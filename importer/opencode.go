@@ -342,7 +342,7 @@ func readOpencodeExport(data []byte) (*ocSource, error) {
 	}
 	w := newJSONWalk(data[start:])
 	if err := w.delim('{'); err != nil {
-		return nil, fmt.Errorf("import: not an opencode export document: %v", err)
+		return nil, fmt.Errorf("not an opencode export document: %v", err)
 	}
 	var raws []ocRaw
 	sawInfo, sawMessages := false, false
@@ -386,7 +386,7 @@ func readOpencodeExport(data []byte) (*ocSource, error) {
 		}
 	}
 	if !sawInfo && !sawMessages {
-		return nil, fmt.Errorf("import: not an opencode export document: no \"info\" or \"messages\"")
+		return nil, fmt.Errorf("not an opencode export document: no \"info\" or \"messages\"")
 	}
 	src.msgs = make([]*ocMsg, len(raws))
 	parallel(len(raws), func(i int) { src.msgs[i] = decodeExportMessage(raws[i]) })
@@ -478,7 +478,7 @@ func parallel(n int, f func(i int)) {
 func readOpencodeStorage(sessionFile string, data []byte) (*ocSource, int, error) {
 	dir := filepath.Dir(sessionFile)
 	if filepath.Base(filepath.Dir(dir)) != "session" {
-		return nil, 0, fmt.Errorf("import: %s: an opencode session file lies at …/storage/session/<projectID>/<sessionID>.json, next to the storage's message/ and part/ directories", sessionFile)
+		return nil, 0, fmt.Errorf("%s: an opencode session file lies at …/storage/session/<projectID>/<sessionID>.json, next to the storage's message/ and part/ directories", sessionFile)
 	}
 	root := filepath.Dir(filepath.Dir(dir))
 	src := &ocSource{}
@@ -491,7 +491,7 @@ func readOpencodeStorage(sessionFile string, data []byte) (*ocSource, int, error
 	msgDir := filepath.Join(root, "message", src.session.ID)
 	names, err := jsonFiles(msgDir)
 	if err != nil {
-		return nil, 0, fmt.Errorf("import: the messages of opencode session %s: %w", src.session.ID, err)
+		return nil, 0, fmt.Errorf("the messages of opencode session %s: %w", src.session.ID, err)
 	}
 	src.msgs = make([]*ocMsg, len(names))
 	files := make([]int, len(names))
@@ -571,7 +571,7 @@ func readStorageMessage(root, file string) (*ocMsg, int) {
 func ConvertFile(path string, opt Options) (*Result, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+		return nil, err
 	}
 	if (opt.Format == "" || opt.Format == FormatOpencode) && opencodeKind(data) == ocStorageSession {
 		return convertOpencodeStorage(path, data, opt)
@@ -587,7 +587,7 @@ func ConvertFile(path string, opt Options) (*Result, error) {
 func ConvertOpencodeStorage(sessionFile string, opt Options) (*Result, error) {
 	data, err := os.ReadFile(sessionFile)
 	if err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+		return nil, err
 	}
 	return convertOpencodeStorage(sessionFile, data, opt)
 }
@@ -610,7 +610,7 @@ func convertOpencodeStorage(sessionFile string, data []byte, opt Options) (*Resu
 // case).
 func convertOpencodeData(b *builder, data []byte) error {
 	if opencodeKind(data) == ocStorageSession {
-		return fmt.Errorf("import: this is an opencode storage session file: its messages are in the storage tree around it; import it by its path (soba-lsp import …/storage/session/<projectID>/<sessionID>.json)")
+		return fmt.Errorf("this is an opencode storage session file: its messages are in the storage tree around it; import it by its path (soba-lsp import …/storage/session/<projectID>/<sessionID>.json)")
 	}
 	eachLine(data, func(int, []byte) bool { b.res.Stats.Lines++; return true })
 	src, err := readOpencodeExport(data)
@@ -691,7 +691,7 @@ func convertOpencode(b *builder, src *ocSource) error {
 	}
 	b.res.Leaf = c.last
 	if len(b.res.Entries) == 0 {
-		return fmt.Errorf("import: no opencode messages found (%d problems; first: %v)", len(b.res.Problems), firstProblem(b.res.Problems))
+		return fmt.Errorf("no opencode messages found (%d problems; first: %v)", len(b.res.Problems), firstProblem(b.res.Problems))
 	}
 	return nil
 }

@@ -164,7 +164,7 @@ func convertPi(b *builder, data []byte) error {
 	}
 	b.res.Leaf = lastSource
 	if len(b.res.Entries) == 0 {
-		return fmt.Errorf("import: no pi entries found (%d problems; first: %v)", len(b.res.Problems), firstProblem(b.res.Problems))
+		return fmt.Errorf("no pi entries found (%d problems; first: %v)", len(b.res.Problems), firstProblem(b.res.Problems))
 	}
 	return nil
 }

@@ -19,18 +19,18 @@ import (
 func Write(res *Result, path string, header session.SessionHeader, opts session.Options) (err error) {
 	name := filepath.Base(path)
 	if !strings.HasSuffix(name, ".jsonl") || name == ".jsonl" {
-		return fmt.Errorf("import: output %s: a session file name must end in .jsonl", path)
+		return fmt.Errorf("output %s: a session file name must end in .jsonl", path)
 	}
 	dir := filepath.Dir(path)
 	header.SessionID = strings.TrimSuffix(name, ".jsonl")
 	opts.Sync = session.SyncNever
 	s, err := session.Create(dir, header, opts)
 	if err != nil {
-		return fmt.Errorf("import: %w", err)
+		return err
 	}
 	defer func() {
 		if cerr := s.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("import: %w", cerr)
+			err = cerr
 		}
 		if err != nil {
 			os.Remove(s.FilePath()) // never leave half an import behind
@@ -44,7 +44,7 @@ func Write(res *Result, path string, header session.SessionHeader, opts session.
 			e.ParentID = &p
 		}
 		if _, err := s.Append(e); err != nil {
-			return fmt.Errorf("import: write entry %d of %d: %w", i+1, len(res.Entries), err)
+			return fmt.Errorf("write entry %d of %d: %w", i+1, len(res.Entries), err)
 		}
 	}
 	if res.Leaf != "" && s.Leaf() != res.Leaf {
@@ -52,7 +52,7 @@ func Write(res *Result, path string, header session.SessionHeader, opts session.
 		// (a tree whose active branch ended earlier): a rewind entry makes
 		// it the leaf, as the server records a rewind (R-T4).
 		if _, err := s.Rewind(res.Leaf); err != nil {
-			return fmt.Errorf("import: set the leaf: %w", err)
+			return fmt.Errorf("set the leaf: %w", err)
 		}
 	}
 	return syncFile(s.FilePath())
@@ -64,12 +64,12 @@ func syncFile(path string) error {
 	for _, p := range []string{path, filepath.Dir(path)} {
 		f, err := os.Open(p)
 		if err != nil {
-			return fmt.Errorf("import: sync: %w", err)
+			return fmt.Errorf("sync: %w", err)
 		}
 		err = f.Sync()
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("import: sync %s: %w", p, err)
+			return fmt.Errorf("sync %s: %w", p, err)
 		}
 	}
 	return nil

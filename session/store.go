@@ -129,12 +129,12 @@ func Create(dir string, header SessionHeader, opts Options) (*Store, error) {
 	}
 	// Transcripts hold source code and command output: keep them private.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("session: create: %w", err)
+		return nil, fmt.Errorf("session: %w", err)
 	}
 	path := filepath.Join(dir, header.SessionID+".jsonl")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("session: create: %w", err)
+		return nil, fmt.Errorf("session: %w", err)
 	}
 	s := newStore(path, f, opts)
 	if err := s.acquire(); err != nil {
@@ -177,7 +177,7 @@ func checkSessionID(id string) error {
 func Open(path string, opts Options) (*Store, *OpenReport, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("session: open: %w", err)
+		return nil, nil, fmt.Errorf("session: %w", err)
 	}
 	s := newStore(path, f, opts)
 	if err := s.acquire(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,7 +38,11 @@ func runImport(_ context.Context, env *cmdEnv, args []string) int {
 	// and part files around it.
 	res, err := importer.ConvertFile(src, importer.Options{Format: importer.Format(*format), Estimate: est, Counter: counter})
 	if err != nil {
-		fmt.Fprintf(env.stderr, "soba-lsp import: %s: %v\n", src, err)
+		if _, named := errors.AsType[*os.PathError](err); named {
+			fmt.Fprintln(env.stderr, "soba-lsp import:", err) // the error names the file
+		} else {
+			fmt.Fprintf(env.stderr, "soba-lsp import: %s: %v\n", src, err)
+		}
 		return 1
 	}
 	root := *ws
