@@ -2,7 +2,7 @@
 // arguments[0] (PROTOCOL.md). Each builder turns what the user typed or
 // picked into that object, or throws ArgumentError naming the field, so a bad
 // input is caught before it reaches the server.
-import type { CapsuleListItem, SessionListItem } from './protocol';
+import type { CapsuleListItem, RunArgs, SessionListItem } from './protocol';
 
 /** ArgumentError is a user input that cannot become a command argument. */
 export class ArgumentError extends Error {
@@ -12,8 +12,12 @@ export class ArgumentError extends Error {
   }
 }
 
-/** promptArgs builds soba.prompt's `{text}`; blank text is an error. */
-export function promptArgs(text: string | undefined): { text: string } {
+/**
+ * runArgs builds soba.run's `{text}` from what the user typed, without the
+ * blanks around it; blank text is an error. The server reads the text: a
+ * slash command or a prompt.
+ */
+export function runArgs(text: string | undefined): RunArgs {
   const t = (text ?? '').trim();
   if (t === '') throw new ArgumentError('text', 'SOBA: the prompt is empty');
   return { text: t };

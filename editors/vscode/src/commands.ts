@@ -1,7 +1,10 @@
 // The command palette (category "SOBA"). Each command asks the user what it
 // needs, builds the server command's argument (args.ts), runs it through the
 // ServerLink and renders the result: a line in the SOBA output channel, a
-// message, an editor tab, the status bar and the sidebar. The server's own
+// message, an editor tab, the status bar and the sidebar. What the user types
+// to the agent (SOBA: Ask, the sidebar's prompt box) goes to the server as
+// typed through soba.run, which owns the slash-command grammar; the extension
+// shows the lines it answers. The server's own
 // command IDs (soba.*) are registered by vscode-languageclient from
 // executeCommandProvider.commands; these are the extension's wrappers, with
 // IDs of their own (soba-vscode.*), so nothing is registered twice.
@@ -17,14 +20,14 @@ import {
   capsuleShowArgs,
   checkpointArgs,
   compactArgs,
-  promptArgs,
   sessionPickItems,
   sessionResumeArgs,
+  runArgs,
   sessionRewindArgs,
   suggestedCapsuleName,
   type CheckpointKind,
 } from './args';
-import { budgetSummary, capsuleListLines, resultLine, sessionListLines } from './format';
+import { budgetSummary, capsuleListLines, sessionListLines } from './format';
 import {
   ServerCommand,
   type Budget,
@@ -36,7 +39,8 @@ import {
   type CapsuleShowResult,
   type CheckpointResult,
   type CompactionResult,
-  type PromptResult,
+  type RunCommandResult,
+  type RunResult,
   type SessionInfo,
   type SessionListItem,
   type SessionNewResult,
@@ -45,7 +49,6 @@ import {
 } from './protocol';
 import { errorMessage, type ServerLink } from './server';
 import type { SidebarModel } from './sidebar/model';
-import { parseSlash, slashHelp, type SlashCommand } from './slash';
 
 /** Extension command IDs of the palette. */
 export const PaletteCommand = {
@@ -68,55 +71,6 @@ export const PaletteCommand = {
   listSessions: 'soba-vscode.listSessions',
   rewindSession: 'soba-vscode.rewindSession',
 } as const;
-
-/**
- * SlashRun is how a slash command runs: a palette command with the arguments
- * that skip its prompts, or `help`, which lists the slash commands.
- */
-export type SlashRun = { palette: string; args: unknown[] } | { help: true };
-
-/** slashRun maps a slash command (slash.ts) to the palette command that runs it. */
-export function slashRun(c: SlashCommand): SlashRun {
-  const run = (palette: string, ...args: unknown[]): SlashRun => ({ palette, args });
-  switch (c.name) {
-    case 'help':
-      return { help: true };
-    case 'budget':
-      return run(PaletteCommand.showBudget);
-    case 'compact':
-      // '' (not undefined) so the focus-instructions box is not shown.
-      return run(PaletteCommand.compact, c.instructions);
-    case 'auto-compact':
-      return run(c.enabled ? PaletteCommand.autoCompactOn : PaletteCommand.autoCompactOff);
-    case 'milestone':
-      return run(PaletteCommand.markMilestone, c.note);
-    case 'pivot':
-      return run(PaletteCommand.markPlanPivot, c.note);
-    case 'capsule show':
-      return run(PaletteCommand.showLatestCapsule, c.checkpointId);
-    case 'capsule list':
-      return run(PaletteCommand.listCapsules);
-    case 'capsule create':
-      return run(PaletteCommand.createCapsule, c.title);
-    case 'capsule export':
-      return run(PaletteCommand.exportCapsule, c.checkpointId, c.path, c.overwrite);
-    case 'capsule load':
-      return run(PaletteCommand.loadCapsule, c.path);
-    case 'cancel':
-      return run(PaletteCommand.cancel);
-    case 'session new':
-      return run(PaletteCommand.newSession);
-    case 'session info':
-      return run(PaletteCommand.showSessionInfo);
-    case 'session list':
-      return run(PaletteCommand.listSessions);
-    case 'session resume':
-      // Without an id the handler asks with its quick pick, as the palette does.
-      return run(PaletteCommand.resumeSession, c.sessionId);
-    case 'rewind':
-      return run(PaletteCommand.rewindSession, c.entryId);
-  }
-}
 
 /** OutputLike is the part of vscode.OutputChannel the commands write to. */
 export interface OutputLike {
@@ -154,7 +108,8 @@ export class ResultLog {
       this.seen.add(id);
       if (this.seen.size > 200) this.seen.delete(this.seen.values().next().value as string);
     }
-    let line = resultLine(r);
+    let line = r.line ?? '';
+    if (line === '') return false;
     // R-F1: the user must see that the capsule is the local fallback.
     if (r.quality === 'degraded' && !/degraded|fallback/i.test(line)) line += ' (degraded fallback)';
     this.output.appendLine(line);
@@ -213,18 +168,63 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
   };
 
   /**
-   * slash runs a slash command typed in Ask or the sidebar through the
-   * palette command's own guarded handler, so its result and its failure are
-   * shown exactly as the palette shows them.
+   * ran shows what soba.run answered for a slash command: its lines in the
+   * SOBA output and in the sidebar's conversation, under the typed command,
+   * and an error message when it was typed wrong. The result also updates
+   * what only the editor shows: the status bar, the sidebar's compactions and
+   * files, the capsule as a Markdown tab. `/session resume` without an id
+   * answers the session list and how to resume one, shown as lines like any
+   * other; the palette's SOBA: Resume Session keeps its quick pick.
    */
-  const slash = (c: SlashCommand) => {
-    const r = slashRun(c);
-    if ('help' in r) {
-      for (const l of slashHelp().split('\n')) output.appendLine(l);
-      output.show(true);
-      return Promise.resolve(undefined);
+  const ran = async (typed: string, r: RunCommandResult) => {
+    if (r.error !== undefined) {
+      const msg = `SOBA: ${r.error}`;
+      output.appendLine(msg);
+      model.applyCommand(typed, [r.error], true);
+      ctx.changed();
+      void vscode.window.showErrorMessage(msg);
+      return;
     }
-    return guarded(r.palette, handlers[r.palette], output)(...r.args);
+    const lines = r.lines ?? [];
+    // What the output and the sidebar show; a capsule shows as its own tab.
+    let shown = lines;
+    let warn = false;
+    switch (r.command) {
+      case ServerCommand.budget:
+      case ServerCommand.autoCompact:
+        await budget(r.result as Budget);
+        break;
+      case ServerCommand.compact: {
+        const c = r.result as CompactionResult;
+        model.applyResult(c);
+        // The same line may arrive first as the soba/compaction end: once.
+        log.write(c);
+        warn = c.outcome === 'failed' || c.outcome === 'stale';
+        break;
+      }
+      case ServerCommand.capsuleShow: {
+        const c = r.result as CapsuleShowResult;
+        model.applyCapsuleMarkdown(c.markdown);
+        shown = lines.slice(0, 1);
+        const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: c.markdown });
+        await vscode.window.showTextDocument(doc, { preview: true });
+        break;
+      }
+      case ServerCommand.sessionNew:
+      case ServerCommand.sessionResume:
+      case ServerCommand.sessionRewind:
+        // The conversation shown so far is not the session's any more.
+        model.reset();
+        break;
+    }
+    model.applyCommand(typed, shown);
+    ctx.changed();
+    if (r.command !== ServerCommand.compact) for (const l of shown) output.appendLine(l);
+    if (shown.length > 1) output.show(true);
+    else if (shown.length === 1) {
+      if (warn) void vscode.window.showWarningMessage(`SOBA: ${shown[0]}`);
+      else void vscode.window.showInformationMessage(`SOBA: ${shown[0]}`);
+    }
   };
 
   const handlers: Record<string, Handler> = {
@@ -237,20 +237,12 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
           placeHolder: 'e.g. add a test for the parser',
         }));
       if (typed === undefined) return undefined;
-      const parsed = parseSlash(typed);
-      if (parsed.kind === 'error') {
-        // Nothing reaches the server or the model.
-        output.appendLine(parsed.message);
-        void vscode.window.showErrorMessage(parsed.message);
-        return undefined;
+      const args = runArgs(typed);
+      const r = await server.execute<RunResult>(ServerCommand.run, args);
+      if (r.kind === 'command') {
+        await ran(args.text, r);
+        return r;
       }
-      if (parsed.kind === 'command') {
-        model.applySlashCommand(typed);
-        ctx.changed();
-        return slash(parsed.command);
-      }
-      const args = promptArgs(parsed.text);
-      const r = await server.execute<PromptResult>(ServerCommand.prompt, args);
       model.applyUserPrompt(r.turnId, args.text);
       ctx.changed();
       output.appendLine(r.queued ? `SOBA: queued ${r.turnId}: it runs after the current turn or compaction` : `SOBA: asked · ${r.turnId}`);
@@ -283,7 +275,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       model.applyResult(r);
       ctx.changed();
       log.write(r);
-      const line = resultLine(r);
+      const line = r.line;
       if (r.outcome === 'failed' || r.outcome === 'stale') void vscode.window.showWarningMessage(line);
       else void vscode.window.showInformationMessage(line);
       return r;

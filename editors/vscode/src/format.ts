@@ -115,7 +115,7 @@ export function budgetTooltip(b: Budget): string {
     `Auto-compact: ${b.autoCompact ? 'on' : 'off'} · state: ${b.state}`,
   ];
   if (b.pending && b.pending.length > 0) lines.push(`Pending: ${b.pending.join(', ')}`);
-  if (b.lastCompaction) lines.push(`Last: ${resultLine(b.lastCompaction)}`);
+  if (b.lastCompaction?.line) lines.push(`Last: ${b.lastCompaction.line}`);
   return lines.join('\n');
 }
 
@@ -153,23 +153,6 @@ function newestFirst<T>(list: T[], at: (x: T) => string): T[] {
   return [...list].sort((a, b) => (at(a) < at(b) ? 1 : at(a) > at(b) ? -1 : 0));
 }
 
-/**
- * resultLine is the R-B3 line of a compaction: the server's `line` when it
- * sent one, else built from the fields in the same shape.
- */
-export function resultLine(r: Partial<CompactionResult>): string {
-  if (r.line) return r.line;
-  const outcome = r.outcome ?? 'completed';
-  const head = outcome === 'completed' ? 'Compacted context' : `Compaction ${outcome}`;
-  const parts = [head, r.trigger ?? '?'];
-  if (r.tokensBefore !== undefined && r.tokensAfter !== undefined) {
-    parts.push(`${groupTokens(r.tokensBefore)} → ${groupTokens(r.tokensAfter)} tokens (${percent(r.reclaimedRatio ?? 0)} reclaimed)`);
-  }
-  if (r.checkpointId) parts.push(r.checkpointId);
-  if (outcome !== 'completed' && r.reason) parts.push(r.reason);
-  return parts.join(' · ');
-}
-
 /** CompactionRow is one line of the sidebar's latest compactions. */
 export interface CompactionRow {
   operationId: string;
@@ -182,7 +165,7 @@ export interface CompactionRow {
   line: string;
 }
 
-/** compactionRow turns a terminal compaction into a sidebar row. */
+/** compactionRow turns a terminal compaction into a sidebar row; its line is the server's R-B3 line. */
 export function compactionRow(r: Partial<CompactionResult> & { operationId?: string }): CompactionRow {
   return {
     operationId: r.operationId ?? '',
@@ -195,7 +178,7 @@ export function compactionRow(r: Partial<CompactionResult> & { operationId?: str
     reclaimed: r.reclaimedRatio !== undefined ? percent(r.reclaimedRatio) : '',
     checkpointId: r.checkpointId ?? '',
     quality: r.quality || '—',
-    line: resultLine(r),
+    line: r.line ?? '',
   };
 }
 

@@ -7,7 +7,6 @@
 import * as vscode from 'vscode';
 import { showMessageRequestModal } from './approvals';
 import { resultLogFor, type OutputLike, type ResultLog } from './commands';
-import { resultLine } from './format';
 import { BarrierProgress, type ProgressHost } from './progress';
 import { Notification, type AgentEvent, type Budget, type CompactionEvent } from './protocol';
 import type { SidebarModel } from './sidebar/model';
@@ -89,7 +88,4 @@ export class Frontend {
     }
     this.changed();
   }
-
-  /** line is the R-B3 line of a compaction result (re-exported for callers). */
-  static line = resultLine;
 }

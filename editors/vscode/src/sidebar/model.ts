@@ -87,12 +87,13 @@ export class SidebarModel {
   }
 
   /**
-   * applySlashCommand shows a slash command the user typed in the stream,
-   * where a prompt would have appeared, so the text does not vanish; its
-   * result shows where the palette command shows it.
+   * applyCommand shows a slash command the user typed in the stream, where a
+   * prompt would have appeared, so the text does not vanish, followed by the
+   * lines the server answered (an error when it was typed wrong).
    */
-  applySlashCommand(text: string): void {
+  applyCommand(text: string, lines: string[], error = false): void {
     this.push({ turnId: '', kind: 'status', text: `› ${text.trim()}` });
+    if (lines.length > 0) this.push({ turnId: '', kind: error ? 'error' : 'status', text: lines.join('\n') });
   }
 
   /** applyEvent records a soba/event notification. */

@@ -7,8 +7,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fake, Uri } from '../fake/vscode';
-import { PaletteCommand, paletteHandlers, type CommandContext } from '../../src/commands';
-import { SERVER_COMMANDS, type Budget, type CompactionResult } from '../../src/protocol';
+import { guarded, PaletteCommand, paletteHandlers, type CommandContext } from '../../src/commands';
+import { SERVER_COMMANDS, type Budget, type CompactionResult, type RunCommandResult } from '../../src/protocol';
 import { SERVER_KEYS, serverSettings } from '../../src/settings';
 import { makeWorkspace, startServer, waitFor, type Running } from './server';
 
@@ -73,6 +73,8 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
   });
   const lines = () => s.output.lines;
   const shown = () => fake.messages.map((m) => m.message);
+  /** ask types text in SOBA: Ask, as the registered command runs it: soba.run answers a slash command's lines. */
+  const ask = async (text: string) => (await guarded(PaletteCommand.ask, handlers[PaletteCommand.ask], s.output)(text)) as RunCommandResult;
 
   it('Show Budget', async () => {
     const b = (await handlers[PaletteCommand.showBudget]()) as Budget;
@@ -99,21 +101,23 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     expect(on.autoCompact).toBe(true);
   });
 
-  it('slash commands typed in Ask: /budget and /auto-compact off reach the server, a bad one does not', async () => {
-    const b = (await handlers[PaletteCommand.ask]('/budget')) as Budget;
-    expect(b.hardLimit).toBeGreaterThan(0);
-    expect(shown().some((m) => m.startsWith('SOBA budget · '))).toBe(true);
-    const off = (await handlers[PaletteCommand.ask]('/auto-compact off')) as Budget;
-    expect(off.autoCompact).toBe(false);
+  it('slash commands typed in Ask go through soba.run and show the lines it answers; a bad one runs nothing', async () => {
+    const b = await ask('/budget');
+    expect(b).toMatchObject({ kind: 'command', command: 'soba.budget' });
+    expect((b.result as Budget).hardLimit).toBeGreaterThan(0);
+    expect(b.lines[0]).toMatch(/^budget · [\d,]+ \/ [\d,]+ tokens · /);
+    expect(shown()).toContain(`SOBA: ${b.lines[0]}`);
+    const off = await ask('/auto-compact off');
+    expect((off.result as Budget).autoCompact).toBe(false);
     expect(shown()).toContain('SOBA: auto-compact is off (the hard limit still compacts)');
-    expect(await handlers[PaletteCommand.ask]('/auto-compact maybe')).toBeUndefined();
+    expect((await ask('/auto-compact maybe')).error).toBeTruthy();
     expect(fake.messages.filter((m) => m.level === 'error').map((m) => m.message)).toEqual([
       'SOBA: /auto-compact: expected on or off, not "maybe" · usage: /auto-compact on|off',
     ]);
-    const on = (await handlers[PaletteCommand.ask]('  /auto-compact on')) as Budget;
-    expect(on.autoCompact).toBe(true);
+    const on = await ask('  /auto-compact on');
+    expect((on.result as Budget).autoCompact).toBe(true);
     // No turn was started by any of them.
-    expect(s.model.snapshot().stream.filter((i) => i.kind === 'user').map((i) => i.text)).not.toContain('/budget');
+    expect(s.model.snapshot().stream.filter((i) => i.kind === 'user' && i.text.includes('/'))).toEqual([]);
   });
 
   it('Mark Milestone and Mark Plan Pivot', async () => {
@@ -157,19 +161,20 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
   });
 
   it('/capsule list lists it, /capsule export refuses to overwrite without --overwrite', async () => {
-    const list = (await handlers[PaletteCommand.ask]('/capsule list')) as { checkpointId: string }[];
-    expect(list.map((c) => c.checkpointId)).toContain(checkpointId);
-    expect(lines().some((l) => l.startsWith(`  ${checkpointId} · `))).toBe(true);
+    const list = await ask('/capsule list');
+    expect((list.result as { checkpointId: string }[]).map((c) => c.checkpointId)).toContain(checkpointId);
+    expect(lines().some((l) => l.startsWith(`${checkpointId} · `))).toBe(true);
+    // A relative path is in the workspace: the server resolves it.
     const rel = 'slash handoff.capsule.md';
-    await handlers[PaletteCommand.ask](`/capsule export ${checkpointId} "${rel}"`);
+    await ask(`/capsule export ${checkpointId} "${rel}"`);
     expect(fs.existsSync(path.join(s.workspace, rel))).toBe(true);
     fake.messages = [];
-    await handlers[PaletteCommand.ask](`/capsule export ${checkpointId} "${rel}"`);
+    await ask(`/capsule export ${checkpointId} "${rel}"`);
     expect(fake.messages[0]).toMatchObject({ level: 'error' });
-    expect(fake.messages[0].message).toMatch(/^SOBA: exportCapsule failed: /);
+    expect(fake.messages[0].message).toMatch(/^SOBA: ask failed: /);
     fake.messages = [];
-    await handlers[PaletteCommand.ask](`/capsule export ${checkpointId} "${rel}" --overwrite`);
-    expect(shown()[0]).toBe(`SOBA: exported capsule ${checkpointId}`);
+    await ask(`/capsule export ${checkpointId} "${rel}" --overwrite`);
+    expect(shown()[0]).toMatch(new RegExp(`^SOBA: exported ${checkpointId} · .*${rel}$`));
   });
 
   it('Export Capsule: pick from soba.capsule.list, then the save dialog', async () => {
@@ -212,18 +217,18 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
   });
 
   it('/session list and /rewind to the leaf of /session info', async () => {
-    const list = (await handlers[PaletteCommand.ask]('/session list')) as { sessionId: string }[];
-    expect(list.length).toBeGreaterThanOrEqual(1);
+    const list = await ask('/session list');
+    expect((list.result as unknown[]).length).toBeGreaterThanOrEqual(1);
     expect(lines().some((l) => l.endsWith(' · current'))).toBe(true);
-    const info = (await handlers[PaletteCommand.ask]('/session info')) as { leafId: string };
-    const r = (await handlers[PaletteCommand.ask](`/rewind ${info.leafId}`)) as { leafId: string };
+    const info = (await ask('/session info')).result as { leafId: string };
+    const r = (await ask(`/rewind ${info.leafId}`)).result as { leafId: string };
     expect(r.leafId).toBeTruthy();
     expect(shown()).toContain(`SOBA: rewound the session to ${info.leafId} · leaf ${r.leafId}`);
     fake.messages = [];
     // The scripted backend rewinds anywhere; soba-lsp refuses an entry that is not in the session.
-    await handlers[PaletteCommand.ask]('/rewind no-such-entry');
+    await ask('/rewind no-such-entry');
     expect(fake.messages[0]?.level).toBe(scripted ? 'info' : 'error');
-    if (!scripted) expect(fake.messages[0].message).toMatch(/^SOBA: rewindSession failed: .*no-such-entry/);
+    if (!scripted) expect(fake.messages[0].message).toMatch(/^SOBA: ask failed: .*no-such-entry/);
   });
 });
 

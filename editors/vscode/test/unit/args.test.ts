@@ -9,9 +9,9 @@ import {
   capsuleShowArgs,
   checkpointArgs,
   compactArgs,
-  promptArgs,
   sessionPickItems,
   sessionResumeArgs,
+  runArgs,
   sessionRewindArgs,
   slugify,
   suggestedCapsuleName,
@@ -19,7 +19,7 @@ import {
 
 describe('command argument building (PROTOCOL.md Commands)', () => {
   it.each([
-    ['soba.prompt', () => promptArgs('  fix the test  '), { text: 'fix the test' }],
+    ['soba.run', () => runArgs('  fix the test  '), { text: 'fix the test' }],
     ['soba.compact without focus', () => compactArgs(''), {}],
     ['soba.compact blank focus', () => compactArgs('   '), {}],
     ['soba.compact undefined focus', () => compactArgs(undefined), {}],
@@ -41,8 +41,8 @@ describe('command argument building (PROTOCOL.md Commands)', () => {
   });
 
   it.each([
-    ['text', () => promptArgs('   ')],
-    ['text', () => promptArgs(undefined)],
+    ['text', () => runArgs('   ')],
+    ['text', () => runArgs(undefined)],
     ['title', () => capsuleCreateArgs('')],
     ['checkpointId', () => capsuleExportArgs(undefined, '/x', false)],
     ['path', () => capsuleExportArgs('ck', '', false)],

@@ -13,7 +13,10 @@ const budget: Budget = {
   safetyReserveTokens: 8192, source: 'estimated', autoCompact: true, pending: [], state: 'idle', lastCompaction: null,
 };
 
-/** recordingContext answers each server command from `answers` and records what was sent. */
+/**
+ * recordingContext answers each server command from `answers` (a value, or a
+ * function of the arguments) and records what was sent.
+ */
 function recordingContext(answers: Partial<Record<ServerCommandId, unknown>>) {
   const sent: { command: string; args: object }[] = [];
   const output = window.createOutputChannel('SOBA');
@@ -23,7 +26,8 @@ function recordingContext(answers: Partial<Record<ServerCommandId, unknown>>) {
       async execute<T>(command: ServerCommandId, args: object) {
         sent.push({ command, args });
         if (!(command in answers)) throw Object.assign(new Error(`not available yet: ${command}`), { code: -32803 });
-        return answers[command] as T;
+        const a = answers[command];
+        return (typeof a === 'function' ? a(args) : a) as T;
       },
     },
     output,
@@ -44,6 +48,7 @@ const compaction = {
 
 const answers: Partial<Record<ServerCommandId, unknown>> = {
   [ServerCommand.prompt]: { turnId: 't1', queued: false },
+  [ServerCommand.run]: { kind: 'prompt', turnId: 't1', queued: false },
   [ServerCommand.cancel]: { cancelled: true, what: 'turn' },
   [ServerCommand.budget]: budget,
   [ServerCommand.compact]: compaction,
@@ -66,7 +71,7 @@ beforeEach(() => fake.reset());
 describe('palette commands build the server arguments from the prompts', () => {
   type Case = [string, () => void, { command: string; args: object }[]];
   const cases: Case[] = [
-    [PaletteCommand.ask, () => fake.answers.inputBox.push('  add a test '), [{ command: 'soba.prompt', args: { text: 'add a test' } }]],
+    [PaletteCommand.ask, () => fake.answers.inputBox.push('  add a test '), [{ command: 'soba.run', args: { text: 'add a test' } }]],
     [PaletteCommand.cancel, () => {}, [{ command: 'soba.cancel', args: {} }]],
     [PaletteCommand.showBudget, () => {}, [{ command: 'soba.budget', args: {} }]],
     [PaletteCommand.compact, () => fake.answers.inputBox.push(''), [{ command: 'soba.compact', args: {} }]],
@@ -262,155 +267,91 @@ describe('command IDs: declared once, never registered twice', () => {
   });
 });
 
-describe('slash commands typed in SOBA: Ask run the palette handlers (docs/slash-commands.md)', () => {
+describe('what is typed in SOBA: Ask goes to the server as typed through soba.run (docs/slash-commands.md)', () => {
   const ask = (ctx: CommandContext, text: string) => guarded(PaletteCommand.ask, paletteHandlers(ctx)[PaletteCommand.ask], ctx.output)(text);
+  /** ran is soba.run's answer for a slash command that ran `command`. */
+  const ran = (command: ServerCommandId, result: unknown, lines: string[]) => ({ [ServerCommand.run]: { kind: 'command', command, result, lines } });
 
-  type Case = [string, () => void, { command: string; args: object }[]];
-  const cases: Case[] = [
-    ['/budget', () => {}, [{ command: 'soba.budget', args: {} }]],
-    ['/compact', () => {}, [{ command: 'soba.compact', args: {} }]],
-    ['/compact keep the API decisions', () => {}, [{ command: 'soba.compact', args: { instructions: 'keep the API decisions' } }]],
-    ['/auto-compact on', () => {}, [{ command: 'soba.autoCompact', args: { enabled: true } }]],
-    ['/auto-compact off', () => {}, [{ command: 'soba.autoCompact', args: { enabled: false } }]],
-    ['/milestone parser done', () => {}, [{ command: 'soba.checkpoint', args: { kind: 'milestone', note: 'parser done' } }]],
-    ['/pivot switch to SAX', () => {}, [{ command: 'soba.checkpoint', args: { kind: 'plan_pivot', note: 'switch to SAX' } }]],
-    ['/capsule', () => {}, [{ command: 'soba.capsule.show', args: {} }]],
-    ['/capsule show ck_c1', () => {}, [{ command: 'soba.capsule.show', args: { checkpointId: 'ck_c1' } }]],
-    ['/capsule list', () => {}, [{ command: 'soba.capsule.list', args: {} }]],
-    ['/capsule create "handoff auth work"', () => {}, [{ command: 'soba.capsule.create', args: { title: 'handoff auth work' } }]],
-    ['/capsule export ck_abc ./handoff.capsule.md', () => {}, [{ command: 'soba.capsule.export', args: { checkpointId: 'ck_abc', path: '/ws/handoff.capsule.md' } }]],
-    ['/capsule export ck_1 /ws/exists.capsule.md', () => {}, [{ command: 'soba.capsule.export', args: { checkpointId: 'ck_1', path: '/ws/exists.capsule.md' } }]],
-    ['/capsule export ck_1 exists.capsule.md --overwrite', () => {}, [{ command: 'soba.capsule.export', args: { checkpointId: 'ck_1', path: '/ws/exists.capsule.md', overwrite: true } }]],
-    ['/capsule load ./handoff.capsule.md', () => {}, [{ command: 'soba.capsule.load', args: { path: '/ws/handoff.capsule.md' } }]],
-    ['/cancel', () => {}, [{ command: 'soba.cancel', args: {} }]],
-    ['/session new', () => {}, [{ command: 'soba.session.new', args: {} }]],
-    ['/session info', () => {}, [{ command: 'soba.session.info', args: {} }]],
-    ['/session list', () => {}, [{ command: 'soba.session.list', args: {} }, { command: 'soba.session.info', args: {} }]],
-    ['/session resume s1', () => {}, [{ command: 'soba.session.resume', args: { sessionId: 's1' } }]],
-    [
-      '/session resume',
-      () => fake.answers.quickPick.push((items: any[]) => items[0]),
-      [
-        { command: 'soba.session.list', args: {} },
-        { command: 'soba.session.info', args: {} },
-        { command: 'soba.session.resume', args: { sessionId: 's1' } },
-      ],
-    ],
-    ['/rewind e3', () => {}, [{ command: 'soba.session.rewind', args: { entryId: 'e3' } }]],
-    ['/usr/bin is missing', () => {}, [{ command: 'soba.prompt', args: { text: '/usr/bin is missing' } }]],
-    ['//compact means what?', () => {}, [{ command: 'soba.prompt', args: { text: '/compact means what?' } }]],
-  ];
-
-  it.each(cases)('%s', async (text, prepare, want) => {
-    const { ctx, sent } = recordingContext(answers);
-    prepare();
-    const r = await ask(ctx, text);
-    expect(sent).toStrictEqual(want);
-    expect(r).toBeDefined();
-    // A slash command asks for nothing the palette would not ask: no input box, no dialogs.
-    expect(fake.asked.inputBox).toEqual([]);
-    expect(fake.asked.saveDialog).toEqual([]);
-    expect(fake.asked.openDialog).toEqual([]);
+  it('a typed prompt goes through soba.run and starts a turn', async () => {
+    const { ctx, sent, output } = recordingContext({ [ServerCommand.run]: { kind: 'prompt', turnId: 't7', queued: false } });
+    const r = await ask(ctx, '  add a test for the parser ');
+    expect(sent).toStrictEqual([{ command: 'soba.run', args: { text: 'add a test for the parser' } }]);
+    expect(r).toStrictEqual({ kind: 'prompt', turnId: 't7', queued: false });
+    expect(ctx.model.snapshot().stream).toStrictEqual([{ turnId: 't7', kind: 'user', text: 'add a test for the parser' }]);
+    expect((output as any).lines).toEqual(['SOBA: asked · t7']);
   });
 
-  it('covers every slash command of docs/slash-commands.md except /help', () => {
-    const words = new Set(cases.map(([t]) => t.split(' ').slice(0, t.startsWith('/capsule') || t.startsWith('/session') ? 2 : 1).join(' ')));
-    for (const w of ['/budget', '/compact', '/auto-compact', '/milestone', '/pivot', '/capsule', '/capsule show', '/capsule list', '/capsule create', '/capsule export', '/capsule load', '/cancel', '/session new', '/session info', '/session list', '/session resume', '/rewind']) {
-      expect(words.has(w), w).toBe(true);
-    }
+  it('a typed slash command goes through soba.run and its lines are shown in the output and the conversation', async () => {
+    const line = 'session s2 · 2 entries · leaf e9 · p';
+    const { ctx, sent, output } = recordingContext(ran(ServerCommand.sessionInfo, answers[ServerCommand.sessionInfo], [line]));
+    await ask(ctx, '/session info');
+    expect(sent).toStrictEqual([{ command: 'soba.run', args: { text: '/session info' } }]);
+    expect((output as any).lines).toEqual([line]);
+    expect(fake.messages).toMatchObject([{ level: 'info', message: `SOBA: ${line}` }]);
+    // The command stands in the conversation as status lines, not as a user message to the model.
+    expect(ctx.model.snapshot().stream).toStrictEqual([
+      { turnId: '', kind: 'status', text: '› /session info' },
+      { turnId: '', kind: 'status', text: line },
+    ]);
   });
 
-  it.each([
-    ['/budget', PaletteCommand.showBudget, []],
-    ['/auto-compact off', PaletteCommand.autoCompactOff, []],
-    ['/compact', PaletteCommand.compact, ['']],
-    ['/milestone parser done', PaletteCommand.markMilestone, ['parser done']],
-    ['/capsule create handoff', PaletteCommand.createCapsule, ['handoff']],
-    ['/capsule', PaletteCommand.showLatestCapsule, []],
-    ['/session info', PaletteCommand.showSessionInfo, []],
-  ])('%s shows its result exactly as the palette command does', async (text, id, args) => {
-    const palette = recordingContext(answers);
-    await paletteHandlers(palette.ctx)[id](...args);
-    const fromPalette = { messages: fake.messages, lines: (palette.output as any).lines, docs: fake.documents, sidebar: palette.ctx.model.snapshot(), budgets: palette.budgets };
-    fake.reset();
-    const typed = recordingContext(answers);
-    await ask(typed.ctx, text);
-    const sidebar = typed.ctx.model.snapshot();
-    // The one difference: the typed command stands in the conversation.
-    expect(sidebar.stream[0]).toStrictEqual({ turnId: '', kind: 'status', text: `› ${text}` });
-    sidebar.stream = sidebar.stream.slice(1);
-    const fromSlash = { messages: fake.messages, lines: (typed.output as any).lines, docs: fake.documents, sidebar, budgets: typed.budgets };
-    expect(fromSlash).toStrictEqual(fromPalette);
-    expect(typed.sent).toStrictEqual(palette.sent);
-  });
-
-  it('a slash command that fails is shown as the palette command failing', async () => {
-    const { ctx } = recordingContext({});
-    await expect(ask(ctx, '/budget')).resolves.toBeUndefined();
-    expect(fake.messages[0]).toMatchObject({ level: 'error', message: 'SOBA: showBudget failed: not available yet: soba.budget (-32803)' });
-  });
-
-  it('/help lists the commands in the SOBA output and sends nothing', async () => {
-    const { ctx, sent, output } = recordingContext(answers);
+  it('several lines (/help) are written to the output and revealed, without a message', async () => {
+    const help = ['SOBA slash commands:', '  /help    lists these commands and their usage'];
+    const { ctx, output } = recordingContext({ [ServerCommand.run]: { kind: 'command', lines: help } });
     await ask(ctx, '/help');
-    expect(sent).toEqual([]);
-    const lines: string[] = (output as any).lines;
-    expect(lines[0]).toMatch(/^SOBA slash commands/);
-    expect(lines.some((l) => l.includes('/capsule export <checkpointId> <path> [--overwrite]'))).toBe(true);
+    expect((output as any).lines).toEqual(help);
     expect((output as any).shown).toBe(1);
+    expect(fake.messages).toEqual([]);
   });
 
-  it.each([
-    ['/capsule export ck_abc', 'SOBA: /capsule export: missing <path> · usage: /capsule export <checkpointId> <path> [--overwrite]'],
-    ['/auto-compact maybe', 'SOBA: /auto-compact: expected on or off, not "maybe" · usage: /auto-compact on|off'],
-    ['/etc is missing', 'SOBA: unknown command /etc · /help lists the commands; //etc sends /etc to the model'],
-  ])('%s is an error message and nothing is sent', async (text, message) => {
-    const { ctx, sent, output } = recordingContext(answers);
-    await expect(ask(ctx, text)).resolves.toBeUndefined();
-    expect(sent).toEqual([]);
-    expect(fake.messages).toEqual([{ level: 'error', message, modal: false, detail: undefined, items: [] }]);
-    expect((output as any).lines).toEqual([message]);
-    expect(ctx.model.snapshot().stream).toEqual([]);
+  it('a slash command typed wrong is an error message; nothing else changes', async () => {
+    const msg = '/capsule export: missing <path> · usage: /capsule export <checkpointId> <path> [--overwrite]';
+    const { ctx, output, budgets } = recordingContext({ [ServerCommand.run]: { kind: 'command', lines: [msg], error: msg } });
+    await ask(ctx, '/capsule export ck_1');
+    expect(fake.messages).toEqual([{ level: 'error', message: `SOBA: ${msg}`, modal: false, detail: undefined, items: [] }]);
+    expect((output as any).lines).toEqual([`SOBA: ${msg}`]);
+    expect(ctx.model.snapshot().stream).toStrictEqual([
+      { turnId: '', kind: 'status', text: '› /capsule export ck_1' },
+      { turnId: '', kind: 'error', text: msg },
+    ]);
+    expect(budgets).toEqual([]);
   });
 
-  it('a slash command typed in the Ask input box runs too', async () => {
-    const { ctx, sent } = recordingContext(answers);
+  it("a command's result updates what only the editor shows: status bar, capsule tab, compactions, a new session", async () => {
+    let t = recordingContext(ran(ServerCommand.budget, budget, ['budget · 100 / 48,808 tokens']));
+    await ask(t.ctx, '/budget');
+    expect(t.budgets).toStrictEqual([budget]);
+    expect(t.ctx.model.snapshot().budget).toStrictEqual(budget);
+
+    fake.reset();
+    const show = answers[ServerCommand.capsuleShow] as { checkpointId: string; markdown: string };
+    t = recordingContext(ran(ServerCommand.capsuleShow, show, ['capsule ck_c1:', '# Capsule', '', '## Files read', '- `a.go`']));
+    await ask(t.ctx, '/capsule');
+    expect(fake.documents).toEqual([{ language: 'markdown', content: show.markdown }]);
+    expect((t.output as any).lines).toEqual(['capsule ck_c1:']);
+    expect(t.ctx.model.snapshot().filesRead).toEqual(['a.go']);
+
+    fake.reset();
+    t = recordingContext(ran(ServerCommand.compact, compaction, [compaction.line]));
+    t.ctx.model.applyUserPrompt('t1', 'old question');
+    await ask(t.ctx, '/compact');
+    // Written once, whether the result or the soba/compaction end comes first.
+    expect((t.output as any).lines).toEqual([compaction.line]);
+    expect(t.ctx.model.snapshot().compactions[0].checkpointId).toBe('ck_8f2a1c');
+
+    fake.reset();
+    t = recordingContext(ran(ServerCommand.sessionNew, answers[ServerCommand.sessionNew], ['new session s2 · .soba/sessions/s2.jsonl']));
+    t.ctx.model.applyUserPrompt('t1', 'old question');
+    await ask(t.ctx, '/session new');
+    expect(t.ctx.model.snapshot().stream.map((i) => i.text)).toEqual(['› /session new', 'new session s2 · .soba/sessions/s2.jsonl']);
+  });
+
+  it('a slash command typed in the Ask input box goes the same way', async () => {
+    const { ctx, sent } = recordingContext(ran(ServerCommand.autoCompact, { ...budget, autoCompact: false }, ['auto-compact is off (the hard limit still compacts)']));
     fake.answers.inputBox.push('/auto-compact off');
     await paletteHandlers(ctx)[PaletteCommand.ask]();
-    expect(sent).toStrictEqual([{ command: 'soba.autoCompact', args: { enabled: false } }]);
-  });
-
-  it('a command stands in the conversation as a status line, not as a user message to the model', async () => {
-    const { ctx } = recordingContext(answers);
-    await ask(ctx, '  /budget ');
-    expect(ctx.model.snapshot().stream).toStrictEqual([{ turnId: '', kind: 'status', text: '› /budget' }]);
-  });
-
-  it('a bad command is not added to the conversation', async () => {
-    const { ctx } = recordingContext(answers);
-    await ask(ctx, '/capsule export ck_1');
-    expect(ctx.model.snapshot().stream).toStrictEqual([]);
+    expect(sent).toStrictEqual([{ command: 'soba.run', args: { text: '/auto-compact off' } }]);
+    expect(fake.messages[0].message).toBe('SOBA: auto-compact is off (the hard limit still compacts)');
   });
 });
 
-describe('the shared slash-command cases both front ends pass (testdata/slash-commands.json)', () => {
-  const shared = JSON.parse(fs.readFileSync(path.join(__dirname, '../../../../testdata/slash-commands.json'), 'utf8')) as {
-    cases: { text: string; sends?: { command: string; args: object }; prompt?: string; error?: boolean }[];
-  };
-  const ask = (ctx: CommandContext, text: string) => guarded(PaletteCommand.ask, paletteHandlers(ctx)[PaletteCommand.ask], ctx.output)(text);
-
-  it('has cases', () => expect(shared.cases.length).toBeGreaterThan(20));
-
-  it.each(shared.cases)('$text', async (c) => {
-    const { ctx, sent } = recordingContext(answers);
-    await ask(ctx, c.text);
-    if (c.error) {
-      expect(sent).toStrictEqual([]);
-      expect(fake.messages.some((m) => m.level === 'error')).toBe(true);
-    } else if (c.prompt !== undefined) {
-      expect(sent[0]).toStrictEqual({ command: 'soba.prompt', args: { text: c.prompt } });
-    } else {
-      expect(sent[0]).toStrictEqual(c.sends);
-    }
-  });
-});

@@ -28,8 +28,14 @@ class FakeClient {
   requests: { method: string; params: any }[] = [];
   async sendRequest(method: string, params: any) {
     this.requests.push({ method, params });
-    if (method === 'workspace/executeCommand' && params.command === 'soba.budget') {
-      return { effectiveTokens: 1000, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000, safetyReserveTokens: 8192, source: 'estimated', autoCompact: true, pending: [], state: 'idle', lastCompaction: null };
+    const budget = { effectiveTokens: 1000, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000, safetyReserveTokens: 8192, source: 'estimated', autoCompact: true, pending: [], state: 'idle', lastCompaction: null };
+    if (method === 'workspace/executeCommand' && params.command === 'soba.budget') return budget;
+    // soba.run as the server answers it: /budget runs soba.budget, anything else here is a prompt.
+    if (method === 'workspace/executeCommand' && params.command === 'soba.run') {
+      if (params.arguments[0].text === '/budget') {
+        return { kind: 'command', command: 'soba.budget', result: budget, lines: ['budget · 1,000 / 48,808 tokens · soft 39,046 · estimated · auto-compact on · idle'] };
+      }
+      return { kind: 'prompt', turnId: 't1', queued: false };
     }
     throw new Error(`unexpected ${method}`);
   }
@@ -151,37 +157,32 @@ function fakeWebviewView() {
   return { view, send: (m: unknown) => receive(m) };
 }
 
-describe("the sidebar's prompt box reads slash commands", () => {
+describe("the sidebar's prompt box sends what was typed through soba.run", () => {
   async function sidebar() {
     fake.configuration['soba.serverPath'] = { globalValue: fakeServer() };
-    await activate(context('/nonexistent-ext'));
+    const ext = await activate(context('/nonexistent-ext'));
     const { view, send } = fakeWebviewView();
     (fake.webviewProviders.get('soba.sidebar') as any).resolveWebviewView(view);
     const c = clients[0];
     await vi.waitFor(() => expect(c.requests).toHaveLength(1)); // the first budget
     c.requests.length = 0;
-    return { c, send };
+    return { c, send, ext };
   }
   const commandsSent = (c: FakeClient) => c.requests.filter((r) => r.method === 'workspace/executeCommand').map((r) => r.params);
 
-  it('/budget runs Show Budget: soba.budget, and the palette summary is shown', async () => {
-    const { c, send } = await sidebar();
+  it('/budget goes through soba.run and the lines it answers are shown', async () => {
+    const { c, send, ext } = await sidebar();
     send({ type: 'ask', text: '/budget' });
-    await vi.waitFor(() => expect(fake.messages.map((m) => m.message)).toContain('SOBA budget · 1,000 / 48,808 tokens · soft 39,046 · estimated · auto-compact on · idle'));
-    expect(commandsSent(c)).toEqual([{ command: 'soba.budget', arguments: [{}] }]);
+    const line = 'budget · 1,000 / 48,808 tokens · soft 39,046 · estimated · auto-compact on · idle';
+    await vi.waitFor(() => expect(fake.messages.map((m) => m.message)).toContain(`SOBA: ${line}`));
+    expect(commandsSent(c)).toEqual([{ command: 'soba.run', arguments: [{ text: '/budget' }] }]);
+    expect(ext.model.snapshot().stream.map((i) => i.text)).toEqual(['› /budget', line]);
   });
 
-  it('a slash command with a missing argument is an error and nothing reaches the server', async () => {
-    const { c, send } = await sidebar();
-    send({ type: 'ask', text: '/capsule export ck_1' });
-    await vi.waitFor(() => expect(fake.messages).toHaveLength(1));
-    expect(fake.messages[0]).toMatchObject({ level: 'error', message: 'SOBA: /capsule export: missing <path> · usage: /capsule export <checkpointId> <path> [--overwrite]' });
-    expect(c.requests).toEqual([]);
-  });
-
-  it('a prompt that only looks like a path goes to the model as typed', async () => {
-    const { c, send } = await sidebar();
+  it('a prompt goes through soba.run and starts a turn', async () => {
+    const { c, send, ext } = await sidebar();
     send({ type: 'ask', text: '/usr/bin is missing' });
-    await vi.waitFor(() => expect(commandsSent(c)).toEqual([{ command: 'soba.prompt', arguments: [{ text: '/usr/bin is missing' }] }]));
+    await vi.waitFor(() => expect(commandsSent(c)).toEqual([{ command: 'soba.run', arguments: [{ text: '/usr/bin is missing' }] }]));
+    await vi.waitFor(() => expect(ext.model.snapshot().stream).toEqual([{ turnId: 't1', kind: 'user', text: '/usr/bin is missing' }]));
   });
 });

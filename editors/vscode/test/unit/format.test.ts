@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { budgetLevel, compactTokens, gaugeView, groupTokens, resultLine, statusView, budgetSummary } from '../../src/format';
+import { budgetLevel, compactTokens, gaugeView, groupTokens, statusView, budgetSummary } from '../../src/format';
 import type { Budget } from '../../src/protocol';
 
 /** budget is the default budget of SPEC §6 (hard 48808, soft 39046, R-S2) with overrides. */
@@ -114,25 +114,6 @@ describe('statusView: status bar text and tooltip (R-O1, R-B3)', () => {
   it('says when there is no budget yet or no server', () => {
     expect(statusView(undefined).text).toBe('$(dashboard) SOBA');
     expect(statusView(budget(), undefined, false).text).toBe('$(debug-disconnect) SOBA');
-  });
-});
-
-describe('resultLine (R-B3)', () => {
-  it("uses the server's line when present", () => {
-    expect(resultLine({ line: 'Compacted context · x', trigger: 'user' })).toBe('Compacted context · x');
-  });
-  it('builds the same shape from the fields otherwise', () => {
-    expect(
-      resultLine({ trigger: 'auto_threshold', outcome: 'completed', tokensBefore: 45210, tokensAfter: 14870, reclaimedRatio: 0.671, checkpointId: 'ck_8f2a1c' }),
-    ).toBe('Compacted context · auto_threshold · 45,210 → 14,870 tokens (67% reclaimed) · ck_8f2a1c');
-  });
-  it('rounds the reclaimed share as the server does', () => {
-    expect(resultLine({ trigger: 'user', outcome: 'completed', tokensBefore: 3134, tokensAfter: 672, reclaimedRatio: 2462 / 3134, checkpointId: 'ck_1' })).toBe(
-      'Compacted context · user · 3,134 → 672 tokens (79% reclaimed) · ck_1',
-    );
-  });
-  it('names the outcome and the reason of anything but completed', () => {
-    expect(resultLine({ trigger: 'user', outcome: 'skipped', reason: 'nothing to reclaim' })).toBe('Compaction skipped · user · nothing to reclaim');
   });
 });
 
