@@ -280,36 +280,40 @@ local function sent_during(fn)
   return sent
 end
 
+-- What :Soba ask sends goes to the server as typed through soba.run, which
+-- owns the slash grammar (docs/slash-commands.md).
 test('SlashCommandsInAsk', function()
   local turns = completed_turns()
   local sent = sent_during(function()
-    local b = must('ask /budget')
-    eq(48808, b.hardLimit, '/budget answers the Budget')
+    local r = must('ask /budget')
+    eq('soba.budget', r.command, '/budget ran soba.budget in the server')
+    eq(48808, r.result.hardLimit, 'and answers its Budget')
   end)
-  eq({ 'soba.budget' }, vim.tbl_map(function(s)
-    return s.command
-  end, sent), ':Soba ask /budget sends soba.budget, not soba.prompt')
+  eq({ { command = 'soba.run', args = { text = '/budget' } } }, sent, ':Soba ask /budget sends soba.run, as typed')
+  ok(noted('48,808 tokens · soft 39,046'), 'the lines soba.run answered are shown')
   sent = sent_during(function()
     ok(must('ask //compact x').turnId, '//compact x starts a turn')
   end)
-  eq(1, #sent, 'one command for //compact x')
-  eq('soba.prompt', sent[1].command, ':Soba ask //compact x sends soba.prompt')
-  eq('/compact x', sent[1].args.text, 'with one / removed')
+  eq({ { command = 'soba.run', args = { text = '//compact x' } } }, sent, ':Soba ask //compact x sends soba.run')
   wait(30000, function()
     return completed_turns() > turns
   end, 'the //compact x turn to complete')
-  ok(table.concat(chat.lines(), '\n'):find('\n> /compact x\n', 1, true), 'the chat shows the prompt sent')
-  -- A bad slash command sends nothing.
+  ok(table.concat(chat.lines(), '\n'):find('\n> //compact x\n', 1, true), 'the chat shows what was sent')
+  -- A slash command typed wrong runs nothing in the server.
+  local bad = 'ask /capsule export ' .. compacted.checkpointId
   sent = sent_during(function()
-    local err = run('ask /capsule export ' .. compacted.checkpointId)
+    local err = run(bad)
     match('usage: /capsule export', err and err.message, 'the error names the usage')
   end)
-  eq({}, sent, 'nothing sent for a bad slash command')
-  -- /rewind runs the new :Soba rewind (soba.session.rewind).
+  eq({ 'soba.run' }, vim.tbl_map(function(x)
+    return x.command
+  end, sent), 'only soba.run is sent for a bad slash command')
+  -- /rewind runs soba.session.rewind in the server.
   local info = must('session info')
   local r = must('ask /rewind ' .. info.leafId)
-  match('.', tostring(r.leafId), 'rewind answers the new leaf')
-  eq(r.leafId, must('session info').leafId, 'the session leaf after /rewind')
+  eq('soba.session.rewind', r.command, '/rewind ran soba.session.rewind')
+  match('.', tostring(r.result.leafId), 'rewind answers the new leaf')
+  eq(r.result.leafId, must('session info').leafId, 'the session leaf after /rewind')
 end)
 
 -- typed runs keys now as if the user typed them, mappings included.
@@ -336,7 +340,7 @@ test('ChatInputPromptAndSlashCommand', function()
     typed('iTurn from the chat input:<CR>answer in one line<C-s>')
   end)
   eq(1, #sent, 'one command sent from the input')
-  eq('soba.prompt', sent[1].command, 'the input sends soba.prompt')
+  eq('soba.run', sent[1].command, 'the input sends soba.run')
   eq('Turn from the chat input:\nanswer in one line', sent[1].args.text, 'both lines, joined')
   eq({ '' }, vim.api.nvim_buf_get_lines(input.buffer(), 0, -1, false), 'the input clears')
   wait(30000, function()
@@ -348,21 +352,19 @@ test('ChatInputPromptAndSlashCommand', function()
   local started = index_of(lines, '^## Turn ', asked)
   ok(started, 'a turn starts after the message')
   ok(index_of(lines, '^— completed', started), 'and completes in the stream')
-  -- A slash command typed there runs as :Soba ask runs it.
+  -- A slash command typed there goes the same way; its lines are shown.
   local n = #notes
   sent = sent_during(function()
     typed('i/budget<Esc><CR>')
   end)
-  eq({ 'soba.budget' }, vim.tbl_map(function(s)
-    return s.command
-  end, sent), '/budget in the input sends soba.budget, not soba.prompt')
+  eq({ { command = 'soba.run', args = { text = '/budget' } } }, sent, '/budget in the input sends soba.run')
   wait(10000, function()
     for i = n + 1, #notes do
-      if tostring(notes[i].msg):find('SOBA budget:', 1, true) then
+      if tostring(notes[i].msg):find('48,808 tokens · soft', 1, true) then
         return true
       end
     end
-  end, 'the budget shown as :Soba budget shows it')
+  end, 'the lines soba.run answered for /budget')
   eq({ '' }, vim.api.nvim_buf_get_lines(input.buffer(), 0, -1, false), 'the input clears after /budget')
   -- Closing the input closes the chat with it.
   vim.cmd('close')

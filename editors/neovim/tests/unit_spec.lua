@@ -1,7 +1,7 @@
 -- Unit tests that need no server: status-line formatting, the notification
 -- handlers fed with recorded notifications, :Soba parsing and completion,
--- the mapping of subcommands onto PROTOCOL.md commands, slash commands in
--- :Soba ask (docs/slash-commands.md), approvals, help and health.
+-- the mapping of subcommands onto PROTOCOL.md commands, what :Soba ask
+-- sends (soba.run) and shows, approvals, help and health.
 local H = require('harness')
 local test, eq, ok, match = H.test, H.eq, H.ok, H.match
 
@@ -207,7 +207,7 @@ test('SubcommandsSendProtocolCommands_RO3', function()
   end
   local _, restore = H.capture_notify()
   for _, c in ipairs({
-    { 'ask hello', 'soba.prompt', { text = 'hello' } },
+    { 'ask hello', 'soba.run', { text = 'hello' } },
     { 'cancel', 'soba.cancel', {} },
     { 'budget', 'soba.budget', {} },
     { 'compact', 'soba.compact', {} },
@@ -296,228 +296,6 @@ test('CompleteSubcommandsAndCheckpointIds_RP1', function()
   eq({ dir .. '/handoff.capsule.md' }, cl('Soba capsule export ck_8f2a1c ' .. dir .. '/hand'), 'export path')
   eq({ dir .. '/handoff.capsule.md' }, cl('Soba capsule load ' .. dir .. '/h'), 'load path')
   client.execute_sync = orig
-end)
-
-local slash = require('soba.slash')
-
-local function cmd(path, args, bang)
-  return { kind = 'command', path = path, args = args or {}, bang = bang or false }
-end
-
-local function prompt(text)
-  return { kind = 'prompt', text = text }
-end
-
--- One case per rule of docs/slash-commands.md "Grammar".
-test('SlashGrammarRules', function()
-  for _, c in ipairs({
-    { 'a slash and a command word is a command', '/budget', cmd('budget') },
-    { 'leading blanks are skipped', '  \t/budget', cmd('budget') },
-    { 'the word ends at a blank', '/compact keep notes', cmd('compact', { instructions = 'keep notes' }) },
-    { 'the word ends at a tab', '/compact\tkeep', cmd('compact', { instructions = 'keep' }) },
-    { 'command words hold "-"', '/auto-compact off', cmd('auto-compact', { ['on|off'] = 'off' }) },
-    { 'a path is a prompt', '/usr/bin is missing', prompt('/usr/bin is missing') },
-    { 'a file path is a prompt', '/tmp/x.go fails', prompt('/tmp/x.go fails') },
-    { 'a comment is a prompt', '/*comment*/', prompt('/*comment*/') },
-    { 'a slash and a blank is a prompt', '/ x', prompt('/ x') },
-    { 'a lone slash is a prompt', '/', prompt('/') },
-    { 'upper case is not a command word', '/Budget', prompt('/Budget') },
-    { 'a digit does not end a command word', '/budget2', prompt('/budget2') },
-    { 'text without a leading slash is a prompt', 'fix a/b /budget', prompt('fix a/b /budget') },
-    { 'a prompt is sent as typed', '  plain text  ', prompt('  plain text  ') },
-    { '// sends the rest with one / removed', '//compact means…', prompt('/compact means…') },
-    { '// before an unknown word', '//nope', prompt('/nope') },
-    { '// after leading blanks', '  //x', prompt('  /x') },
-    { '/// keeps two', '///x', prompt('//x') },
-    { 'words are separated by blanks', '/capsule   export  ck_1   a.md',
-      cmd('capsule export', { checkpointId = 'ck_1', path = 'a.md' }) },
-    { 'a quoted word holds blanks', '/capsule export ck_1 "my notes/x.md"',
-      cmd('capsule export', { checkpointId = 'ck_1', path = 'my notes/x.md' }) },
-    { '\\" inside quotes is a quote', '/capsule load "a \\"b\\".md"', cmd('capsule load', { path = 'a "b".md' }) },
-    { 'quotes inside an unquoted word are kept', '/capsule load a"b', cmd('capsule load', { path = 'a"b' }) },
-    { 'free text is the rest of the line', '/milestone parser done, lexer next',
-      cmd('milestone', { note = 'parser done, lexer next' }) },
-    { 'free text loses one pair of surrounding quotes', '/capsule create "handoff auth work"',
-      cmd('capsule create', { title = 'handoff auth work' }) },
-    { 'quoted free text reads \\"', '/pivot "say \\"no\\" to globals"', cmd('pivot', { note = 'say "no" to globals' }) },
-    { 'quotes inside free text are kept', '/compact keep "x" and "y"',
-      cmd('compact', { instructions = 'keep "x" and "y"' }) },
-    { 'free text that only starts and ends with quotes is kept', '/pivot "a" or "b"', cmd('pivot', { note = '"a" or "b"' }) },
-    { 'trailing blanks are not arguments', '/budget  ', cmd('budget') },
-  }) do
-    eq(c[3], slash.parse(c[2]), c[1] .. ' (' .. c[2] .. ')')
-  end
-end)
-
--- Every command of docs/slash-commands.md "Commands" and the :Soba
--- subcommand it runs.
-test('SlashCommandsMapToSobaSubcommands', function()
-  for _, c in ipairs({
-    { '/budget', cmd('budget') },
-    { '/compact', cmd('compact') },
-    { '/compact keep the API notes', cmd('compact', { instructions = 'keep the API notes' }) },
-    { '/auto-compact on', cmd('auto-compact', { ['on|off'] = 'on' }) },
-    { '/auto-compact off', cmd('auto-compact', { ['on|off'] = 'off' }) },
-    { '/milestone tests pass', cmd('milestone', { note = 'tests pass' }) },
-    { '/pivot use sqlite', cmd('pivot', { note = 'use sqlite' }) },
-    { '/capsule', cmd('capsule show') },
-    { '/capsule show', cmd('capsule show') },
-    { '/capsule show ck_1', cmd('capsule show', { checkpointId = 'ck_1' }) },
-    { '/capsule list', cmd('capsule list') },
-    { '/capsule create handoff auth work', cmd('capsule create', { title = 'handoff auth work' }) },
-    { '/capsule export ck_abc ./handoff.capsule.md',
-      cmd('capsule export', { checkpointId = 'ck_abc', path = './handoff.capsule.md' }) },
-    { '/capsule export ck_abc ./handoff.capsule.md --overwrite',
-      cmd('capsule export', { checkpointId = 'ck_abc', path = './handoff.capsule.md' }, true) },
-    { '/capsule export ck_abc "--overwrite"', cmd('capsule export', { checkpointId = 'ck_abc', path = '--overwrite' }) },
-    { '/capsule load ./handoff.capsule.md', cmd('capsule load', { path = './handoff.capsule.md' }) },
-    { '/cancel', cmd('cancel') },
-    { '/session new', cmd('session new') },
-    { '/session info', cmd('session info') },
-    { '/session list', cmd('session list') },
-    { '/session resume', cmd('session resume') },
-    { '/session resume s_1', cmd('session resume', { sessionId = 's_1' }) },
-    { '/rewind e_42', cmd('rewind', { entryId = 'e_42' }) },
-  }) do
-    eq(c[2], slash.parse(c[1]), c[1])
-  end
-  local help = slash.parse('/help')
-  eq('help', help.kind, '/help')
-  for _, u in ipairs({ '/budget', '/compact [instructions…]', '/auto-compact on|off', '/milestone <note…>',
-    '/pivot <note…>', '/capsule show [checkpointId]', '/capsule list', '/capsule create <title…>',
-    '/capsule export <checkpointId> <path> [--overwrite]', '/capsule load <path>', '/cancel', '/session new',
-    '/session info', '/session list', '/session resume [sessionId]', '/rewind <entryId>', '/help' }) do
-    ok(help.text:find('\n  ' .. u .. ' ', 1, true), '/help lists ' .. u .. ':\n' .. help.text)
-  end
-end)
-
-test('SlashErrorsNameCommandAndUsage', function()
-  for _, c in ipairs({
-    { '/nope', 'unknown command /nope; commands: /help /budget' },
-    { '/compat keep notes', 'unknown command /compat' },
-    { '/capsule burn', 'unknown command /capsule burn; usage: /capsule | /capsule show [checkpointId] |' },
-    { '/session', '/session needs a subcommand; usage: /session new | /session info' },
-    { '/session old', 'unknown command /session old; usage: /session new' },
-    { '/help me', '/help: unexpected "me"; usage: /help' },
-    { '/budget now', '/budget: unexpected "now"; usage: /budget' },
-    { '/cancel it', '/cancel: unexpected "it"; usage: /cancel' },
-    { '/auto-compact', '/auto-compact: missing on|off; usage: /auto-compact on|off' },
-    { '/auto-compact maybe', '/auto-compact: expected on or off, got "maybe"; usage: /auto-compact on|off' },
-    { '/auto-compact on off', '/auto-compact: unexpected "off"' },
-    { '/milestone', '/milestone: missing <note>; usage: /milestone <note…>' },
-    { '/pivot ""', '/pivot: missing <note>; usage: /pivot <note…>' },
-    { '/capsule create', '/capsule create: missing <title>; usage: /capsule create <title…>' },
-    { '/capsule show ck_1 ck_2', '/capsule show: unexpected "ck_2"; usage: /capsule show [checkpointId]' },
-    { '/capsule list all', '/capsule list: unexpected "all"' },
-    { '/capsule export', '/capsule export: missing <checkpointId>; usage: /capsule export <checkpointId> <path> [--overwrite]' },
-    { '/capsule export ck_1', '/capsule export: missing <path>; usage: /capsule export <checkpointId> <path> [--overwrite]' },
-    { '/capsule export ck_1 --overwrite', '/capsule export: missing <path>' },
-    { '/capsule export ck_1 a.md --force', '/capsule export: unexpected "--force"' },
-    { '/capsule export ck_1 my notes.md', '/capsule export: unexpected "notes.md"' },
-    { '/capsule load', '/capsule load: missing <path>; usage: /capsule load <path>' },
-    { '/capsule load ""', '/capsule load: missing <path>' },
-    { '/capsule load "a.md', '/capsule load: a quote is not closed; usage: /capsule load <path>' },
-    { '/capsule load "a"b', '/capsule load: a closing quote must end the word' },
-    { '/session new now', '/session new: unexpected "now"; usage: /session new' },
-    { '/session resume a b', '/session resume: unexpected "b"; usage: /session resume [sessionId]' },
-    { '/rewind', '/rewind: missing <entryId>; usage: /rewind <entryId>' },
-    { '/rewind e_1 e_2', '/rewind: unexpected "e_2"' },
-  }) do
-    local r = slash.parse(c[1])
-    eq('error', r.kind, c[1] .. ' is an error')
-    ok(r.message:find('soba: ' .. c[2], 1, true),
-      string.format('error for %q is %q, want it to contain %q', c[1], r.message, c[2]))
-  end
-end)
-
--- The parsed arguments go to the :Soba subcommands unchanged, so each
--- slash command must name an existing subcommand and its parameters.
-test('SlashCommandsAreSobaSubcommands', function()
-  local function check(name, leaf)
-    local node = { sub = commands.spec }
-    for w in leaf.run:gmatch('%S+') do
-      node = node.sub and node.sub[w]
-    end
-    ok(node and node.run, name .. ' runs :Soba ' .. leaf.run)
-    local names = {}
-    for _, p in ipairs(node.params or {}) do
-      names[p.name] = true
-    end
-    for _, p in ipairs(leaf.params) do
-      ok(names[p.name], name .. ': :Soba ' .. leaf.run .. ' has a parameter ' .. p.name)
-    end
-  end
-  for _, c in ipairs(slash.commands) do
-    if c.leaf then
-      check('/' .. c.word, c.leaf)
-    end
-    for _, s in ipairs(c.sub or {}) do
-      check('/' .. c.word .. ' ' .. s.word, s.leaf)
-    end
-  end
-end)
-
-test('AskRunsSlashCommandsInsteadOfPrompts', function()
-  local sent = {}
-  local orig = client.execute
-  client.execute = function(command, args, cb)
-    sent[#sent + 1] = { command, args }
-    cb(nil, { checkpointId = 'ck_1', path = '/tmp/x', markdown = '## Goal\nship', effectiveTokens = 1,
-      hardLimit = 2, softLimit = 1, contextWindow = 3, turnId = 't1', leafId = 'e_9' }, { id = 98 })
-  end
-  local function ask(text)
-    sent = {}
-    local seen, restore = H.capture_notify()
-    local err = 'not called'
-    commands.run('ask ' .. text, false, function(e)
-      err = e
-    end)
-    restore()
-    return sent, err, seen
-  end
-  for _, c in ipairs({
-    { '/budget', { { 'soba.budget', {} } } },
-    { '  /compact keep notes', { { 'soba.compact', { instructions = 'keep notes' } } } },
-    { '/capsule export ck_1 "a b.md" --overwrite',
-      { { 'soba.capsule.export', { checkpointId = 'ck_1', path = 'a b.md', overwrite = true } } } },
-    { '/capsule create "handoff auth work"', { { 'soba.capsule.create', { title = 'handoff auth work' } } } },
-    { '/rewind e_9', { { 'soba.session.rewind', { entryId = 'e_9' } } } },
-    { '//compact x', { { 'soba.prompt', { text = '/compact x' } } } },
-    { '/usr/bin is missing', { { 'soba.prompt', { text = '/usr/bin is missing' } } } },
-  }) do
-    local got, err = ask(c[1])
-    eq(nil, err, ':Soba ask ' .. c[1] .. ' outcome')
-    eq(c[2], got, ':Soba ask ' .. c[1] .. ' sends')
-  end
-  -- The result shows as :Soba budget shows it.
-  local _, _, via_slash = ask('/budget')
-  local direct, restore = H.capture_notify()
-  commands.run('budget', false)
-  restore()
-  match('^SOBA budget: ', direct[1] and direct[1].msg, ':Soba budget shows the budget')
-  eq(direct, via_slash, '/budget shows what :Soba budget shows')
-  -- /capsule opens the newest capsule like :Soba capsule show.
-  eq({ { 'soba.capsule.show', {} } }, ask('/capsule'), '/capsule sends')
-  eq({ '## Goal', 'ship' }, vim.api.nvim_buf_get_lines(0, 0, -1, false), '/capsule opened the capsule')
-  vim.cmd('only')
-  -- Help and errors send nothing.
-  local none, err, seen = ask('/help')
-  eq({}, none, '/help sends nothing')
-  eq(nil, err, '/help outcome')
-  match('^SOBA slash commands', seen[1] and seen[1].msg, '/help shows the list')
-  none, err = ask('/capsule export ck_1')
-  eq({}, none, 'a bad slash command sends nothing')
-  match('usage: /capsule export <checkpointId> <path> %[%-%-overwrite%]', err and err.message, 'error to done')
-  -- Without a callback (typed :Soba ask) the error is an ERROR notification.
-  sent = {}
-  seen, restore = H.capture_notify()
-  vim.cmd('Soba ask /nope now')
-  restore()
-  eq({}, sent, ':Soba ask /nope sends nothing')
-  eq(1, #seen, 'one notification')
-  eq(vim.log.levels.ERROR, seen[1].level, 'shown as an error')
-  match('unknown command /nope', seen[1].msg, 'error names the command')
-  client.execute = orig
 end)
 
 test('ConfigDefaultsAndErrors_RS1', function()
@@ -707,16 +485,109 @@ test('ChatInputOpensUnderTheStream', function()
   eq(input_win, vim.api.nvim_get_current_win(), 'the input focused again')
 end)
 
+-- stub_run answers soba.run as the server would for the texts in
+-- answers (a prompt starting turn t1 otherwise), records what was sent,
+-- and returns the list and a function that restores client.execute.
+local function stub_run(answers)
+  local sent, orig = {}, client.execute
+  client.execute = function(command, args, cb)
+    sent[#sent + 1] = { command, args }
+    local r = { kind = 'prompt', turnId = 't1', queued = false }
+    if command == 'soba.run' and answers[args.text] then
+      r = answers[args.text]
+    end
+    if cb then
+      cb(nil, r, { id = 98 })
+    end
+  end
+  return sent, function()
+    client.execute = orig
+  end
+end
+
+local run_budget = { effectiveTokens = 1200, hardLimit = 48808, softLimit = 39046, state = 'idle' }
+local run_answers = {
+  ['/session info'] = { kind = 'command', command = 'soba.session.info', result = { sessionId = 's1' },
+    lines = { 'session s1 · 3 entries · leaf e_9 · /w/.soba/sessions/s1.jsonl' } },
+  ['/budget'] = { kind = 'command', command = 'soba.budget', result = run_budget,
+    lines = { 'budget · 1,200 / 48,808 tokens · soft 39,046 · estimated · auto-compact on · idle' } },
+  ['/capsule'] = { kind = 'command', command = 'soba.capsule.show',
+    result = { checkpointId = 'ck_1', markdown = '## Goal\nship' }, lines = { 'capsule ck_1:', '## Goal', 'ship' } },
+  ['/help'] = { kind = 'command', lines = { 'SOBA slash commands:', '  /help  lists these commands and their usage' } },
+  ['/nope now'] = { kind = 'command', lines = { 'unknown command /nope · /help lists the commands' },
+    error = 'unknown command /nope · /help lists the commands' },
+}
+
+-- What the user types to the agent goes to the server as typed through
+-- soba.run (docs/slash-commands.md): a prompt starts a turn and shows in
+-- the chat; a slash command's lines are shown; an error is an error.
+test('AskSendsWhatWasTypedThroughSobaRun', function()
+  chat.clear()
+  local sent, restore = stub_run(run_answers)
+  local function ask(text)
+    local seen, unnotify = H.capture_notify()
+    local got = { 'not called' }
+    commands.run('ask ' .. text, false, function(e, r)
+      got = { e, r }
+    end)
+    unnotify()
+    return got[1], got[2], seen
+  end
+  local ok_, err = pcall(function()
+    -- A prompt goes through soba.run and starts a turn.
+    local e, r = ask('add a test for the parser')
+    eq({ { 'soba.run', { text = 'add a test for the parser' } } }, sent, 'a prompt is sent through soba.run')
+    eq(nil, e, 'prompt outcome')
+    eq('t1', r.turnId, 'done gets the turn')
+    eq({ '', '> add a test for the parser' }, chat_tail(2), 'the chat shows the user\'s message')
+    vim.cmd('silent! only')
+    -- A slash command goes through soba.run as typed; its lines are shown.
+    local before = #chat.lines()
+    local seen
+    e, r, seen = ask('/session info')
+    eq({ 'soba.run', { text = '/session info' } }, sent[2], 'a slash command is sent through soba.run as typed')
+    eq(2, #sent, 'and nothing else')
+    eq(nil, e, 'slash command outcome')
+    eq('soba.session.info', r.command, 'done gets the answer')
+    eq('session s1 · 3 entries · leaf e_9 · /w/.soba/sessions/s1.jsonl', seen[1] and seen[1].msg, 'its line is shown')
+    eq(before, #chat.lines(), 'a slash command adds no user message')
+    _, _, seen = ask('/help')
+    eq('SOBA slash commands:\n  /help  lists these commands and their usage', seen[1] and seen[1].msg,
+      'several lines are one notification')
+    -- A budget also updates the status line; a capsule opens as Markdown.
+    ask('/budget')
+    eq(1200, status.get(98).budget.effectiveTokens, '/budget updates the status line')
+    ask('/capsule')
+    eq({ '## Goal', 'ship' }, vim.api.nvim_buf_get_lines(0, 0, -1, false), '/capsule opens the capsule')
+    match('soba://capsule/ck_1$', vim.api.nvim_buf_get_name(0), 'as its buffer')
+    vim.cmd('only')
+    -- A slash command typed wrong: its error goes to done, or is shown as
+    -- an error when typed.
+    e = ask('/nope now')
+    eq('soba: unknown command /nope · /help lists the commands', e and e.message, 'the error goes to done')
+    local unnotify
+    seen, unnotify = H.capture_notify()
+    vim.cmd('Soba ask /nope now')
+    unnotify()
+    eq(1, #seen, 'one notification')
+    eq(vim.log.levels.ERROR, seen[1].level, 'shown as an error')
+    eq('soba: unknown command /nope · /help lists the commands', seen[1].msg, 'the server\'s message')
+  end)
+  restore()
+  if not ok_ then
+    error(err, 0)
+  end
+end)
+
 test('ChatInputSendsLikeAsk', function()
   chat.clear()
-  local sent, restore = stub_execute({ turnId = 't1', effectiveTokens = 1, hardLimit = 2, softLimit = 1,
-    contextWindow = 3 })
+  local sent, restore = stub_run(run_answers)
   local seen, unnotify = H.capture_notify()
   local ok_, err = pcall(function()
     vim.cmd('Soba chat')
     -- Insert-mode <CR> is a line break; <C-s> sends the whole input.
     typed('ifix the test<CR>and the docs<C-s>')
-    eq({ { 'soba.prompt', { text = 'fix the test\nand the docs' } } }, sent, '<C-s> sends both lines')
+    eq({ { 'soba.run', { text = 'fix the test\nand the docs' } } }, sent, '<C-s> sends both lines through soba.run')
     eq({ '' }, input_lines(), 'the input clears after sending')
     eq({ '', '> fix the test', '> and the docs' }, chat_tail(3), 'the chat shows the user\'s message')
     eq(input.buffer(), vim.api.nvim_get_current_buf(), 'the input keeps the focus')
@@ -726,26 +597,23 @@ test('ChatInputSendsLikeAsk', function()
     undo()
     eq({ 'fix the test', 'and the docs' }, input_lines(), 'u undoes the clearing')
     typed('<CR>')
-    eq({ 'soba.prompt', { text = 'fix the test\nand the docs' } }, sent[2], 'normal-mode <CR> sends')
+    eq({ 'soba.run', { text = 'fix the test\nand the docs' } }, sent[2], 'normal-mode <CR> sends')
     -- An empty input sends nothing.
     typed('<CR>')
     typed('o  <C-s>')
     eq(2, #sent, 'an empty input sends nothing')
-    -- A slash command runs as :Soba ask runs it: /budget is soba.budget,
-    -- shown as :Soba budget shows it, and not a user message.
+    -- A slash command goes the same way, as typed; its lines are shown,
+    -- and it is not a user message.
     local before = #chat.lines()
     typed('ggdG')
     typed('i/budget<Esc><CR>')
-    eq({ 'soba.budget', {} }, sent[3], '/budget sends soba.budget')
-    eq(3, #sent, 'and no soba.prompt')
-    match('^SOBA budget: ', seen[#seen].msg, '/budget shows the budget')
+    eq({ 'soba.run', { text = '/budget' } }, sent[3], '/budget is sent through soba.run')
+    match('^budget · 1,200 / 48,808 tokens', seen[#seen].msg, '/budget shows the lines soba.run answers')
     eq(before, #chat.lines(), 'a slash command adds no user message')
-    typed('i//compact x<C-s>')
-    eq({ 'soba.prompt', { text = '/compact x' } }, sent[4], '// sends the text with one / removed')
-    -- A bad slash command sends nothing and is an error notification.
+    -- A slash command typed wrong is an error notification.
     local n = #seen
     typed('i/nope now<C-s>')
-    eq(4, #sent, '/nope sends nothing')
+    eq({ 'soba.run', { text = '/nope now' } }, sent[4], '/nope now is sent as typed')
     eq(n + 1, #seen, 'one notification')
     eq(vim.log.levels.ERROR, seen[#seen].level, 'shown as an error')
     match('unknown command /nope', seen[#seen].msg, 'the error names the command')
@@ -760,8 +628,28 @@ test('ChatInputSendsLikeAsk', function()
   end
 end)
 
+-- The server may stream a turn before soba.run answers, and a queued
+-- prompt's turn starts after the running one: the user's message stands
+-- before its turn either way.
+test('ChatUserMessageBeforeItsTurn', function()
+  chat.clear()
+  feed('soba/event', { turnId = 't1', type = 'turn_start' })
+  feed('soba/event', { turnId = 't1', type = 'text', delta = 'Reading' })
+  chat.user_message('t1', 'read a.go', false)
+  feed('soba/event', { turnId = 't1', type = 'text', delta = ' a.go.' })
+  chat.user_message('t2', 'then b.go', true)
+  eq({ '# SOBA chat', '', '', '> read a.go', '', '## Turn t1', 'Reading a.go.' }, chat.lines(),
+    'before the turn that started; a queued message waits')
+  feed('soba/event', { turnId = 't1', type = 'turn_end', outcome = 'completed' })
+  feed('soba/event', { turnId = 't2', type = 'turn_start' })
+  chat.user_message('t3', 'and c.go', false)
+  feed('soba/event', { turnId = 't3', type = 'turn_start' })
+  eq({ '', '— completed', '', '> then b.go', '', '## Turn t2', '', '', '> and c.go', '', '## Turn t3', '' },
+    chat_tail(12), 'a queued message when its turn starts; an answer before its turn at the end')
+end)
+
 test('ChatInputSendReportsToDone', function()
-  local sent, restore = stub_execute({ turnId = 't7' })
+  local sent, restore = stub_execute({ kind = 'prompt', turnId = 't7' })
   local got = 'not called'
   -- Quotes are the user's text here, not :Soba's command-line quoting.
   vim.api.nvim_buf_set_lines(input.buffer(), 0, -1, false, { '"hello"' })
@@ -769,7 +657,7 @@ test('ChatInputSendReportsToDone', function()
     got = { err, r and r.turnId }
   end), 'send says it sent')
   eq({ nil, 't7' }, got, 'done gets the answer')
-  eq({ { 'soba.prompt', { text = '"hello"' } } }, sent, 'the quotes are sent')
+  eq({ { 'soba.run', { text = '"hello"' } } }, sent, 'the quotes are sent')
   eq(false, input.send(), 'nothing to send')
   restore()
 end)
@@ -901,38 +789,4 @@ test('HealthReportsMissingBinary', function()
   match('"/nonexistent/soba%-lsp" is not executable', text, 'health names the binary')
   match('no soba%-lsp client', text, 'health reports no connection')
   vim.cmd('tabclose')
-end)
-
--- The shared cases of docs/slash-commands.md that both front ends must pass
--- (testdata/slash-commands.json; the VS Code unit tests read it too).
-test('SharedSlashCommandCases', function()
-  local file = plugin .. '/../../testdata/slash-commands.json'
-  local cases = vim.fn.json_decode(table.concat(vim.fn.readfile(file), '\n')).cases
-  ok(#cases > 20, 'the shared table has cases')
-  local sent
-  local orig = client.execute
-  client.execute = function(command, args, cb)
-    sent[#sent + 1] = { command = command, args = args }
-    cb(nil, { checkpointId = 'ck_1', path = '/tmp/x', markdown = '## Goal\nship', effectiveTokens = 1,
-      hardLimit = 2, softLimit = 1, contextWindow = 3, turnId = 't1', leafId = 'e_9', sessionId = 's1' }, { id = 97 })
-  end
-  for _, c in ipairs(cases) do
-    sent = {}
-    local err = 'not called'
-    local _, restore = H.capture_notify()
-    require('soba.commands').dispatch('ask', { text = c.text }, false, function(e)
-      err = e
-    end)
-    restore()
-    vim.cmd('silent! only')
-    if c.error then
-      eq({}, sent, c.text .. ': sends nothing')
-      ok(err ~= nil and err ~= 'not called', c.text .. ': is an error')
-    elseif c.prompt ~= nil then
-      eq({ command = 'soba.prompt', args = { text = c.prompt } }, sent[1], c.text .. ': prompt')
-    else
-      eq(c.sends, sent[1], c.text .. ': sends')
-    end
-  end
-  client.execute = orig
 end)

@@ -5,6 +5,14 @@ local M = {}
 
 local bufnr = nil
 local NAME = 'soba://chat'
+-- The user's message goes before its turn's stream: the server may stream
+-- the turn before soba.run answers, and a queued prompt's turn starts
+-- after the running one. headers[turnId] is an extmark on the first line
+-- of a turn's header, until the user's message is put before it;
+-- waiting[turnId] is the text of a queued prompt whose turn has not
+-- started; shown[turnId] is set when the message came before its turn.
+local ns = vim.api.nvim_create_namespace('soba_chat_turns')
+local headers, waiting, shown = {}, {}, {}
 
 -- M.scratch creates a named buffer that is no file, survives being hidden
 -- and has no swap file: the chat's stream and its input.
@@ -107,7 +115,21 @@ function M.on_event(_, ev)
     return
   end
   local lines, text = M.render(ev)
-  if lines then
+  if ev.type == 'turn_start' then
+    local id = str(ev.turnId)
+    if waiting[id] then
+      M.append(M.user_lines(waiting[id]))
+      waiting[id], shown[id] = nil, true
+    end
+    local b = M.buffer()
+    local first = vim.api.nvim_buf_line_count(b)
+    M.append(lines)
+    if shown[id] then
+      shown[id] = nil
+    else
+      headers[id] = vim.api.nvim_buf_set_extmark(b, ns, first, 0, {})
+    end
+  elseif lines then
     M.append(lines)
   else
     M.append_text(text)
@@ -125,6 +147,30 @@ function M.user_lines(text)
     lines[#lines + 1] = '> ' .. l
   end
   return lines
+end
+
+-- M.user_message shows what the user sent as the prompt of turn turn_id:
+-- before that turn's stream when it has started, when the turn starts if
+-- the prompt is queued, else at the end.
+function M.user_message(turn_id, text, queued)
+  local id = str(turn_id)
+  local mark = headers[id]
+  headers[id] = nil
+  if mark then
+    local b = M.buffer()
+    local pos = vim.api.nvim_buf_get_extmark_by_id(b, ns, mark, {})
+    vim.api.nvim_buf_del_extmark(b, ns, mark)
+    if pos[1] then
+      return edit(function()
+        vim.api.nvim_buf_set_lines(b, pos[1], pos[1], false, M.user_lines(text))
+      end)
+    end
+  elseif queued then
+    waiting[id] = text
+    return
+  end
+  shown[id] = true
+  M.append(M.user_lines(text))
 end
 
 -- M.window returns a window showing the chat buffer (or nil).
@@ -159,6 +205,8 @@ end
 -- M.clear empties the chat buffer.
 function M.clear()
   local b = M.buffer()
+  vim.api.nvim_buf_clear_namespace(b, ns, 0, -1)
+  headers, waiting, shown = {}, {}, {}
   vim.bo[b].modifiable = true
   vim.api.nvim_buf_set_lines(b, 0, -1, false, { '# SOBA chat', '' })
   vim.bo[b].modifiable = false

@@ -96,10 +96,13 @@ local function level_of(type_)
   return ({ l.ERROR, l.WARN, l.INFO, l.DEBUG })[type_] or l.INFO
 end
 
--- M.show_result shows a CompactionResult's line once per operation; a
--- degraded fallback or a failure is a warning (R-F1).
+-- M.show_result shows a CompactionResult's line (the server's R-B3 line)
+-- once per operation; a degraded fallback or a failure is a warning (R-F1).
 function M.show_result(r)
   if type(r) ~= 'table' or not config.current.notify_results then
+    return
+  end
+  if type(r.line) ~= 'string' or r.line == '' then
     return
   end
   if r.operationId and r.operationId ~= '' then
@@ -108,15 +111,11 @@ function M.show_result(r)
     end
     notified[r.operationId] = true
   end
-  local line = r.line
-  if not line or line == '' or line == vim.NIL then
-    line = string.format('Compaction %s · %s', tostring(r.outcome), tostring(r.reason or ''))
-  end
   local level = vim.log.levels.INFO
   if r.quality == 'degraded' or r.outcome == 'failed' then
     level = vim.log.levels.WARN
   end
-  M.notify(line, level)
+  M.notify(r.line, level)
 end
 
 -- M.handlers are the per-client handlers of the server's notifications

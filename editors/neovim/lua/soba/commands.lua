@@ -140,42 +140,63 @@ local function open_scratch(name, lines, filetype)
   return b
 end
 
--- prompt sends text to the model and shows it in the chat.
-local function prompt(text, done)
-  local chat = require('soba.chat')
-  chat.append(chat.user_lines(text))
-  if require('soba.config').current.chat.open_on_ask then
-    local win = vim.api.nvim_get_current_win()
-    chat.open()
-    pcall(vim.api.nvim_set_current_win, win)
-  end
-  run('soba.prompt', { text = text }, done, function(r)
-    if r and r.queued then
+-- show_run shows what soba.run answered (|soba-slash|). A prompt shows in
+-- the chat as the user's message; a slash command's lines are shown with
+-- vim.notify, except where the plugin has a view of its own: a capsule
+-- opens as Markdown, a budget updates the status line, a compaction's
+-- result line is shown once with its end notification. `/session resume`
+-- without an id answers the session list and how to resume one, shown like
+-- any other lines (`:Soba session resume` keeps its picker).
+local function show_run(text, r, c)
+  if r.kind == 'prompt' then
+    local chat = require('soba.chat')
+    chat.user_message(r.turnId, text, r.queued == true)
+    if require('soba.config').current.chat.open_on_ask then
+      local win = vim.api.nvim_get_current_win()
+      chat.open()
+      pcall(vim.api.nvim_set_current_win, win)
+    end
+    if r.queued then
       client.notify('soba: prompt queued (turn ' .. str(r.turnId) .. ')')
     end
-  end)
+    return
+  end
+  local cmd = r.command
+  if cmd == 'soba.capsule.show' then
+    open_scratch('soba://capsule/' .. str(r.result.checkpointId), vim.split(str(r.result.markdown), '\n', { plain = true }),
+      'markdown')
+    return
+  elseif cmd == 'soba.compact' then
+    return client.show_result(r.result)
+  elseif cmd == 'soba.budget' or cmd == 'soba.autoCompact' then
+    status.on_budget(c.id, r.result)
+  end
+  if type(r.lines) == 'table' and #r.lines > 0 then
+    client.notify(table.concat(r.lines, '\n'))
+  end
 end
 
--- ask sends the user's text to the agent, unless it is a slash command
--- (|soba-slash|): then it runs that :Soba subcommand, or shows the slash
--- command's error, and sends nothing to the model.
-local function ask(text, done)
-  local action = require('soba.slash').parse(text)
-  if action.kind == 'command' then
-    return M.dispatch(action.path, action.args, action.bang, done)
-  elseif action.kind == 'help' then
-    client.notify(action.text)
-    if done then
-      done(nil, { text = action.text })
+-- M.ask sends what the user typed to the agent (`:Soba ask`, the chat's
+-- input) through soba.run as typed: the server reads it as a prompt or a
+-- slash command. A slash command typed wrong runs nothing; its message is
+-- an error, shown or passed to done(err, result) like :Soba's own errors.
+function M.ask(text, done)
+  client.execute('soba.run', { text = text }, function(err, r, c)
+    if not err and type(r) == 'table' and r.error ~= nil and r.error ~= vim.NIL then
+      local msg = 'soba: ' .. str(r.error)
+      if done then
+        return done({ message = msg }, r)
+      end
+      return client.notify(msg, levels.ERROR)
     end
-    return
-  elseif action.kind == 'error' then
-    if done then
-      return done({ message = action.message }, nil)
+    if not err and type(r) == 'table' then
+      local ok, e = pcall(show_run, text, r, c)
+      if not ok then
+        err = { message = e }
+      end
     end
-    return client.notify(action.message, levels.ERROR)
-  end
-  prompt(action.text, done)
+    finish('soba.run', done, err, r)
+  end)
 end
 
 -- M.spec describes every subcommand: `params` are taken in order, a
@@ -185,7 +206,7 @@ M.spec = {
   ask = {
     params = { { name = 'text', kind = 'rest' } },
     run = function(a, ctx)
-      ask(a.text, ctx.done)
+      M.ask(a.text, ctx.done)
     end,
   },
   cancel = {
@@ -446,19 +467,6 @@ function M.parse(line)
     return nil, string.format('soba: unexpected "%s"; usage: %s', trim(rest), usage(p, node))
   end
   return node, args, p
-end
-
--- M.dispatch runs the :Soba subcommand at path (e.g. "capsule export")
--- with already parsed arguments, as :Soba[!] path … would.
-function M.dispatch(path, args, bang, done)
-  local node = { sub = M.spec }
-  for w in path:gmatch('%S+') do
-    node = node.sub and node.sub[w]
-    if not node then
-      error('soba: no :Soba subcommand "' .. path .. '"')
-    end
-  end
-  node.run(args, { bang = bang, done = done })
 end
 
 -- M.run parses and runs one :Soba invocation. done(err, result), when

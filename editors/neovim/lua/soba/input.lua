@@ -117,9 +117,9 @@ function M.buffer()
   return bufnr
 end
 
--- M.send sends the input's text as `:Soba ask` does (slash commands
--- included) and empties the input; `u` brings the text back. An empty
--- input sends nothing. done(err, result), when given, gets the outcome
+-- M.send sends the input's text as `:Soba ask` does (through soba.run,
+-- slash commands included) and empties the input; `u` brings the text
+-- back. An empty input sends nothing. done(err, result), when given, gets the outcome
 -- instead of an error notification (tests).
 function M.send(done)
   local b = M.buffer()
@@ -139,7 +139,7 @@ function M.send(done)
       vim.api.nvim_win_set_cursor(win, { 1, 0 })
     end
   end
-  require('soba.commands').dispatch('ask', { text = text }, false, done)
+  require('soba.commands').ask(text, done)
   return true
 end
 
