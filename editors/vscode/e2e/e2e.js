@@ -1,5 +1,6 @@
 // Drives the VS Code workbench (code-server) in headless Chromium with
-// playwright-core: waits for the SOBA status bar item, runs "SOBA: Compact
+// playwright-core: waits for the SOBA status bar item, asks a turn and types
+// /budget in "SOBA: Ask" (both through soba.run), runs "SOBA: Compact
 // Context" from the command palette, and checks the barrier's progress
 // notification, the result line (toast and SOBA output channel) and the
 // status bar text afterwards. Saves screenshots in $SHOT_DIR.
@@ -87,6 +88,15 @@ async function waitOutput(page, re, ms) {
     await palette(page, 'SOBA: Show Output');
     const turn = await waitOutput(page, /SOBA: turn \S+ (completed|failed|cancelled)/, 60000);
     check('the turn started from the palette ends', !!turn, turn);
+    // A slash command typed in SOBA: Ask goes to soba.run as typed; the lines it answers land in the SOBA output.
+    await palette(page, 'SOBA: Ask');
+    const slash = page.locator('.quick-input-widget input');
+    await slash.waitFor({ state: 'visible', timeout: 10000 });
+    await slash.fill('/budget');
+    await page.keyboard.press('Enter');
+    await palette(page, 'SOBA: Show Output');
+    const budgetLine = await waitOutput(page, /budget · [\d,]+ \/ [\d,]+ tokens · /, 15000);
+    check('/budget typed in SOBA: Ask shows the lines soba.run answers', !!budgetLine, budgetLine);
     const mid = await statusText(page);
     log('status bar after the turn:', JSON.stringify(mid));
 
