@@ -32,7 +32,7 @@ func run(b Backend, ctx context.Context, args protocol.RunArgs) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return protocol.RunPromptResult{Kind: protocol.RunKindPrompt, TurnID: r.TurnID, Queued: r.Queued}, nil
+		return protocol.RunPromptResult{Kind: protocol.RunKindPrompt, TurnID: r.TurnID, Queued: r.Queued, Text: p.Text}, nil
 	case slash.Help:
 		return protocol.RunCommandResult{Kind: protocol.RunKindCommand, Lines: slash.HelpLines()}, nil
 	case slash.Usage:

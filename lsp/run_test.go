@@ -87,7 +87,7 @@ func TestRun_SharedSlashCases(t *testing.T) {
 			}
 		case c.Prompt != nil:
 			p, _ := args[0].(protocol.PromptArgs)
-			if len(calls) != 1 || calls[0] != "Prompt" || p.Text != *c.Prompt || got["kind"] != string(protocol.RunKindPrompt) || got["turnId"] != "turn_1" {
+			if len(calls) != 1 || calls[0] != "Prompt" || p.Text != *c.Prompt || got["kind"] != string(protocol.RunKindPrompt) || got["turnId"] != "turn_1" || got["text"] != *c.Prompt {
 				t.Errorf("soba.run %q: result %v, calls %v %v; want prompt %q", c.Text, got, calls, args, *c.Prompt)
 			}
 		case c.Error:

@@ -123,11 +123,13 @@ type PromptResult struct {
 }
 
 // RunPromptResult is soba.run's answer for a prompt: soba.prompt's result
-// plus kind "prompt".
+// plus kind "prompt" and (an addition to PROTOCOL.md) the text that went to
+// the model, which differs from what was typed for `//…`.
 type RunPromptResult struct {
 	Kind   RunKind `json:"kind"`
 	TurnID string  `json:"turnId"`
 	Queued bool    `json:"queued"`
+	Text   string  `json:"text"`
 }
 
 // RunCommandResult is soba.run's answer for a slash command: the lines to

@@ -243,7 +243,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
         await ran(args.text, r);
         return r;
       }
-      model.applyUserPrompt(r.turnId, args.text);
+      model.applyUserPrompt(r.turnId, r.text ?? args.text);
       ctx.changed();
       output.appendLine(r.queued ? `SOBA: queued ${r.turnId}: it runs after the current turn or compaction` : `SOBA: asked · ${r.turnId}`);
       return r;

@@ -105,7 +105,8 @@ export interface PromptResult { turnId: string; queued: boolean }
 /** soba.run's argument: what the user typed to the agent. */
 export interface RunArgs { text: string }
 /** soba.run for a prompt: soba.prompt's result plus kind. */
-export interface RunPromptResult { kind: 'prompt'; turnId: string; queued: boolean }
+/** text is what went to the model (`//x` sends `/x`). */
+export interface RunPromptResult { kind: 'prompt'; turnId: string; queued: boolean; text: string }
 /** soba.run for a slash command: the lines to show, the command it ran and its result; error when typed wrong (nothing ran). */
 export interface RunCommandResult { kind: 'command'; lines: string[]; command?: ServerCommandId | string; result?: unknown; error?: string }
 export type RunResult = RunPromptResult | RunCommandResult;

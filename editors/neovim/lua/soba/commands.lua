@@ -150,7 +150,7 @@ end
 local function show_run(text, r, c)
   if r.kind == 'prompt' then
     local chat = require('soba.chat')
-    chat.user_message(r.turnId, text, r.queued == true)
+    chat.user_message(r.turnId, r.text or text, r.queued == true)
     if require('soba.config').current.chat.open_on_ask then
       local win = vim.api.nvim_get_current_win()
       chat.open()

@@ -48,7 +48,7 @@ const compaction = {
 
 const answers: Partial<Record<ServerCommandId, unknown>> = {
   [ServerCommand.prompt]: { turnId: 't1', queued: false },
-  [ServerCommand.run]: { kind: 'prompt', turnId: 't1', queued: false },
+  [ServerCommand.run]: { kind: 'prompt', turnId: 't1', queued: false, text: 'hi' },
   [ServerCommand.cancel]: { cancelled: true, what: 'turn' },
   [ServerCommand.budget]: budget,
   [ServerCommand.compact]: compaction,
@@ -273,10 +273,10 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
   const ran = (command: ServerCommandId, result: unknown, lines: string[]) => ({ [ServerCommand.run]: { kind: 'command', command, result, lines } });
 
   it('a typed prompt goes through soba.run and starts a turn', async () => {
-    const { ctx, sent, output } = recordingContext({ [ServerCommand.run]: { kind: 'prompt', turnId: 't7', queued: false } });
+    const { ctx, sent, output } = recordingContext({ [ServerCommand.run]: { kind: 'prompt', turnId: 't7', queued: false, text: 'add a test for the parser' } });
     const r = await ask(ctx, '  add a test for the parser ');
     expect(sent).toStrictEqual([{ command: 'soba.run', args: { text: 'add a test for the parser' } }]);
-    expect(r).toStrictEqual({ kind: 'prompt', turnId: 't7', queued: false });
+    expect(r).toStrictEqual({ kind: 'prompt', turnId: 't7', queued: false, text: 'add a test for the parser' });
     expect(ctx.model.snapshot().stream).toStrictEqual([{ turnId: 't7', kind: 'user', text: 'add a test for the parser' }]);
     expect((output as any).lines).toEqual(['SOBA: asked · t7']);
   });

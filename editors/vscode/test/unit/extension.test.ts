@@ -35,7 +35,7 @@ class FakeClient {
       if (params.arguments[0].text === '/budget') {
         return { kind: 'command', command: 'soba.budget', result: budget, lines: ['budget · 1,000 / 48,808 tokens · soft 39,046 · estimated · auto-compact on · idle'] };
       }
-      return { kind: 'prompt', turnId: 't1', queued: false };
+      return { kind: 'prompt', turnId: 't1', queued: false, text: params.arguments[0].text };
     }
     throw new Error(`unexpected ${method}`);
   }
