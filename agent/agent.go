@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -78,27 +79,32 @@ type Options struct {
 }
 
 // Agent runs one workspace's session: prompts, turns, compactions and the
-// session commands. One goroutine (the owner) holds all mutable state and
-// runs every change; turns and compactions run on their own goroutines and
-// talk to the owner through do. All exported methods are safe for concurrent
-// use.
+// session commands. All exported methods are safe for concurrent use; the
+// package doc describes the state machine.
 type Agent struct {
 	opt     Options
-	ops     chan func(*state)
-	quit    chan struct{}
-	stopped chan struct{}
-	drained chan struct{} // closed when the session file is closed
-	closing sync.Once
-	// opsMu guards opsClosed and the closing of ops: do holds it for
-	// reading while it sends, so a send never meets a closed channel.
-	opsMu     sync.RWMutex
-	opsClosed bool
-	work      conc.WaitGroup // turns and compactions
-	tools     *toolEnv
-	barrier   *compaction.Barrier
+	tools   *toolEnv
+	barrier *compaction.Barrier
+
+	// mu guards st and every compactWaiter: each read or change of the
+	// session's state runs under it (do). It is never held while the model,
+	// a tool, a summary or the approver is awaited: those run on work
+	// goroutines that take it for each step.
+	//
+	// One mutex, as gopls guards its serverState with stateMu, rather than
+	// an owner goroutine running closures: the order is the same (one change
+	// at a time), and there is no channel to close, no drain of changes sent
+	// after Close, and no goroutine that outlives the session.
+	mu sync.Mutex
+	st *state
+
+	// work runs the turns, the compactions between turns, and summary
+	// requests that outlive their deadline; Close waits for it.
+	work      conc.WaitGroup
+	closeOnce sync.Once
 }
 
-// state is owned by the owner goroutine; nothing else touches it.
+// state is the session's mutable state, guarded by Agent.mu.
 type state struct {
 	store     *session.Store
 	flight    *compaction.FlightFile
@@ -115,22 +121,32 @@ type state struct {
 
 	autoCompact bool
 	intents     compaction.Intents
-	phase       string
 	lastResult  *compaction.CompactionResult
 	// declined is the last soft compaction the exact check declined since
 	// the model input last changed shape (recomputeInput clears it).
 	declined *compaction.Declined
 
-	turn  *turnState
+	// phase is what the session does now; only transition changes it.
+	phase phase
+	// closing is set when Close begins: the running work drains through
+	// its phases back to idle, and nothing new starts (transition refuses).
+	// It is a gate, not a phase: while it drains, a turn is still in its
+	// turn's phases.
+	closing bool
+	// turn is the running turn, set in the turn's phases (inTurn).
+	turn *turnState
+	// compaction is the running compaction or capsule summary, set in the
+	// compacting phases.
+	compaction *runningCompaction
+	// queue holds prompts that arrived while the session was not idle, in
+	// order, each with its own turn id.
 	queue []queuedPrompt
-	// idleCompact is an explicit compaction running between turns.
-	idleCompact *runningCompaction
-	// compacting is the compaction running now (barrier), if any.
-	compacting *runningCompaction
-	// compactWaiters wait for the next compaction's result (explicit
-	// compacts requested while a turn runs).
-	compactWaiters []chan compaction.CompactionResult
-	instructions   string
+	// waiters are the soba.compact requests waiting for a result, keyed by
+	// the operation id of the compaction that answers them (unplanned
+	// before one is planned).
+	waiters map[string][]*compactWaiter
+	// instructions are the unplanned explicit compact's focus.
+	instructions string
 
 	// appended is the capsule the last compaction appended, for the
 	// Project Memory rule.
@@ -138,7 +154,6 @@ type state struct {
 
 	activeSkills []string
 	allowSession map[string]bool
-	closed       bool
 }
 
 type turnState struct {
@@ -150,14 +165,6 @@ type turnState struct {
 
 type queuedPrompt struct {
 	turnID, text string
-}
-
-type runningCompaction struct {
-	operationID string
-	cancel      context.CancelFunc
-	// effectiveBefore is the budget's figure when the plan was made, so
-	// the result line speaks in the same measure as the status line.
-	effectiveBefore int
 }
 
 // ErrClosed is returned by methods called after Close.
@@ -173,7 +180,7 @@ func New(opt Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.start(st)
+	a.st = st
 	return a, nil
 }
 
@@ -187,7 +194,7 @@ func Resume(opt Options, path string) (*Agent, *session.OpenReport, error) {
 	if err != nil {
 		return nil, rep, err
 	}
-	a.start(st)
+	a.st = st
 	return a, rep, nil
 }
 
@@ -211,15 +218,11 @@ func newAgent(opt Options) (*Agent, error) {
 		opt.Notifier = nopNotifier{}
 	}
 	a := &Agent{
-		opt:     opt,
-		ops:     make(chan func(*state)),
-		quit:    make(chan struct{}),
-		stopped: make(chan struct{}),
-		drained: make(chan struct{}),
-		tools:   &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{dir: filepath.Join(opt.Root, ".soba", "skills")}},
+		opt:   opt,
+		tools: &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{dir: filepath.Join(opt.Root, ".soba", "skills")}},
 	}
 	a.barrier = &compaction.Barrier{Counter: opt.Counter, Summarizer: opt.Summarizer, SummaryWindowChars: opt.SummaryWindowChars,
-		SummaryMaxOutputTokens: 2048, Now: opt.Now}
+		SummaryMaxOutputTokens: 2048, Now: opt.Now, Work: &a.work}
 	return a, nil
 }
 
@@ -256,7 +259,7 @@ func (a *Agent) initState(s *session.Store, id string) (*state, error) {
 		s.Close()
 		return nil, err
 	}
-	st := &state{store: s, flight: ff, sessionID: id, autoCompact: true, phase: compaction.StateIdle,
+	st := &state{store: s, flight: ff, sessionID: id, autoCompact: true, phase: phaseIdle,
 		allowSession: map[string]bool{}}
 	if err := a.restore(st); err != nil {
 		s.Close()
@@ -287,77 +290,53 @@ func (a *Agent) systemTokens(st *state) int {
 	return a.opt.Counter.Count(a.systemPrompt(st)) + a.toolSchemaTokens()
 }
 
-func (a *Agent) start(st *state) {
-	a.work.Go(func() { a.own(st) }) // the owner: ends on quit
-}
-
-// own is the owner goroutine: it runs every state change in order. A panic
-// in one change is reported and does not end the session.
-func (a *Agent) own(st *state) {
-	defer close(a.stopped)
-	for {
-		select {
-		case f := <-a.ops:
-			if r := panics.Try(func() { f(st) }); r != nil {
-				a.opt.Notifier.Warn("soba: internal error: " + r.String())
-			}
-		case <-a.quit:
-			st.closed = true
-			if st.turn != nil {
-				st.turn.cancel()
-			}
-			if st.compacting != nil {
-				st.compacting.cancel()
-			}
-			for _, w := range st.compactWaiters {
-				w <- compaction.Skipped("", compaction.TriggerUser, "the session was closed", 0)
-			}
-			st.compactWaiters = nil
-			// Drain changes sent by turns finishing after the quit.
-			go a.drain(st) // ends when Close has waited for all work
-			return
-		}
-	}
-}
-
-// drain runs changes that arrive after quit (work goroutines ending) so
-// they never block; it ends when Close closes ops.
-func (a *Agent) drain(st *state) {
-	defer close(a.drained)
-	for f := range a.ops {
-		_ = panics.Try(func() { f(st) })
-	}
-	st.store.Close()
-	st.flight.Close()
-}
-
-// do runs f on the owner (or, after Close began, on the drain) and waits
-// for it.
+// do runs f under the state's mutex. A panic in f is reported and does not
+// end the session. After Close it runs nothing and answers ErrClosed.
 func (a *Agent) do(f func(*state)) error {
-	a.opsMu.RLock()
-	defer a.opsMu.RUnlock()
-	if a.opsClosed {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.st.phase == phaseClosed {
 		return ErrClosed
 	}
-	done := make(chan struct{})
-	a.ops <- func(st *state) { defer close(done); f(st) }
-	<-done
+	if r := panics.Try(func() { f(a.st) }); r != nil {
+		a.opt.Notifier.Warn("soba: internal error: " + r.String())
+	}
 	return nil
 }
 
 // Close cancels running work, waits for it, and closes the session file;
-// every appended entry is already on disk (R-T5).
+// every appended entry is already on disk (R-T5). Waiting compact requests
+// answer skipped. The session file's lock is released when Close returns.
 func (a *Agent) Close() error {
-	a.closing.Do(func() {
-		close(a.quit)
-		<-a.stopped
-		a.work.Wait()
-		a.opsMu.Lock()
-		a.opsClosed = true
-		close(a.ops)
-		a.opsMu.Unlock()
+	a.closeOnce.Do(func() {
+		_ = a.do(func(st *state) {
+			st.closing = true
+			if st.turn != nil {
+				st.turn.cancel()
+			}
+			if st.compaction != nil {
+				st.compaction.cancel()
+			}
+			for op := range st.waiters {
+				st.resolveWaiters(op, compaction.Skipped("", compaction.TriggerUser, "the session was closed", 0))
+			}
+		})
+		// The cancelled work ends through its phases back to idle.
+		if r := a.work.WaitAndRecover(); r != nil {
+			a.opt.Notifier.Warn("soba: internal error: " + r.String())
+		}
+		_ = a.do(func(st *state) {
+			if st.phase != phaseIdle {
+				// A bug left a phase behind: its step back to idle is legal.
+				a.opt.Notifier.Warn(fmt.Sprintf("soba: internal error: the session closed while %s", st.phase))
+				illegalTransitions.Add(1)
+				_ = st.transition(phaseIdle)
+			}
+			a.step(st, phaseClosed)
+			st.store.Close()
+			st.flight.Close()
+		})
 	})
-	<-a.drained // the session file's lock is released when Close returns
 	return nil
 }
 
@@ -425,7 +404,7 @@ func (a *Agent) budgetOf(st *state) compaction.Budget {
 	return compaction.Budget{
 		EffectiveTokens: eff, HardLimit: c.HardLimit(), SoftLimit: c.SoftLimit(), ContextWindow: c.ContextWindow,
 		MaxOutputTokens: c.MaxOutputTokens, SafetyReserveTokens: c.SafetyReserveTokens, Source: src,
-		AutoCompact: st.autoCompact && c.Auto, Pending: pending, State: st.phase, LastCompaction: st.lastResult,
+		AutoCompact: st.autoCompact && c.Auto, Pending: pending, State: st.phase.wire(), LastCompaction: st.lastResult,
 	}
 }
 
@@ -462,7 +441,7 @@ func (a *Agent) SetAutoCompact(enabled bool) (compaction.Budget, error) {
 // Busy reports whether a turn, a compaction or a queued prompt is pending.
 func (a *Agent) Busy() bool {
 	busy := false
-	_ = a.do(func(st *state) { busy = st.turn != nil || st.compacting != nil || len(st.queue) > 0 })
+	_ = a.do(func(st *state) { busy = st.phase != phaseIdle || len(st.queue) > 0 })
 	return busy
 }
 
@@ -489,7 +468,7 @@ func (a *Agent) Rewind(entryID string) (string, error) {
 		err  error
 	)
 	if e := a.do(func(st *state) {
-		if st.turn != nil {
+		if st.phase.inTurn() {
 			err = errors.New("cannot rewind while a turn is running; cancel it first")
 			return
 		}

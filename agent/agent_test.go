@@ -118,6 +118,14 @@ type fixture struct {
 
 func newFixture(t *testing.T, mod func(*Options), script ...providertest.Reply) *fixture {
 	t.Helper()
+	// Registered first, so it runs after Close: no move of the test was
+	// refused as illegal.
+	illegal := illegalTransitions.Load()
+	t.Cleanup(func() {
+		if n := illegalTransitions.Load() - illegal; n > 0 {
+			t.Errorf("%d illegal phase transitions", n)
+		}
+	})
 	dir := t.TempDir()
 	root, err := workspace.NewRoot(dir)
 	if err != nil {

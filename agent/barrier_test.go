@@ -565,3 +565,122 @@ func TestCheckpointToolRecordsMilestone_RG7(t *testing.T) {
 		t.Errorf("the milestone intent is still pending: %v", b.Pending)
 	}
 }
+
+// explicitCompactFixture is a session long enough for an explicit compact,
+// whose summaries wait for g.release.
+func explicitCompactFixture(t *testing.T) (*fixture, *gatedSummarizer) {
+	t.Helper()
+	var holder *Agent
+	g := &gatedSummarizer{a: &holder, release: make(chan struct{})}
+	script := []providertest.Reply{}
+	for i := 0; i < 6; i++ {
+		script = append(script, providertest.Text("answer "+bigText))
+	}
+	f := newFixture(t, func(o *Options) { smallWindow(o); o.Compaction.Auto = false; o.Summarizer = g }, script...)
+	holder = f.agent
+	for i := 0; i < 6; i++ {
+		f.prompt(t, "q "+bigText)
+	}
+	return f, g
+}
+
+// awaitWaiters waits until n compact requests wait on the operation op.
+func (f *fixture) awaitWaiters(t *testing.T, op string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := 0
+		_ = f.agent.do(func(st *state) { got = len(st.waiters[op]) })
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests wait on %s, want %d", got, op, n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// startedCompaction waits for the first compaction's start and returns its
+// operation id.
+func (f *fixture) startedCompaction(t *testing.T) string {
+	t.Helper()
+	var op string
+	f.rec.await(t, "the compaction's start", func(r *recorder) bool {
+		for _, c := range r.comps {
+			if c.Phase == "start" {
+				op = c.OperationID
+				return true
+			}
+		}
+		return false
+	})
+	return op
+}
+
+// Two soba.compact requests wait on one compaction: cancelling the second
+// request withdraws that request alone (it answers cancelled at once), and
+// the compaction the first request started goes on and completes.
+func TestCancelSecondCompactRequestOnly_FirstCompletes(t *testing.T) {
+	f, g := explicitCompactFixture(t)
+	first := make(chan compaction.CompactionResult, 1)
+	go func() { r, _ := f.agent.Compact(context.Background(), ""); first <- r }()
+	op := f.startedCompaction(t)
+	g.waitCalled()
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan compaction.CompactionResult, 1)
+	go func() { r, _ := f.agent.Compact(ctx, ""); second <- r }()
+	f.awaitWaiters(t, op, 2) // the second request joined the running compaction
+	cancel()
+	select {
+	case r := <-second:
+		if r.Outcome != compaction.OutcomeCancelled || r.OperationID != "" {
+			t.Fatalf("second request answered %+v, want its own cancelled outcome", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cancelled second request waited for the compaction")
+	}
+	select {
+	case r := <-first:
+		t.Fatalf("the first request answered %s while its compaction still ran", r.Outcome)
+	default:
+	}
+	if b, _ := f.agent.Budget(); b.State != compaction.StateCompacting {
+		t.Fatalf("state %s after the second request was cancelled, want compacting", b.State)
+	}
+	close(g.release)
+	r := <-first
+	if r.Outcome != compaction.OutcomeCompleted || r.OperationID != op {
+		t.Fatalf("first request answered %+v, want %s completed", r, op)
+	}
+	if n := len(f.capsules(t)); n != 1 {
+		t.Fatalf("%d capsules appended, want 1", n)
+	}
+	if b, _ := f.agent.Budget(); b.State != compaction.StateIdle || len(b.Pending) != 0 {
+		t.Fatalf("budget after: state %s, pending %v", b.State, b.Pending)
+	}
+}
+
+// Cancelling the request that started a compaction cancels the compaction:
+// every request waiting on it answers cancelled, and nothing is appended.
+func TestCancelFirstCompactRequestCancelsItsCompaction_RF2(t *testing.T) {
+	f, g := explicitCompactFixture(t)
+	defer close(g.release)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan compaction.CompactionResult, 1)
+	go func() { r, _ := f.agent.Compact(ctx, ""); first <- r }()
+	op := f.startedCompaction(t)
+	g.waitCalled()
+	second := make(chan compaction.CompactionResult, 1)
+	go func() { r, _ := f.agent.Compact(context.Background(), ""); second <- r }()
+	f.awaitWaiters(t, op, 2)
+	cancel()
+	for name, ch := range map[string]chan compaction.CompactionResult{"first": first, "second": second} {
+		if r := <-ch; r.Outcome != compaction.OutcomeCancelled || r.OperationID != op {
+			t.Fatalf("%s request answered %+v, want %s cancelled", name, r, op)
+		}
+	}
+	if n := len(f.capsules(t)); n != 0 {
+		t.Fatalf("a cancelled compaction appended %d capsules", n)
+	}
+}

@@ -263,20 +263,25 @@ func (a *Agent) CapsuleCreate(ctx context.Context, title string) (string, string
 		from   int
 		extras compaction.Extras
 	)
-	var busy error
+	var (
+		busy error
+		run  *runningCompaction
+	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := a.do(func(st *state) {
-		if st.turn != nil || st.compacting != nil {
+		if st.phase != phaseIdle {
 			// Summaries are never generated while the model works (R-B1).
 			busy = errors.New("capsule create: a turn or compaction is running; try again when it ends")
 			return
 		}
 		// Hold off turns while the summary is written, as a barrier does:
 		// prompts queue and run after it; soba.cancel cancels it.
-		st.compacting = &runningCompaction{operationID: "create", cancel: cancel}
-		st.idleCompact = st.compacting
-		st.phase = compaction.StateCompacting
+		if busy = st.transition(phaseCapsule); busy != nil {
+			return
+		}
+		run = &runningCompaction{operationID: newID("op"), trigger: "create", cancel: cancel}
+		st.compaction = run
 		a.publishBudget(st)
 		from = min(st.base.Start, len(st.path))
 		view = newPathView(st.store, st.path, from, st.latest)
@@ -290,10 +295,9 @@ func (a *Agent) CapsuleCreate(ctx context.Context, title string) (string, string
 	}
 	defer func() {
 		_ = a.do(func(st *state) {
-			if st.compacting != nil && st.compacting.operationID == "create" {
-				st.compacting, st.idleCompact = nil, nil
-				st.phase = compaction.StateIdle
-				a.next(st)
+			if st.compaction == run {
+				a.step(st, phaseIdle)
+				a.settle(st)
 				a.publishBudget(st)
 			}
 		})
@@ -403,7 +407,7 @@ func (a *Agent) CapsuleLoad(path string) (string, string, []string, error) {
 		ck = "ck_" + newID("x")[2:8]
 	}
 	if e := a.do(func(st *state) {
-		if st.turn != nil || st.compacting != nil {
+		if st.phase != phaseIdle {
 			err = errors.New("capsule load: a turn or compaction is running; try again when it ends")
 			return
 		}

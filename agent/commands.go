@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sourcegraph/conc/panics"
+
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
 )
@@ -13,19 +15,32 @@ import (
 // Compact runs an explicit compaction (R-G8) and returns its terminal
 // result. Between turns it runs at once; while a turn runs it runs at that
 // turn's next preflight (never concurrently with generation), or right
-// after the turn ends. A cancelled compaction is a result, not an error.
+// after the turn ends. A request that arrives while an explicit compaction
+// runs joins it and answers its result. A cancelled compaction is a result,
+// not an error.
+//
+// Cancelling ctx cancels only what this request started: the compaction,
+// when this request started it; otherwise the request alone is withdrawn
+// (it answers cancelled) and the compaction goes on for the others
+// (docs/decisions.md).
 func (a *Agent) Compact(ctx context.Context, instructions string) (compaction.CompactionResult, error) {
-	wait := make(chan compaction.CompactionResult, 1)
+	var w *compactWaiter
 	if err := a.do(func(st *state) {
-		if st.closed {
-			wait <- compaction.Skipped("", compaction.TriggerUser, "the session is closed", 0)
+		if st.closing {
+			w = &compactWaiter{done: make(chan compaction.CompactionResult, 1)}
+			w.resolve(compaction.Skipped("", compaction.TriggerUser, "the session is closed", 0))
 			return
 		}
-		st.compactWaiters = append(st.compactWaiters, wait)
+		if c := st.compaction; c != nil && c.explicit {
+			// Its plan is frozen: this request's instructions do not apply.
+			w = st.addWaiter(c.operationID)
+			return
+		}
+		w = st.addWaiter(unplanned)
 		if strings.TrimSpace(instructions) != "" {
 			st.instructions = instructions
 		}
-		if st.turn != nil || st.idleCompact != nil {
+		if st.phase != phaseIdle {
 			st.intents.Add(compaction.TriggerUser)
 			a.publishBudget(st)
 			return
@@ -35,61 +50,70 @@ func (a *Agent) Compact(ctx context.Context, instructions string) (compaction.Co
 		return compaction.CompactionResult{}, err
 	}
 	select {
-	case r := <-wait:
+	case r := <-w.done:
 		return r, nil
 	case <-ctx.Done():
-		// The request was cancelled: cancel the compaction it started, or
-		// withdraw the request if its compaction has not begun.
-		_ = a.do(func(st *state) {
-			if st.compacting != nil {
-				st.compacting.cancel()
-				return
-			}
-			for i, w := range st.compactWaiters {
-				if w == wait {
-					st.compactWaiters = append(st.compactWaiters[:i], st.compactWaiters[i+1:]...)
-					break
-				}
-			}
-			if len(st.compactWaiters) == 0 {
-				st.intents.Consume(compaction.TriggerUser)
-				st.instructions = ""
-			}
-			wait <- compaction.CompactionResult{Trigger: compaction.TriggerUser, Outcome: compaction.OutcomeCancelled,
-				Reason: "cancelled before it started", Line: "Compaction cancelled · user · cancelled before it started"}
-			a.publishBudget(st)
-		})
-		return <-wait, nil
+		_ = a.do(func(st *state) { a.withdraw(st, w) }) // after Close, w is answered
+		return <-w.done, nil
 	}
 }
 
-// startIdleCompact runs a compaction between turns. Prompts that arrive
-// meanwhile are queued and run after it (R-B3).
+// withdraw handles a compact request whose context was cancelled: before its
+// compaction is planned the request is withdrawn (the user intent goes when
+// no request is left); the request that started a compaction cancels it
+// (the terminal result reaches every request waiting on it); any other
+// request detaches alone.
+func (a *Agent) withdraw(st *state, w *compactWaiter) {
+	if w.resolved {
+		return
+	}
+	if c := st.compaction; c != nil && c.operationID == w.op && c.starter == w {
+		c.cancel()
+		return
+	}
+	st.removeWaiter(w)
+	if w.op == unplanned {
+		if len(st.waiters[unplanned]) == 0 {
+			st.intents.Consume(compaction.TriggerUser)
+			st.instructions = ""
+		}
+		w.resolve(cancelledRequest("cancelled before it started"))
+		a.publishBudget(st)
+		return
+	}
+	w.resolve(cancelledRequest("the request was cancelled; the compaction " + w.op + " it joined goes on"))
+}
+
+// cancelledRequest answers a withdrawn compact request: its own outcome,
+// with no operation id (the compaction's own result, if one runs, arrives
+// in its end notification).
+func cancelledRequest(reason string) compaction.CompactionResult {
+	r := compaction.CompactionResult{Trigger: compaction.TriggerUser, Outcome: compaction.OutcomeCancelled, Reason: reason}
+	r.Line = compaction.ResultLine(r)
+	return r
+}
+
+// startIdleCompact runs a compaction between turns (idle → compacting).
+// Prompts that arrive meanwhile are queued and run after it (R-B3).
 func (a *Agent) startIdleCompact(st *state, trigger, instructions string) {
 	p, run, res, due := a.planCompaction(st, trigger, instructions)
 	if !due {
-		// Resolve waiters without leaving the owner.
+		// Nothing to run: answer at once, still holding the lock.
 		r := res
 		st.lastResult = &r
-		for _, w := range st.compactWaiters {
-			w <- res
-		}
-		st.compactWaiters = nil
-		st.instructions = ""
+		st.resolveWaiters(res.OperationID, res)
 		a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: res.OperationID, Trigger: res.Trigger})
 		a.opt.Notifier.Compaction(CompactionEvent{Phase: "end", OperationID: res.OperationID, Trigger: res.Trigger, CompactionResult: &r})
 		a.opt.Notifier.Log(res.Line)
 		a.next(st)
 		return
 	}
-	st.idleCompact = st.compacting
 	a.work.Go(func() {
-		res := a.runCompaction(nil, p, run)
-		a.finishCompaction(res, p)
-		_ = a.do(func(st *state) {
-			st.idleCompact = nil
-			a.next(st)
-		})
+		var res compaction.CompactionResult
+		if r := panics.Try(func() { res = a.runCompaction(nil, p, run) }); r != nil {
+			res = compaction.Failed(p.OperationID, p.Trigger, "internal error: "+r.String(), p.TokensBefore)
+		}
+		a.finishCompaction(res, p) // → idle, then what waited starts
 	})
 }
 
@@ -103,12 +127,12 @@ func (a *Agent) Cancel() (cancelled bool, what string, err error) {
 		switch {
 		case st.turn != nil:
 			st.turn.cancel()
-			if st.compacting != nil {
-				st.compacting.cancel()
+			if st.compaction != nil {
+				st.compaction.cancel()
 			}
 			cancelled, what = true, "turn"
-		case st.compacting != nil:
-			st.compacting.cancel()
+		case st.compaction != nil:
+			st.compaction.cancel()
 			cancelled, what = true, "compaction"
 		}
 	})
@@ -120,8 +144,8 @@ func (a *Agent) Cancel() (cancelled bool, what string, err error) {
 func (a *Agent) CancelCompaction(operationID string) bool {
 	ok := false
 	_ = a.do(func(st *state) {
-		if st.compacting != nil && st.compacting.operationID == operationID {
-			st.compacting.cancel()
+		if st.compaction != nil && st.compaction.operationID == operationID {
+			st.compaction.cancel()
 			ok = true
 		}
 	})

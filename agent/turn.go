@@ -28,28 +28,31 @@ func (a *Agent) Prompt(text string) (turnID string, queued bool, err error) {
 	}
 	turnID = newID("turn")
 	if e := a.do(func(st *state) {
-		if st.closed {
+		if st.closing {
 			err = ErrClosed
 			return
 		}
-		if st.turn != nil || st.idleCompact != nil || len(st.queue) > 0 {
+		if st.phase != phaseIdle || len(st.queue) > 0 {
 			st.queue = append(st.queue, queuedPrompt{turnID: turnID, text: text})
 			queued = true
 			a.opt.Notifier.Event(Event{TurnID: turnID, Type: "queued"})
 			return
 		}
-		a.startTurn(st, turnID, text)
+		err = a.startTurn(st, turnID, text)
 	}); e != nil {
 		return "", false, e
 	}
 	return turnID, queued, err
 }
 
-// startTurn begins a turn on the owner; the loop runs on its own goroutine.
-func (a *Agent) startTurn(st *state, turnID, text string) {
+// startTurn begins a turn (idle → generating); the loop runs on its own
+// goroutine.
+func (a *Agent) startTurn(st *state, turnID, text string) error {
+	if err := st.transition(phaseGenerating); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st.turn = &turnState{id: turnID, cancel: cancel}
-	st.phase = compaction.StateGenerating
 	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "turn_start"})
 	a.work.Go(func() {
 		defer cancel()
@@ -59,18 +62,25 @@ func (a *Agent) startTurn(st *state, turnID, text string) {
 		}
 		a.endTurn(turnID, outcome, ferr)
 	})
+	return nil
 }
 
-// endTurn records the end of a turn: the turn_complete intent (R-G6), the
-// event, and the next queued prompt or a pending explicit compact.
+// endTurn records the end of a turn (→ idle): the turn_complete intent
+// (R-G6), the event, and then a pending explicit compact or the next queued
+// prompt.
 func (a *Agent) endTurn(turnID, outcome string, ferr error) {
 	_ = a.do(func(st *state) {
 		ev := Event{TurnID: turnID, Type: "turn_end", Outcome: outcome}
 		if ferr != nil {
 			ev.Error = ferr.Error()
 		}
-		st.turn = nil
-		st.phase = compaction.StateIdle
+		if c := st.compaction; c != nil && st.phase == phaseTurnCompacting {
+			// A panic ended the turn inside its barrier: the compaction
+			// ends with it.
+			c.cancel()
+			st.resolveWaiters(c.operationID, compaction.Failed(c.operationID, c.trigger, "the turn ended before its compaction did", 0))
+		}
+		a.step(st, phaseIdle)
 		if outcome == "completed" {
 			eff, _ := st.effective()
 			if compaction.TurnCompleteIntent(eff, a.opt.Compaction, st.autoCompact, st.declined) {
@@ -78,30 +88,39 @@ func (a *Agent) endTurn(turnID, outcome string, ferr error) {
 			}
 		}
 		a.opt.Notifier.Event(ev)
-		if st.closed {
+		if st.closing {
 			return
 		}
-		// An explicit compact asked for during the turn and not yet run
-		// runs now, between turns.
-		if st.intents.Has(compaction.TriggerUser) {
-			st.intents.Consume(compaction.TriggerUser)
-			a.startIdleCompact(st, compaction.TriggerUser, st.instructions)
-			a.publishBudget(st)
-			return
-		}
-		a.next(st)
+		a.settle(st)
 		a.publishBudget(st)
 	})
 }
 
+// settle starts, when the session is idle, what waited for it: an explicit
+// compact asked for during the turn (or a capsule's summary) first, then
+// the next queued prompt.
+func (a *Agent) settle(st *state) {
+	if st.phase != phaseIdle || st.closing {
+		return
+	}
+	if st.intents.Has(compaction.TriggerUser) {
+		st.intents.Consume(compaction.TriggerUser)
+		a.startIdleCompact(st, compaction.TriggerUser, st.instructions)
+		return
+	}
+	a.next(st)
+}
+
 // next starts the next queued prompt, if any.
 func (a *Agent) next(st *state) {
-	if st.turn != nil || st.idleCompact != nil || len(st.queue) == 0 || st.closed {
+	if st.phase != phaseIdle || len(st.queue) == 0 || st.closing {
 		return
 	}
 	q := st.queue[0]
 	st.queue = st.queue[1:]
-	a.startTurn(st, q.turnID, q.text)
+	if err := a.startTurn(st, q.turnID, q.text); err != nil {
+		a.opt.Notifier.Event(Event{TurnID: q.turnID, Type: "turn_end", Outcome: "failed", Error: err.Error()})
+	}
 }
 
 // runTurn is the turn loop: user message, then preflight → inference →
@@ -242,11 +261,20 @@ func (a *Agent) recordConsumed(st *state, consumed []string) {
 	}
 }
 
-// planCompaction freezes a plan on the owner (R-B2) and marks the session
-// compacting. When nothing can be compacted it returns the terminal result
-// at once (due false).
+// planCompaction freezes a plan under the state's lock (R-B2) and moves the
+// session into a compacting phase: turn_compacting from a turn, compacting
+// between turns. A user or hard_limit plan answers the unplanned compact
+// requests, which now wait on its operation id. When nothing can be
+// compacted it returns the terminal result at once (due false); the caller
+// records it with finishCompaction.
 func (a *Agent) planCompaction(st *state, trigger, instructions string) (compaction.Plan, *compactionRun, compaction.CompactionResult, bool) {
 	opID := newID("op")
+	explicit := trigger == compaction.TriggerUser || trigger == compaction.TriggerHardLimit
+	var starter *compactWaiter
+	if explicit {
+		starter = st.planWaiters(opID)
+		st.instructions = ""
+	}
 	view := newPathView(st.store, st.path, min(st.base.Start, len(st.path)), st.latest)
 	req := compaction.PlanRequest{OperationID: opID, CheckpointID: "ck_" + newID("x")[2:8], Trigger: trigger, Config: a.opt.Compaction,
 		SystemTokens: st.systemTokens, ExpectedLeaf: st.store.Leaf(), Instructions: instructions, Extras: a.extras(st)}
@@ -259,18 +287,23 @@ func (a *Agent) planCompaction(st *state, trigger, instructions string) (compact
 		}
 		return p, nil, compaction.Failed(opID, trigger, err.Error(), p.TokensBefore), false
 	}
+	to := phaseCompacting
+	if st.phase.inTurn() {
+		to = phaseTurnCompacting
+	}
+	if err := st.transition(to); err != nil {
+		return p, nil, compaction.Skipped(opID, trigger, err.Error(), p.TokensBefore), false
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	_, src := st.effective()
+	eff, src := st.effective()
 	run := &compactionRun{view: view, ctx: ctx, source: src, sessionID: st.sessionID, flight: st.flight}
-	st.phase = compaction.StateCompacting
-	eff, _ := st.effective()
-	st.compacting = &runningCompaction{operationID: opID, cancel: cancel, effectiveBefore: eff}
+	st.compaction = &runningCompaction{operationID: opID, trigger: trigger, cancel: cancel, explicit: explicit, starter: starter, effectiveBefore: eff}
 	a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: opID, Trigger: trigger})
 	a.publishBudget(st)
 	return p, run, compaction.CompactionResult{}, true
 }
 
-// compactionRun is what a planned compaction runs with, off the owner.
+// compactionRun is what a planned compaction runs with, outside the lock.
 type compactionRun struct {
 	view      compaction.Transcript
 	ctx       context.Context // cancelled by soba.cancel or the progress cancel
@@ -279,7 +312,7 @@ type compactionRun struct {
 	flight    compaction.FlightRecorder
 }
 
-// runCompaction runs a planned compaction off the owner, to its terminal
+// runCompaction runs a planned compaction outside the lock, to its terminal
 // outcome. turnCtx, when set, also cancels it (the turn was cancelled).
 func (a *Agent) runCompaction(turnCtx context.Context, p compaction.Plan, run *compactionRun) compaction.CompactionResult {
 	ctx := run.ctx
@@ -302,25 +335,26 @@ func (a *Agent) runCompaction(turnCtx context.Context, p compaction.Plan, run *c
 		}})
 }
 
-// finishCompaction records a terminal outcome on the owner: the result line,
-// the end event, waiting explicit compacts, and the budget.
+// finishCompaction records a terminal outcome: the phase goes back to the
+// turn (generating) or to idle, then the result line, the end event, the
+// requests waiting on this operation, and the budget. Between turns, what
+// waited for the session to be idle starts.
 func (a *Agent) finishCompaction(res compaction.CompactionResult, p compaction.Plan) {
 	_ = a.do(func(st *state) {
-		if st.compacting != nil && st.compacting.operationID == res.OperationID {
-			st.compacting.cancel()
+		if c := st.compaction; c != nil && c.operationID == res.OperationID {
+			c.cancel()
 			if d := res.Declined; d != nil && compaction.IsSoft(p.Trigger) {
 				// Soft triggers wait until this could pass (Declined.Blocks).
-				st.declined = &compaction.Declined{Before: d.Before, After: d.After, Effective: st.compacting.effectiveBefore}
+				st.declined = &compaction.Declined{Before: d.Before, After: d.After, Effective: c.effectiveBefore}
 			}
 			if res.Outcome == compaction.OutcomeCompleted {
-				res = inBudgetTerms(res, st.compacting.effectiveBefore, st)
+				res = inBudgetTerms(res, c.effectiveBefore, st)
 			}
-			st.compacting = nil
-		}
-		if st.turn != nil {
-			st.phase = compaction.StateGenerating
-		} else {
-			st.phase = compaction.StateIdle
+			to := phaseIdle
+			if st.phase == phaseTurnCompacting {
+				to = phaseGenerating
+			}
+			a.step(st, to)
 		}
 		r := res
 		st.lastResult = &r
@@ -328,21 +362,16 @@ func (a *Agent) finishCompaction(res compaction.CompactionResult, p compaction.P
 			a.mirror(st, *st.appended, p)
 		}
 		st.appended = nil
-		if p.Trigger == compaction.TriggerUser || p.Trigger == compaction.TriggerHardLimit {
-			for _, w := range st.compactWaiters {
-				w <- res
-			}
-			st.compactWaiters = nil
-			st.instructions = ""
-		}
+		st.resolveWaiters(res.OperationID, res)
 		a.opt.Notifier.Compaction(CompactionEvent{Phase: "end", OperationID: res.OperationID, Trigger: res.Trigger, CompactionResult: &r})
 		a.opt.Notifier.Log(res.Line)
+		a.settle(st)
 		a.publishBudget(st)
 	})
 }
 
-// appender appends capsules on the owner, checking the abort signal and
-// the expected leaf atomically with the append (R-B5).
+// appender appends capsules under the state's lock, checking the abort
+// signal and the expected leaf atomically with the append (R-B5).
 type appender struct{ a *Agent }
 
 func (ap appender) AppendCapsule(ctx context.Context, expectedLeaf string, c session.Capsule) error {
@@ -545,13 +574,16 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 			}
 		}
 	}
-	_ = a.do(func(st *state) { st.phase = compaction.StateTool; a.publishBudget(st) })
+	_ = a.do(func(st *state) {
+		a.step(st, phaseTool)
+		a.publishBudget(st)
+	})
 	var run toolRun
 	if r := recoverTurn(func() { run = a.tools.run(ctx, sc) }); r != nil {
 		run = fail("%s: internal error: %v", call.Name, r)
 	}
 	_ = a.do(func(st *state) {
-		st.phase = compaction.StateGenerating
+		a.step(st, phaseGenerating)
 		if run.checkpoint != nil {
 			ck, err := a.recordCheckpoint(st, run.checkpoint.Kind, run.checkpoint.Note)
 			if err != nil {

@@ -236,6 +236,46 @@ func TestAgentBackendCancelDuringBarrier_RF2(t *testing.T) {
 	_ = session.TypeCapsule
 }
 
+// TestAgentBackendCancelSecondCompactOnly: two soba.compact requests wait on
+// one compaction; $/cancelRequest for the second answers it cancelled, and
+// the compaction the first started completes and answers the first.
+func TestAgentBackendCancelSecondCompactOnly(t *testing.T) {
+	var script []providertest.Reply
+	for i := 0; i < 6; i++ {
+		script = append(script, providertest.Text("answer "+filler))
+	}
+	slow := providertest.Text("## Goal\nkeep going\n## Done\n- things\n")
+	slow.Delay = 800 * time.Millisecond // the history is summarised in two parts
+	e := runAgentServer(t, func(s *Settings) { s.Compaction.Auto = false }, script, []providertest.Reply{slow, slow})
+	for i := 0; i < 6; i++ {
+		e.prompt(t, "q "+filler)
+	}
+	first, _ := e.Go(lsp.MethodExecuteCommand, map[string]any{"command": protocol.CommandCompact, "arguments": []any{map[string]any{}}})
+	e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, lsp.MethodCompaction)) > 0 }, 10*time.Second)
+	second, id := e.Go(lsp.MethodExecuteCommand, map[string]any{"command": protocol.CommandCompact, "arguments": []any{map[string]any{}}})
+	e.Notify(lsp.MethodCancelRequest, map[string]any{"id": id})
+	var r2 protocol.CompactionResult
+	if err := e.Wait(protocol.CommandCompact, second, &r2); err != nil {
+		t.Fatal(err)
+	}
+	if r2.Outcome != compaction.OutcomeCancelled {
+		t.Fatalf("the cancelled second request answered %s", r2.Outcome)
+	}
+	var r1 protocol.CompactionResult
+	if err := e.Wait(protocol.CommandCompact, first, &r1); err != nil {
+		t.Fatal(err)
+	}
+	if r1.Outcome != compaction.OutcomeCompleted {
+		t.Fatalf("the first request answered %s (%s), want completed", r1.Outcome, r1.Reason)
+	}
+	var info protocol.SessionInfo
+	e.Command(protocol.CommandSessionInfo, nil, &info)
+	data, _ := os.ReadFile(info.Path)
+	if strings.Count(string(data), `"type":"capsule"`) != 1 {
+		t.Fatal("the first request's compaction appended no capsule")
+	}
+}
+
 func TestAgentBackendBudgetWhileStreaming(t *testing.T) {
 	slow := providertest.Text(strings.Repeat("word ", 400))
 	slow.ChunkDelay = 5 * time.Millisecond

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sourcegraph/conc"
 	"github.com/sourcegraph/conc/panics"
 
 	"github.com/soba-agent/soba-lsp/capsule"
@@ -42,6 +43,12 @@ type Barrier struct {
 	SummaryMaxOutputTokens int
 	Flight                 FlightRecorder
 	Now                    func() time.Time
+	// Work is the group a summary request runs in. The wait for a summary
+	// ends at its deadline even when the summarizer ignores its context, so
+	// the request can outlive the run; its owner waits for it when it shuts
+	// down (the agent passes its own group). nil gives each run a group of
+	// its own: a panic is still caught, but nothing waits for a straggler.
+	Work *conc.WaitGroup
 }
 
 // Hooks receive a running compaction's progress and notices. Any may be nil.
@@ -185,13 +192,17 @@ func (b *Barrier) summarize(ctx context.Context, in RunInput, report func(int)) 
 		err error
 	}
 	done := make(chan answer, 1)
-	go func() { // ends when the summarizer returns; its result is dropped after the deadline
+	work := b.Work
+	if work == nil {
+		work = new(conc.WaitGroup)
+	}
+	work.Go(func() { // ends when the summarizer returns; its result is dropped after the deadline
 		var a answer
 		if r := panics.Try(func() { a.st, a.err = b.summarizeChunks(sctx, p, chunks, report) }); r != nil {
 			a.err = r.AsError()
 		}
 		done <- a
-	}()
+	})
 	select {
 	case a := <-done:
 		if a.err != nil && sctx.Err() != nil {
