@@ -1,5 +1,37 @@
 // Package agent runs SOBA's turn loop: prompts, inferences behind the
 // preflight compaction barrier, tool calls, approvals and skills.
+//
+// # State machine
+//
+// A session's mutable state is one value guarded by one mutex (Agent.mu;
+// every read and change runs under it through Agent.do). What the session
+// does is one explicit phase, which only state.transition changes, along a
+// fixed table (docs/agent-phases.md draws it):
+//
+//	idle             nothing runs; a prompt starts a turn, a compact starts at once
+//	generating       a turn: preflight, inference, recording results
+//	tool             a turn runs one tool call
+//	turn_compacting  a turn waits on a compaction barrier (preflight, overflow recovery)
+//	compacting       an explicit compaction runs between turns
+//	capsule_create   soba.capsule.create writes its summary between turns
+//	closed           Close ended all work and closed the session file
+//
+// A turn, a compaction between turns, and a summary request each run on a
+// goroutine of the agent's conc.WaitGroup and take the lock for each step,
+// never while they wait on the model, a tool, a summary or the user. Outside
+// idle, prompts queue (each with its turn id) and start when the session is
+// idle again, after an explicit compact asked for meanwhile.
+//
+// A soba.compact request waits keyed by the operation id of the compaction
+// that answers it (or as unplanned until the running turn's next preflight
+// plans one); a request that arrives while an explicit compaction runs joins
+// it. Cancelling a request cancels only what it started: the compaction, if
+// it started it, else its own wait. soba.cancel and the progress cancel
+// (CancelCompaction) cancel the compaction itself.
+//
+// Close sets state.closing: nothing new starts, the running work is
+// cancelled and drains through its phases back to idle, and then the phase
+// becomes closed.
 package agent
 
 import (

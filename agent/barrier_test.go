@@ -684,3 +684,31 @@ func TestCancelFirstCompactRequestCancelsItsCompaction_RF2(t *testing.T) {
 		t.Fatalf("a cancelled compaction appended %d capsules", n)
 	}
 }
+
+// A checkpoint recorded while an explicit compaction summarises moves the
+// leaf: the capsule would land on a session that changed since the plan, so
+// the compaction ends stale and appends nothing (R-B5); the session is idle
+// again and the next compact runs.
+func TestCompactionStaleWhenLeafMoves_RB5(t *testing.T) {
+	f, g := explicitCompactFixture(t)
+	done := make(chan compaction.CompactionResult, 1)
+	go func() { r, _ := f.agent.Compact(context.Background(), ""); done <- r }()
+	f.startedCompaction(t)
+	g.waitCalled()
+	if _, err := f.agent.Checkpoint(compaction.TriggerMilestone, "moved on"); err != nil {
+		t.Fatal(err)
+	}
+	close(g.release)
+	if r := <-done; r.Outcome != compaction.OutcomeStale {
+		t.Fatalf("outcome %s (%s), want stale", r.Outcome, r.Reason)
+	}
+	if n := len(f.capsules(t)); n != 0 {
+		t.Fatalf("a stale compaction appended %d capsules", n)
+	}
+	if b, _ := f.agent.Budget(); b.State != compaction.StateIdle {
+		t.Fatalf("state %s after a stale compaction", b.State)
+	}
+	if r, _ := f.agent.Compact(context.Background(), ""); r.Outcome != compaction.OutcomeCompleted {
+		t.Fatalf("the next compact: %s (%s)", r.Outcome, r.Reason)
+	}
+}

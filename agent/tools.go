@@ -72,7 +72,8 @@ type toolRun struct {
 	ok        bool
 	content   string
 	artifacts *session.Artifacts
-	// checkpoint is set by the checkpoint tool: the owner records it.
+	// checkpoint is set by the checkpoint tool: the turn records it under
+	// the state's lock.
 	checkpoint *session.Checkpoint
 	skill      string
 }

@@ -9,8 +9,8 @@ import (
 // path: headers from the store's path snapshot, payloads loaded on demand.
 // The store's snapshots never change (appends write past their end, a
 // rewind builds a new array) and its Load is safe for concurrent use, so a
-// view made by the owner stays valid while a barrier reads it from another
-// goroutine.
+// view made under the state's lock stays valid while a barrier reads it
+// from another goroutine.
 type pathView struct {
 	store  *session.Store
 	path   []session.Meta
@@ -49,7 +49,7 @@ func newPathView(s *session.Store, path []session.Meta, from, latest int) *pathV
 }
 
 // latestCapsuleIndex scans the path back for the newest capsule or capsule
-// load; the owner keeps the answer and updates it on append, so the scan
+// load; the state keeps the answer and updates it on append, so the scan
 // runs only on resume and rewind.
 func latestCapsuleIndex(path []session.Meta) int {
 	for i := len(path) - 1; i >= 0; i-- {

@@ -29,8 +29,8 @@ type Appender interface {
 
 // Barrier runs compactions to a terminal outcome (SPEC §4). It holds no
 // session state: the owner makes the plan, the barrier produces the capsule
-// off the owner's goroutine, and the owner's Appender decides atomically
-// whether it may land. A Barrier is safe for concurrent use.
+// without holding the owner's state, and the owner's Appender decides
+// atomically whether it may land. A Barrier is safe for concurrent use.
 type Barrier struct {
 	Counter Counter
 	// Summarizer asks the summary model; nil builds the deterministic

@@ -71,7 +71,8 @@ func (c *Calibration) learn(actual, estimated int, weight float64) {
 // Meter measures the effective input of the next request (R-O1) from the
 // raw estimates of what the model input holds and the provider's usage
 // reports. Every update is O(1) except Reset, which is O(entries given).
-// It is a plain value owned by one goroutine (the session owner).
+// It is a plain value, guarded by whoever holds the session's state (the
+// agent's state mutex).
 //
 // The figures it is given are raw (uncalibrated) estimates, as written in
 // Entry.Tokens; the calibration of the current model is applied when the
