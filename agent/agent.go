@@ -2,14 +2,15 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/soba-agent/soba-lsp/internal/id"
 
 	"github.com/sourcegraph/conc"
 	"github.com/sourcegraph/conc/panics"
@@ -231,12 +232,12 @@ func (a *Agent) storeOptions() session.Options {
 }
 
 func (a *Agent) openNew() (*state, error) {
-	id := newID("s")
-	s, err := session.Create(a.opt.SessionDir, session.SessionHeader{Version: 1, SessionID: id, Workspace: a.opt.Root}, a.storeOptions())
+	sid := id.Session()
+	s, err := session.Create(a.opt.SessionDir, session.SessionHeader{Version: 1, SessionID: sid, Workspace: a.opt.Root}, a.storeOptions())
 	if err != nil {
 		return nil, err
 	}
-	return a.initState(s, id)
+	return a.initState(s, sid)
 }
 
 func (a *Agent) openExisting(path string) (*state, *session.OpenReport, error) {
@@ -495,20 +496,12 @@ func (a *Agent) extras(st *state) compaction.Extras {
 	return x
 }
 
+// appendUnique appends x unless xs already holds it.
 func appendUnique(xs []string, x string) []string {
-	for _, y := range xs {
-		if y == x {
-			return xs
-		}
+	if slices.Contains(xs, x) {
+		return xs
 	}
 	return append(xs, x)
-}
-
-// newID returns prefix_ + 12 random hex digits.
-func newID(prefix string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return prefix + "_" + hex.EncodeToString(b[:])
 }
 
 type nopNotifier struct{}

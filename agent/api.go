@@ -41,28 +41,29 @@ import (
 	"github.com/soba-agent/soba-lsp/compaction"
 )
 
-// Event is one item of the agent's stream (PROTOCOL.md `soba/event`).
+// Event is one item of the agent's stream; the front end puts it on the
+// wire as PROTOCOL.md's `soba/event` (lsp/protocol).
 // Type is one of turn_start, text, tool_call, tool_result, turn_end, queued.
 type Event struct {
-	TurnID    string          `json:"turnId"`
-	Type      string          `json:"type"`
-	Delta     string          `json:"delta,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	OK        *bool           `json:"ok,omitempty"`
-	Summary   string          `json:"summary,omitempty"`
-	Outcome   string          `json:"outcome,omitempty"`
-	Error     string          `json:"error,omitempty"`
+	TurnID    string
+	Type      string
+	Delta     string
+	ID        string
+	Name      string
+	Arguments json.RawMessage
+	OK        *bool
+	Summary   string
+	Outcome   string
+	Error     string
 }
 
 // CompactionEvent is a `soba/compaction` notification: phase start, progress
 // or end; on end the CompactionResult fields are filled.
 type CompactionEvent struct {
-	Phase       string `json:"phase"`
-	OperationID string `json:"operationId"`
-	Trigger     string `json:"trigger"`
-	Percentage  *int   `json:"percentage,omitempty"`
+	Phase       string
+	OperationID string
+	Trigger     string
+	Percentage  *int
 	*compaction.CompactionResult
 }
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soba-agent/soba-lsp/agent/provider"
 	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
@@ -205,6 +204,19 @@ func (g *gatedSummarizer) Summarize(ctx context.Context, req compaction.SummaryR
 	return "## Goal\nkeep going\n## Done\n- things\n", nil
 }
 
+// waitStates waits until n budget states were read during summaries.
+func (g *gatedSummarizer) waitStates(n int) {
+	for {
+		g.mu.Lock()
+		c := len(g.states)
+		g.mu.Unlock()
+		if c >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // waitCalled waits until a summary request has arrived.
 func (g *gatedSummarizer) waitCalled() {
 	for {
@@ -264,6 +276,10 @@ func TestExplicitCompactWaitsForPreflight_RB1_RB3(t *testing.T) {
 	if !queued {
 		t.Fatal("a prompt during the barrier must be queued")
 	}
+	// The summary request is under way and the editor has read the budget
+	// during it; only then may the summary finish.
+	g.waitCalled()
+	g.waitStates(1)
 	close(g.release)
 	r := <-done
 	if r.Outcome != compaction.OutcomeCompleted || r.Trigger != compaction.TriggerUser {
@@ -277,7 +293,7 @@ func TestExplicitCompactWaitsForPreflight_RB1_RB3(t *testing.T) {
 	defer g.mu.Unlock()
 	for _, s := range g.states {
 		if s != compaction.StateCompacting {
-			t.Fatalf("state %q while summarizing, want compacting (never concurrent with generation)", s)
+			t.Fatalf("state %q while summarizing (states %v, %d calls), want compacting (never concurrent with generation)", s, g.states, g.calls)
 		}
 	}
 }
@@ -356,14 +372,6 @@ func TestCalibrationFromUsage_RO1(t *testing.T) {
 // overflowNoCount is an OpenAI-compatible overflow answer that states no
 // token counts (so calibration has nothing to learn from it).
 var overflowNoCount = providertest.Reply{Status: 400, Body: `{"error":{"message":"Request exceeds the context window of this model.","type":"invalid_request_error","code":"context_length_exceeded"}}`}
-
-func usage(in, out int) *provider.Usage { return &provider.Usage{InputTokens: in, OutputTokens: out} }
-
-// entryTokensOfPrompt estimates the user entry a prompt becomes.
-func entryTokensOfPrompt(text string) int {
-	id := "0123456789ab"
-	return entryTokens(&session.Entry{ID: id, ParentID: &id, Type: session.TypeUser, Timestamp: time.Now(), User: &session.UserMessage{Text: text}})
-}
 
 // Cancelling a turn's barrier from its progress stops the compaction only:
 // the waiting inference proceeds and the turn completes (a compaction never

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soba-agent/soba-lsp/internal/id"
+
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
@@ -280,7 +282,7 @@ func (a *Agent) CapsuleCreate(ctx context.Context, title string) (string, string
 		if busy = st.transition(phaseCapsule); busy != nil {
 			return
 		}
-		run = &runningCompaction{operationID: newID("op"), trigger: "create", cancel: cancel}
+		run = &runningCompaction{operationID: id.Operation(), trigger: "create", cancel: cancel}
 		st.compaction = run
 		a.publishBudget(st)
 		from = min(st.base.Start, len(st.path))
@@ -310,7 +312,7 @@ func (a *Agent) CapsuleCreate(ctx context.Context, title string) (string, string
 	if err != nil {
 		return "", "", err
 	}
-	ck := "ck_" + newID("x")[2:8]
+	ck := id.Checkpoint()
 	var path string
 	if e := a.do(func(st *state) {
 		rel := filepath.Join(".soba", "capsules", ck+"-"+slug(title)+".capsule.md")
@@ -404,7 +406,7 @@ func (a *Agent) CapsuleLoad(path string) (string, string, []string, error) {
 	}
 	ck := doc.Meta.CheckpointID
 	if ck == "" {
-		ck = "ck_" + newID("x")[2:8]
+		ck = id.Checkpoint()
 	}
 	if e := a.do(func(st *state) {
 		if st.phase != phaseIdle {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/soba-agent/soba-lsp/internal/id"
+
 	"github.com/sourcegraph/conc/panics"
 
 	"github.com/soba-agent/soba-lsp/compaction"
@@ -168,7 +170,7 @@ func (a *Agent) Checkpoint(kind, note string) (string, error) {
 }
 
 func (a *Agent) recordCheckpoint(st *state, kind, note string) (string, error) {
-	ck := &session.Checkpoint{CheckpointID: "ck_" + newID("x")[2:8], Kind: kind, Note: note}
+	ck := &session.Checkpoint{CheckpointID: id.Checkpoint(), Kind: kind, Note: note}
 	if compaction.MilestoneIntent(kind, a.opt.Compaction, st.autoCompact) {
 		ck.Intent = kind
 	}

@@ -260,8 +260,6 @@ func (p *replayPrinter) completed() int {
 
 func quoteShort(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 48 {
-		s = s[:47] + "…"
-	}
+	s = text.Clip(s, 47+len("…"))
 	return fmt.Sprintf("%q", s)
 }

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/soba-agent/soba-lsp/internal/text"
+
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
@@ -372,7 +374,7 @@ func (env *toolEnv) grep(ctx context.Context, raw json.RawMessage) toolRun {
 			}
 			if re.Match(line) {
 				matched = true
-				out = append(out, fmt.Sprintf("%s:%d: %s", r, n, clipLine(string(line))))
+				out = append(out, fmt.Sprintf("%s:%d: %s", r, n, text.Clip(string(line), 300+len("…"))))
 				if len(out) >= maxGrepMatches {
 					break
 				}
@@ -516,13 +518,6 @@ func capOutput(s string) string {
 	var c cappedBuffer
 	c.WriteString(s)
 	return c.String()
-}
-
-func clipLine(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "…"
-	}
-	return s
 }
 
 // relErr replaces absolute paths in file errors with the workspace path.

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/soba-agent/soba-lsp/internal/id"
+	"github.com/soba-agent/soba-lsp/internal/text"
+
 	"github.com/soba-agent/soba-lsp/agent/provider"
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
@@ -26,7 +29,7 @@ func (a *Agent) Prompt(text string) (turnID string, queued bool, err error) {
 	if strings.TrimSpace(text) == "" {
 		return "", false, errors.New("soba.prompt: text is empty")
 	}
-	turnID = newID("turn")
+	turnID = id.Turn()
 	if e := a.do(func(st *state) {
 		if st.closing {
 			err = ErrClosed
@@ -268,7 +271,7 @@ func (a *Agent) recordConsumed(st *state, consumed []string) {
 // compacted it returns the terminal result at once (due false); the caller
 // records it with finishCompaction.
 func (a *Agent) planCompaction(st *state, trigger, instructions string) (compaction.Plan, *compactionRun, compaction.CompactionResult, bool) {
-	opID := newID("op")
+	opID := id.Operation()
 	explicit := trigger == compaction.TriggerUser || trigger == compaction.TriggerHardLimit
 	var starter *compactWaiter
 	if explicit {
@@ -276,7 +279,7 @@ func (a *Agent) planCompaction(st *state, trigger, instructions string) (compact
 		st.instructions = ""
 	}
 	view := newPathView(st.store, st.path, min(st.base.Start, len(st.path)), st.latest)
-	req := compaction.PlanRequest{OperationID: opID, CheckpointID: "ck_" + newID("x")[2:8], Trigger: trigger, Config: a.opt.Compaction,
+	req := compaction.PlanRequest{OperationID: opID, CheckpointID: id.Checkpoint(), Trigger: trigger, Config: a.opt.Compaction,
 		SystemTokens: st.systemTokens, ExpectedLeaf: st.store.Leaf(), Instructions: instructions, Extras: a.extras(st)}
 	p, err := compaction.MakePlan(view, a.opt.Counter, req)
 	if err != nil {
@@ -626,10 +629,7 @@ func firstLineOf(s string, n int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
+	return text.Clip(s, n+len("…"))
 }
 
 // recoverTurn runs f and turns a panic into an error, so a bug in one turn
@@ -648,7 +648,7 @@ func recoverTurn(f func()) (err error) {
 // only an explicit compact whose capsule passed validation and is not
 // degraded is mirrored; every other capsule belongs to the session only.
 func (a *Agent) mirror(st *state, c session.Capsule, p compaction.Plan) {
-	if a.opt.Memory == nil || c.Trigger != compaction.TriggerUser || c.Quality != capsule.QualityFull {
+	if a.opt.Memory == nil || !compaction.ShouldMirror(c.Trigger, c.Quality, nil) {
 		return
 	}
 	title := c.Title
@@ -657,8 +657,9 @@ func (a *Agent) mirror(st *state, c session.Capsule, p compaction.Plan) {
 	}
 	md := capsule.Render(capsule.Document{Meta: capsule.Meta{CheckpointID: c.CheckpointID, Title: title, Created: a.opt.Now().UTC(),
 		Session: st.sessionID, Project: filepath.Base(a.opt.Root), Trigger: c.Trigger, Quality: c.Quality}, State: c.State})
-	if err := compaction.ValidateForMemory(c.State, p.Extras, len(md)); err != nil {
-		a.opt.Notifier.Log("Project Memory: capsule " + c.CheckpointID + " not mirrored: " + err.Error())
+	invalid := compaction.ValidateForMemory(c.State, p.Extras, len(md))
+	if !compaction.ShouldMirror(c.Trigger, c.Quality, invalid) {
+		a.opt.Notifier.Log("Project Memory: capsule " + c.CheckpointID + " not mirrored: " + invalid.Error())
 		return
 	}
 	if _, err := a.opt.Memory.Mirror(c.CheckpointID, title, a.opt.Now().UTC(), md); err != nil {
