@@ -6,7 +6,7 @@
 // A session's mutable state is one value guarded by one mutex (Agent.mu;
 // every read and change runs under it through Agent.do). What the session
 // does is one explicit phase, which only state.transition changes, along a
-// fixed table (docs/agent-phases.md draws it):
+// fixed table (docs/architecture.md draws it):
 //
 //	idle             nothing runs; a prompt starts a turn, a compact starts at once
 //	generating       a turn: preflight, inference, recording results

@@ -11,7 +11,7 @@ import (
 )
 
 // phase is what the session is doing now. It changes only in
-// state.transition; docs/agent-phases.md draws the diagram.
+// state.transition; docs/architecture.md ("The agent's phases") draws the diagram.
 type phase uint8
 
 const (

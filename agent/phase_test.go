@@ -2,13 +2,17 @@ package agent
 
 import (
 	"errors"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/compaction"
 )
 
-// wantTransitions is the phase diagram of docs/agent-phases.md, written out
+// wantTransitions is the phase diagram of docs/architecture.md, written out
 // independently of the table in phase.go: a row per from-phase, a column
 // per to-phase in the order of the constants, "y" allowed, "." rejected.
 var wantTransitions = map[phase]string{
@@ -113,5 +117,37 @@ func TestPhaseWireState(t *testing.T) {
 		if got := p.wire(); got != want[p] {
 			t.Errorf("%s: state %q, want %q", p, got, want[p])
 		}
+	}
+}
+
+// TestPhaseDiagramMatchesTable: the Mermaid diagram in docs/architecture.md
+// draws exactly the moves of wantTransitions, so the picture cannot drift
+// from the code.
+func TestPhaseDiagramMatchesTable(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	i := strings.Index(text, "stateDiagram-v2")
+	if i < 0 {
+		t.Fatal("docs/architecture.md has no stateDiagram-v2 block")
+	}
+	block := text[i:]
+	block = block[:strings.Index(block, "```")]
+	drawn := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*(\w+) --> (\w+)`).FindAllStringSubmatch(block, -1) {
+		drawn[m[1]+"→"+m[2]] = true
+	}
+	want := map[string]bool{}
+	for from := range numPhases {
+		for to, cell := range strings.Fields(wantTransitions[from]) {
+			if cell == "y" {
+				want[from.String()+"→"+phase(to).String()] = true
+			}
+		}
+	}
+	if !maps.Equal(drawn, want) {
+		t.Errorf("the diagram draws %v,\nthe table allows %v", slices.Sorted(maps.Keys(drawn)), slices.Sorted(maps.Keys(want)))
 	}
 }
