@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -296,12 +297,10 @@ func normalized(t *testing.T, es []session.Entry) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sb.WriteString(itoa(parent) + " " + string(b) + "\n")
+		sb.WriteString(strconv.Itoa(parent) + " " + string(b) + "\n")
 	}
 	return sb.String()
 }
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // ocEdit decodes the export fixture, lets edit change it, and returns it
 // encoded again (compact: one line, as an export piped through jq -c).

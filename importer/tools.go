@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/internal/jsondec"
@@ -145,7 +146,7 @@ func (b *builder) mapCall(specs map[string]toolSpec, name string, raw json.RawMe
 		to, ok := spec.fields[k]
 		switch {
 		case ok:
-		case contains(spec.drop, k), (k == "replace_all" || k == "replaceAll") && string(v) == "false":
+		case slices.Contains(spec.drop, k), (k == "replace_all" || k == "replaceAll") && string(v) == "false":
 			continue
 		default:
 			return c // an argument SOBA's tool does not take: keep the call as it was
@@ -167,15 +168,6 @@ func (b *builder) mapCall(specs map[string]toolSpec, name string, raw json.RawMe
 	}
 	c.name, c.args, c.mapped = spec.name, marshal(out), true
 	return c
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // jsonString returns a JSON string's value, or "" for anything else.

@@ -2,13 +2,14 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -51,11 +52,8 @@ func List(dir string) ([]Info, error) {
 		}
 		out = append(out, Info{SessionID: strings.TrimSuffix(name, ".jsonl"), Path: path, UpdatedAt: mod, Entries: n})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
-			return out[i].UpdatedAt.After(out[j].UpdatedAt)
-		}
-		return out[i].SessionID < out[j].SessionID
+	slices.SortFunc(out, func(a, b Info) int {
+		return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), cmp.Compare(a.SessionID, b.SessionID))
 	})
 	return out, nil
 }

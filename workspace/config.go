@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/compaction"
@@ -370,12 +371,7 @@ func join(prefix, k string) string {
 // or value this version does not use yet. Keys are visited in sorted order
 // so messages are stable.
 func checkObject(layer, prefix string, obj map[string]any, n *configschema.Node) (errs []error, warnings []string) {
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		v, path := obj[k], join(prefix, k)
 		c := n.Elem
 		if n.Type != configschema.Map {

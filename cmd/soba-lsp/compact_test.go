@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/compaction"
@@ -40,7 +41,7 @@ func BenchmarkImportAndDryRunCompact(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out := filepath.Join(ws, "s_bench"+itoa(n)+".jsonl")
+		out := filepath.Join(ws, "s_bench"+strconv.Itoa(n)+".jsonl")
 		if err := importer.Write(res, out, session.SessionHeader{ImportedFrom: src}, session.Options{Estimate: est}); err != nil {
 			b.Fatal(err)
 		}

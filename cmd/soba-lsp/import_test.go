@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -288,23 +290,23 @@ func TestVerifyCorruptedCopies_RT3_RT5(t *testing.T) {
 					i := find("assistant")
 					var e session.Entry
 					json.Unmarshal([]byte(lines[i]), &e)
-					c := slices(lines)
+					c := slices.Clone(lines)
 					c[i] = strings.Replace(c[i], `"parentId":"`+e.Parent()+`"`, `"parentId":"deadbeef"`, 1)
-					return strings.Join(c, ""), "line " + itoa(i+1) + ": entry " + e.ID + ": parent deadbeef is not earlier in the file"
+					return strings.Join(c, ""), "line " + strconv.Itoa(i+1) + ": entry " + e.ID + ": parent deadbeef is not earlier in the file"
 				}},
 				{"orphan tool result", func() (string, string) {
 					i := find("tool_result")
 					var e session.Entry
 					json.Unmarshal([]byte(lines[i]), &e)
-					c := slices(lines)
+					c := slices.Clone(lines)
 					c[i] = strings.Replace(c[i], `"toolCallId":"`+e.ToolResult.ToolCallID+`"`, `"toolCallId":"call_gone"`, 1)
-					return strings.Join(c, ""), "line " + itoa(i+1) + ": tool result " + e.ID + `: no tool call "call_gone" before it`
+					return strings.Join(c, ""), "line " + strconv.Itoa(i+1) + ": tool result " + e.ID + `: no tool call "call_gone" before it`
 				}},
 				{"torn line", func() (string, string) {
-					c := slices(lines)
+					c := slices.Clone(lines)
 					last := c[len(c)-1]
 					c[len(c)-1] = last[:len(last)/2]
-					return strings.Join(c, ""), "line " + itoa(len(c)) + ": torn last line"
+					return strings.Join(c, ""), "line " + strconv.Itoa(len(c)) + ": torn last line"
 				}},
 			}
 			for _, tc := range cases {
@@ -344,13 +346,6 @@ func TestVerifyCapsuleFirstKeptOffPath_RM2(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "capsule "+c.Capsule.CheckpointID+" (entry "+c.ID+"): firstKeptEntryId "+b.ID+" is not on its path") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-}
-
-func slices(xs []string) []string { return append([]string(nil), xs...) }
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
 
 // TestUnestimatedSessionBudgetsLikeEstimated_RG4: a session whose lines
