@@ -22,17 +22,16 @@ const {
 const binary = process.env.SOBA_LSP;
 
 // The command list of PROTOCOL.md, read from the shared folder when it is
-// beside the repository, otherwise the list as of this writing.
+// beside the repository, otherwise from the server's one definition of it
+// (lsp/protocol/protocol.go, constants in PROTOCOL.md's order).
 function protocolCommands() {
   const file = path.resolve(__dirname, '../../../shared/PROTOCOL.md');
   if (fs.existsSync(file)) {
     const text = fs.readFileSync(file, 'utf8');
     return [...text.matchAll(/^\| `(soba\.[a-zA-Z.]+)` \|/gm)].map((m) => m[1]);
   }
-  return ['soba.prompt', 'soba.cancel', 'soba.budget', 'soba.compact', 'soba.autoCompact',
-    'soba.checkpoint', 'soba.capsule.create', 'soba.capsule.export', 'soba.capsule.load',
-    'soba.capsule.list', 'soba.capsule.show', 'soba.session.info', 'soba.session.list',
-    'soba.session.new', 'soba.session.resume', 'soba.session.rewind'];
+  const go = fs.readFileSync(path.resolve(__dirname, '../protocol/protocol.go'), 'utf8');
+  return [...go.matchAll(/^\tCommand\w+ += "(soba\.[a-zA-Z.]+)"$/gm)].map((m) => m[1]);
 }
 
 test('soba-lsp speaks LSP to vscode-languageserver-protocol', { timeout: 30000 }, async () => {
