@@ -298,7 +298,7 @@ test('SlashCommandsInAsk', function()
   wait(30000, function()
     return completed_turns() > turns
   end, 'the //compact x turn to complete')
-  ok(table.concat(chat.lines(), '\n'):find('\n> //compact x\n', 1, true), 'the chat shows what was sent')
+  ok(table.concat(chat.lines(), '\n'):find('\n> /compact x\n', 1, true), 'the chat shows what went to the model (one / removed)')
   -- A slash command typed wrong runs nothing in the server.
   local bad = 'ask /capsule export ' .. compacted.checkpointId
   sent = sent_during(function()
