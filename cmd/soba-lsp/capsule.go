@@ -26,10 +26,13 @@ func runCapsule(_ context.Context, env *cmdEnv, args []string) int {
 	}
 	switch args[0] {
 	case "export":
-		rest, overwrite := flagOut(args[1:], "--overwrite")
-		if len(rest) != 3 {
-			return usage()
+		fs := subcommandFlags(env, "capsule export")
+		overwriteFlag := fs.Bool("overwrite", false, "replace an existing output file")
+		setUsage(fs, env, "usage: soba-lsp capsule export <session.jsonl> <ck|latest> <out.capsule.md> [--overwrite]")
+		if !parseExact(fs, args[1:], 3) {
+			return 2
 		}
+		rest, overwrite := fs.Args(), *overwriteFlag
 		doc, code := sessionCapsule(env, rest[0], rest[1])
 		if code != 0 {
 			return code
@@ -46,10 +49,12 @@ func runCapsule(_ context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintln(env.stdout, out)
 		return 0
 	case "show":
-		if len(args) != 2 {
-			return usage()
+		fs := subcommandFlags(env, "capsule show")
+		setUsage(fs, env, "usage: soba-lsp capsule show <file.capsule.md | session.jsonl>")
+		if !parseExact(fs, args[1:], 1) {
+			return 2
 		}
-		file := args[1]
+		file := fs.Arg(0)
 		if strings.HasSuffix(file, ".jsonl") {
 			doc, code := sessionCapsule(env, file, "latest")
 			if code != 0 {
@@ -104,18 +109,4 @@ func sessionCapsule(env *cmdEnv, path, ck string) (capsule.Document, int) {
 		return capsule.Document{}, 1
 	}
 	return doc, 0
-}
-
-// flagOut removes a boolean flag from args wherever it stands.
-func flagOut(args []string, name string) ([]string, bool) {
-	var rest []string
-	found := false
-	for _, a := range args {
-		if a == name {
-			found = true
-			continue
-		}
-		rest = append(rest, a)
-	}
-	return rest, found
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -144,17 +145,55 @@ func setUsage(fs *flag.FlagSet, env *cmdEnv, text string) {
 	}
 }
 
+// parseArgs parses a subcommand's flags wherever they stand on the line
+// (`import x.jsonl -o out.jsonl` as well as `import -o out.jsonl x.jsonl`);
+// everything after `--` is positional. The positional arguments are left in
+// fs.Args().
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			positional = append(positional, rest...) // the flag package consumed the --
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, positional...))
+}
+
 // parseExact parses a subcommand's arguments and requires n positional
-// ones, printing the usage otherwise.
+// ones, saying what is wrong and printing the usage otherwise.
 func parseExact(fs *flag.FlagSet, args []string, n int) bool {
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return false
 	}
 	if fs.NArg() != n {
+		what := "argument"
+		if n != 1 {
+			what += "s"
+		}
+		fmt.Fprintf(fs.Output(), "%s: want %d %s, got %d: %s\n", fs.Name(), n, what, fs.NArg(), strings.Join(quoteAll(fs.Args()), " "))
 		fs.Usage()
 		return false
 	}
 	return true
+}
+
+// quoteAll quotes each argument for an error line.
+func quoteAll(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strconv.Quote(a)
+	}
+	return out
 }
 
 func subcommandNames() string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/compaction"
@@ -25,10 +26,11 @@ func runReplay(ctx context.Context, env *cmdEnv, args []string) int {
 	out := fs.String("workspace", "", "write the replayed session under `DIR` (default: a new temporary directory)")
 	window := fs.Int("context-window", 0, "model context window in tokens (default 65000)")
 	setUsage(fs, env, "usage: soba-lsp replay [flags] [session.jsonl]\n\nWith no file, replays the sample session built into the binary.")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return 2
 	}
 	if fs.NArg() > 1 {
+		fmt.Fprintf(env.stderr, "soba-lsp replay: want at most one session file, got %d: %s\n", fs.NArg(), strings.Join(quoteAll(fs.Args()), " "))
 		fs.Usage()
 		return 2
 	}

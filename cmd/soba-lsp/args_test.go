@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFlagsStandAnywhere: the command lines as README.md and docs/cli.md
+// write them (flags after the file) run as printed, flags first still
+// work, and a wrong count of arguments says so before the usage.
+func TestFlagsStandAnywhere(t *testing.T) {
+	ws := t.TempDir()
+	src, err := filepath.Abs("../../testdata/imports/claude-code.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join(ws, "s.jsonl")
+	cfg := filepath.Join(ws, "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"compaction":{"keepRecentTokens":0}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		inStdout string
+		inStderr string
+	}{
+		{"import, -o after the file", []string{"import", src, "-o", session}, 0, session, ""},
+		{"budget, --config after the file", []string{"budget", session, "--config", cfg}, 0, `"hardLimit"`, ""},
+		{"budget, --config first", []string{"budget", "--config", cfg, session}, 0, `"hardLimit"`, ""},
+		{"compact, --trigger after the file", []string{"compact", "--dry-run", session, "--trigger", "user"}, 0, "", "user"},
+		{"verify, two files", []string{"verify", session, session}, 2, "", "want 1 argument, got 2"},
+		{"import, no file", []string{"import"}, 2, "", "want 1 argument, got 0"},
+		{"capsule show --help", []string{"capsule", "show", "--help"}, 2, "", "usage: soba-lsp capsule show"},
+		{"capsule export, --overwrite before the files", []string{"capsule", "export", "--overwrite", session, "latest", filepath.Join(ws, "a.capsule.md")}, 0, "a.capsule.md", ""},
+		{"capsule export, --overwrite last", []string{"capsule", "export", session, "latest", filepath.Join(ws, "a.capsule.md"), "--overwrite"}, 0, "a.capsule.md", ""},
+		{"capsule export, no --overwrite", []string{"capsule", "export", session, "latest", filepath.Join(ws, "a.capsule.md")}, 1, "", "exists; pass --overwrite"},
+		{"replay, two files", []string{"replay", session, session}, 2, "", "want at most one session file, got 2"},
+	}
+	for _, tt := range tests {
+		out, errs, code := runCLI(t, ws, tt.args...)
+		if code != tt.code || !strings.Contains(out, tt.inStdout) || !strings.Contains(errs, tt.inStderr) {
+			t.Errorf("%s: soba-lsp %s: exit %d (want %d)\nstdout: %s\nstderr: %s", tt.name, strings.Join(tt.args, " "), code, tt.code, out, errs)
+		}
+	}
+}
