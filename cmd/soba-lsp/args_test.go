@@ -38,6 +38,8 @@ func TestFlagsStandAnywhere(t *testing.T) {
 		{"capsule export, --overwrite before the files", []string{"capsule", "export", "--overwrite", session, "latest", filepath.Join(ws, "a.capsule.md")}, 0, "a.capsule.md", ""},
 		{"capsule export, --overwrite last", []string{"capsule", "export", session, "latest", filepath.Join(ws, "a.capsule.md"), "--overwrite"}, 0, "a.capsule.md", ""},
 		{"capsule export, no --overwrite", []string{"capsule", "export", session, "latest", filepath.Join(ws, "a.capsule.md")}, 1, "", "exists; pass --overwrite"},
+		{"budget of a foreign transcript", []string{"budget", src}, 1, "", "holds a transcript of Claude Code, not a SOBA session: convert it first with `soba-lsp import " + src + "`"},
+		{"compact of a foreign transcript", []string{"compact", "--dry-run", src}, 1, "", "convert it first with `soba-lsp import " + src + "`"},
 		{"replay, two files", []string{"replay", session, session}, 2, "", "want at most one session file, got 2"},
 	}
 	for _, tt := range tests {

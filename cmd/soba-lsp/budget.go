@@ -13,6 +13,7 @@ import (
 	"github.com/soba-agent/soba-lsp/app"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
+	"github.com/soba-agent/soba-lsp/importer"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
@@ -129,6 +130,9 @@ func runBudget(_ context.Context, env *cmdEnv, args []string) int {
 		return 2
 	}
 	tf, err := session.ScanFile(fs.Arg(0), entryTokens(o.counter))
+	if err == nil {
+		err = foreignTranscript(fs.Arg(0), tf)
+	}
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 1
@@ -148,4 +152,26 @@ func runBudget(_ context.Context, env *cmdEnv, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// foreignTranscript is an error for a file that is another agent's
+// transcript rather than a SOBA session, naming the format and the import
+// that converts it; nil for a SOBA session or a file of no known format.
+func foreignTranscript(path string, tf *session.Scan) error {
+	if len(tf.Entries) > 0 && tf.Entries[0].Session != nil && tf.Entries[0].Session.SessionID != "" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	head, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	format, err := importer.Detect(head)
+	if err != nil {
+		return nil
+	}
+	name := map[importer.Format]string{importer.FormatPi: "pi", importer.FormatClaude: "Claude Code",
+		importer.FormatCodex: "Codex", importer.FormatOpencode: "opencode"}[format]
+	return fmt.Errorf("%s holds a transcript of %s, not a SOBA session: convert it first with `soba-lsp import %s`", path, name, path)
 }

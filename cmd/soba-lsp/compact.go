@@ -88,6 +88,9 @@ func dryNote(dry bool, r compaction.CompactionResult) string {
 // it is a dry run: the capsule is built and returned, never appended.
 func (o *offline) compact(ctx context.Context, file, trigger string, store *session.Store, log io.Writer) (compaction.CompactionResult, *session.Capsule, error) {
 	tf, err := session.ScanFile(file, entryTokens(o.counter))
+	if err == nil {
+		err = foreignTranscript(file, tf)
+	}
 	if err != nil {
 		return compaction.CompactionResult{}, nil, err
 	}
