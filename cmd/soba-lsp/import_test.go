@@ -478,7 +478,7 @@ func TestReplayOfImportIsEstimated_RO1(t *testing.T) {
 		t.Fatalf("the fixture's budget does not come from provider usage, so the test proves nothing: %s", b)
 	}
 	out, errs, code := runCLI(t, ws, "replay", file)
-	if code != 0 && !strings.Contains(errs, "no compaction completed") { // the fixture is small
+	if code != 0 { // the fixture is small: a replay without a compaction still succeeds
 		t.Fatalf("replay: exit %d %s", code, errs)
 	}
 	if !strings.Contains(out, "imported session: its recorded provider usage measured the other agent's requests") {

@@ -52,7 +52,7 @@ type cmdEnv struct {
 var subcommands = []subcommand{
 	{name: "serve", summary: "serve LSP on stdin/stdout (the default)", run: runServe},
 	{name: "replay", summary: "re-run a recorded session (default: the built-in sample) through the agent and compaction engine; needs no model server", run: runReplay},
-	{name: "import", summary: "convert a pi, Claude Code or Codex transcript into a new SOBA session; prints its path", run: runImport},
+	{name: "import", summary: "convert a pi, Claude Code, Codex or opencode transcript into a new SOBA session; prints its path", run: runImport},
 	{name: "budget", summary: "print a session file's Budget as JSON", run: runBudget},
 	{name: "compact", summary: "compact a session file with the deterministic capsule (--dry-run: print only)", run: runCompact},
 	{name: "capsule", summary: "capsule export <session.jsonl> <ck|latest> <out> | capsule show <file>: capsules without an editor", run: runCapsule},
