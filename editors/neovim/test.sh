@@ -23,13 +23,23 @@ cleanup() {
 trap cleanup EXIT
 
 fail() { echo "FAIL $*" | tee -a "$results"; }
+
+# locked NAME CMD…: runs CMD holding an exclusive lock on $cache/NAME.lock, so
+# two runs at once install the shared tools (apt, the caches) one after the
+# other instead of breaking each other.
+locked() {
+  local name=$1
+  shift
+  mkdir -p "$cache"
+  (flock -w 900 9 || { echo "waited 15 minutes for $cache/$name.lock"; exit 1; }; "$@") 9>"$cache/$name.lock"
+}
 note() { echo "== $*"; }
 
 ensure_nvim07() {
   if command -v nvim >/dev/null 2>&1; then return 0; fi
   note "installing neovim with apt-get"
-  if ! apt-get install -y neovim >"$work/apt.log" 2>&1; then
-    apt-get update >>"$work/apt.log" 2>&1 && apt-get install -y neovim >>"$work/apt.log" 2>&1
+  if ! apt-get -o DPkg::Lock::Timeout=600 install -y neovim >"$work/apt.log" 2>&1; then
+    apt-get -o DPkg::Lock::Timeout=600 update >>"$work/apt.log" 2>&1 && apt-get -o DPkg::Lock::Timeout=600 install -y neovim >>"$work/apt.log" 2>&1
   fi
   command -v nvim >/dev/null 2>&1 || { cat "$work/apt.log"; return 1; }
 }
@@ -137,10 +147,13 @@ start_fakemodel() {
   {"text": "The command ran."},
   {"text": "## Goal\nAnswer the test prompts\n## Done\n- answered the prompts\n## Next steps\n- keep answering\n"}]}
 JSON
-  # fakemodel ends when its stdin closes; a bounded sleep keeps it open.
+  # fakemodel ends when its stdin closes: this script holds the write end of
+  # a FIFO open until it exits, so nothing is left running afterwards.
+  mkfifo "$work/fakemodel.in"
   "$work/fakemodel" -script "$work/fakemodel.json" -addr "127.0.0.1:$port" ${SOBA_FAKEMODEL_FLAGS:-} \
-    >"$work/fakemodel.log" 2>&1 < <(sleep 900) &
+    >"$work/fakemodel.log" 2>&1 <"$work/fakemodel.in" &
   pids+=($!)
+  exec {fakemodel_in}>"$work/fakemodel.in"
   fake_url=http://127.0.0.1:$port/v1
   for _ in $(seq 1 100); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
@@ -212,12 +225,12 @@ run_e2e() {
 
 # ---- main ------------------------------------------------------------------
 export SOBA_TEST_API_KEY=test-key
-if ensure_nvim07; then
+if locked install ensure_nvim07; then
   run_nvim nvim0.7 nvim unit_spec.lua 120
 else
   fail "could not install neovim 0.7 with apt-get"
 fi
-if ensure_nvim10; then
+if locked install ensure_nvim10; then
   run_nvim nvim0.10 "$nvim10" unit_spec.lua 120
 else
   fail "could not unpack Neovim 0.10 from Debian trixie"

@@ -30,6 +30,16 @@ note() { echo "== vscode [$((SECONDS - t0))s]: $*"; }
 pass() { passed=$((passed + 1)); echo "PASS $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
 skip() { skipped=$((skipped + 1)); echo "SKIP $*"; }
+
+# locked NAME CMD…: runs CMD holding an exclusive lock on $cache/NAME.lock, so
+# two runs at once install the shared tools (apt, the caches) one after the
+# other instead of breaking each other.
+locked() {
+  local name=$1
+  shift
+  mkdir -p "$cache"
+  (flock -w 900 9 || { echo "waited 15 minutes for $cache/$name.lock"; exit 1; }; "$@") 9>"$cache/$name.lock"
+}
 summary() {
   echo "vscode: $passed passed, $failed failed, $skipped skipped"
   echo "$passed passed, $failed failed"
@@ -37,12 +47,15 @@ summary() {
   exit $?
 }
 
-# vitest_counts FILE adds the passed and failed tests of a vitest JSON report.
+# vitest_counts FILE adds the passed, failed and skipped tests of a vitest
+# JSON report.
 vitest_counts() {
-  local counts
-  counts=$(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests, r.numFailedTests + (r.numFailedTestSuites||0))' "$1" 2>/dev/null) || return 1
-  passed=$((passed + ${counts% *}))
-  failed=$((failed + ${counts#* }))
+  local counts p f k
+  counts=$(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests, r.numFailedTests + (r.numFailedTestSuites||0), (r.numPendingTests||0) + (r.numTodoTests||0))' "$1" 2>/dev/null) || return 1
+  read -r p f k <<<"$counts"
+  passed=$((passed + p))
+  failed=$((failed + f))
+  skipped=$((skipped + k))
 }
 
 cd "$here"
@@ -159,7 +172,7 @@ fi
 ensure_chromium() {
   [ -x /usr/bin/chromium ] && return 0
   note "apt-get install chromium"
-  (export DEBIAN_FRONTEND=noninteractive; apt-get update -q && apt-get install -y -q chromium) >"$work/apt.log" 2>&1
+  (export DEBIAN_FRONTEND=noninteractive; apt-get -o DPkg::Lock::Timeout=600 update -q && apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium) >"$work/apt.log" 2>&1
   [ -x /usr/bin/chromium ] || { tail -20 "$work/apt.log"; return 1; }
 }
 
@@ -188,9 +201,9 @@ if [ -z "$e2e_server" ]; then
   skip "e2e in VS Code: no server to run against: $server_why"
 elif [ ! -f "$vsix" ]; then
   fail "e2e in VS Code: no .vsix was built"
-elif ! ensure_chromium; then
+elif ! locked install ensure_chromium; then
   skip "e2e in VS Code: Chromium (Debian package chromium) cannot be installed on this machine"
-elif ! ensure_code_server; then
+elif ! locked install ensure_code_server; then
   fail "e2e in VS Code: code-server install"
 else
   note "e2e in VS Code (code-server $("$cs" --version | head -1 | cut -d' ' -f1)) against $e2e_label"

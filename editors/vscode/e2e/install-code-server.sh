@@ -9,8 +9,8 @@ DEST=${1:?dest dir}
 V=${CODE_SERVER_VERSION:-4.100.3}
 export DEBIAN_FRONTEND=noninteractive npm_config_nodedir=${npm_config_nodedir:-/usr} npm_config_yes=true
 if ! command -v rg >/dev/null || ! dpkg -s libkrb5-dev pkg-config build-essential python3 >/dev/null 2>&1; then
-  apt-get update -q >/dev/null
-  apt-get install -y -q build-essential python3 pkg-config libkrb5-dev ripgrep >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q build-essential python3 pkg-config libkrb5-dev ripgrep >/dev/null
 fi
 mkdir -p "$DEST" && cd "$DEST"
 [ -f package.json ] || echo '{"name":"cs-host","version":"1.0.0","private":true}' >package.json
