@@ -385,6 +385,31 @@ test('BadArgumentsAnswer32602', function()
   match('checkpointId', err.message, 'message names the field')
 end)
 
+-- A file named on the command line is not loaded while init.lua runs
+-- setup(): the client starts without it (0.10's vim.lsp.start answers nil
+-- for an unloaded buffer) and attaches it when it is entered; no "could not
+-- start" message.
+test('StartsForAnUnloadedFileBuffer', function()
+  local ws2 = vim.fn.tempname()
+  vim.fn.mkdir(ws2 .. '/.git', 'p')
+  vim.fn.writefile({ 'y' }, ws2 .. '/f.txt')
+  local b = vim.fn.bufadd(ws2 .. '/f.txt')
+  ok(not vim.api.nvim_buf_is_loaded(b), 'the buffer is not loaded yet')
+  local before = #notes
+  local id2, err = client.ensure(b)
+  ok(id2, 'a client starts for the unloaded buffer: ' .. tostring(err))
+  ok(id2 ~= id, 'its own client for its own root')
+  for i = before + 1, #notes do
+    ok(not tostring(notes[i].msg):find('could not start', 1, true), 'no "could not start" message: ' .. tostring(notes[i].msg))
+  end
+  vim.cmd('split ' .. vim.fn.fnameescape(ws2 .. '/f.txt'))
+  wait(10000, function()
+    return vim.lsp.buf_is_attached(b, id2)
+  end, 'the buffer attached once entered')
+  vim.cmd('close')
+  vim.lsp.stop_client(id2)
+end)
+
 test('Checkhealth', function()
   vim.cmd('silent checkhealth soba')
   local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')

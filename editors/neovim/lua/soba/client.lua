@@ -73,8 +73,12 @@ function M.root(bufnr)
   return vim.fn.getcwd()
 end
 
+-- is_file_buffer: a loaded buffer of a file. A buffer named on the command
+-- line is not loaded yet while init.lua runs; vim.lsp.start (0.10) answers nil
+-- for it, so the client starts unattached and BufEnter attaches the buffer.
 local function is_file_buffer(bufnr)
   return vim.api.nvim_buf_is_valid(bufnr)
+    and vim.api.nvim_buf_is_loaded(bufnr)
     and vim.bo[bufnr].buftype == ''
     and vim.api.nvim_buf_get_name(bufnr) ~= ''
 end
