@@ -790,3 +790,14 @@ test('HealthReportsMissingBinary', function()
   match('no soba%-lsp client', text, 'health reports no connection')
   vim.cmd('tabclose')
 end)
+
+-- An error names its command once: the server's argument errors already
+-- start with it ("soba.capsule.export: path is required").
+test('ErrorsNameTheCommandOnce', function()
+  eq('soba: soba.capsule.export: path is required',
+    client.describe_error('soba.capsule.export', { code = -32602, message = 'soba.capsule.export: path is required' }),
+    'a message that names its command')
+  eq('soba: soba.session.rewind: entry "x" is not in the session',
+    client.describe_error('soba.session.rewind', { code = -32803, message = 'entry "x" is not in the session' }),
+    'a message that does not')
+end)

@@ -338,9 +338,13 @@ local function command_params(command, args)
   return { command = command, arguments = { args } }
 end
 
--- M.describe_error turns a JSON-RPC error into a message naming the command.
+-- M.describe_error turns a JSON-RPC error into a message naming the command
+-- once: the server's argument errors already start with it.
 function M.describe_error(command, err)
   local msg = type(err) == 'table' and err.message or tostring(err)
+  if tostring(msg):sub(1, #command + 2) == command .. ': ' then
+    return 'soba: ' .. msg
+  end
   return string.format('soba: %s: %s', command, msg)
 end
 
