@@ -1,6 +1,6 @@
 // Package provider holds SOBA's model clients: one Provider per wire format
-// (OpenAI-compatible Chat Completions, Anthropic Messages, Ollama's native
-// /api/chat), each streaming one inference at a time and reporting failures
+// (OpenAI-compatible Chat Completions, OpenAI's Responses API, Anthropic
+// Messages, Ollama's native /api/chat), each streaming one inference at a time and reporting failures
 // as typed errors the agent can act on (overflow recovery R-G9, retry, a
 // clear message naming the endpoint).
 package provider
@@ -20,9 +20,10 @@ import (
 // Provider names accepted by New and returned by Provider.Name: the values
 // of the configuration's model.provider.
 const (
-	NameOpenAI    = configschema.ProviderOpenAI
-	NameAnthropic = configschema.ProviderAnthropic
-	NameOllama    = configschema.ProviderOllama
+	NameOpenAI          = configschema.ProviderOpenAI
+	NameOpenAIResponses = configschema.ProviderOpenAIResponses
+	NameAnthropic       = configschema.ProviderAnthropic
+	NameOllama          = configschema.ProviderOllama
 )
 
 // Message roles.
@@ -58,7 +59,8 @@ type Provider interface {
 	// typed error (*OverflowError, *RateLimitError, *AuthError,
 	// *BadRequestError, *TransportError, *StreamError).
 	Stream(ctx context.Context, req Request, onEvent func(Event)) (Response, error)
-	// Name is the wire format: "openai", "anthropic" or "ollama".
+	// Name is the wire format: "openai", "openai-responses", "anthropic" or
+	// "ollama".
 	Name() string
 }
 
@@ -93,6 +95,12 @@ type Message struct {
 	ToolName   string `json:"toolName,omitempty"`
 	// IsError marks a tool result that reports a failure.
 	IsError bool `json:"isError,omitempty"`
+	// Native holds items of the provider's own format that precede this
+	// message, sent verbatim: the encrypted reasoning of an assistant answer
+	// (Response.Native), or a native continuation in place of the capsule's
+	// text. A caller sets it only for the provider and model that made the
+	// items; other providers ignore it.
+	Native json.RawMessage `json:"native,omitempty"`
 }
 
 // ToolCall is one call the model asked for. Arguments is always valid JSON:
@@ -128,6 +136,10 @@ type Response struct {
 	// Usage is nil when the server reported none.
 	Usage *Usage
 	Model string
+	// Native is what the answer carried in the provider's own format that
+	// the next requests must send back with it (a JSON array of items: the
+	// Responses API's encrypted reasoning); nil when none.
+	Native json.RawMessage
 }
 
 // Usage is the token accounting of one inference, normalised so that
@@ -142,10 +154,11 @@ type Usage struct {
 
 // Config selects and configures a Provider.
 type Config struct {
-	// Provider is "openai", "anthropic" or "ollama".
+	// Provider is "openai", "openai-responses", "anthropic" or "ollama".
 	Provider string
 	// BaseURL is the server root: e.g. http://127.0.0.1:8080/v1 for an
 	// OpenAI-compatible server (requests go to BaseURL + "/chat/completions"),
+	// https://api.openai.com/v1 for the Responses API (BaseURL + "/responses"),
 	// https://api.anthropic.com (BaseURL + "/v1/messages"),
 	// http://127.0.0.1:11434 (BaseURL + "/api/chat"). Empty uses the
 	// provider's default.
@@ -207,6 +220,12 @@ func New(cfg Config) (Provider, error) {
 		}
 		c.name = NameOpenAI
 		return &openAI{c}, nil
+	case NameOpenAIResponses:
+		if c.base == "" {
+			c.base = DefaultOpenAIBaseURL
+		}
+		c.name = NameOpenAIResponses
+		return &responses{c}, nil
 	case NameAnthropic:
 		if c.base == "" {
 			c.base = DefaultAnthropicBaseURL
@@ -220,9 +239,9 @@ func New(cfg Config) (Provider, error) {
 		c.name = NameOllama
 		return &ollama{c}, nil
 	case "":
-		return nil, errors.New("provider: no provider named (want openai, anthropic or ollama)")
+		return nil, errors.New("provider: no provider named (want openai, openai-responses, anthropic or ollama)")
 	default:
-		return nil, fmt.Errorf("provider: unknown provider %q (want openai, anthropic or ollama)", cfg.Provider)
+		return nil, fmt.Errorf("provider: unknown provider %q (want openai, openai-responses, anthropic or ollama)", cfg.Provider)
 	}
 }
 
