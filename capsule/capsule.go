@@ -6,6 +6,8 @@
 // compaction engine and the editor layer all share one definition.
 package capsule
 
+import "encoding/json"
+
 // State is the portable state of R-C1. The narrative fields come from the
 // summary model (or the deterministic builder); the artifact fields are filled
 // by the engine from what the session recorded (R-C2) and never from a summary.
@@ -47,13 +49,21 @@ type Verification struct {
 	Outcome string `json:"outcome"`
 }
 
-// Native is a provider-side continuation (for example an encrypted reasoning
-// state or a server-side conversation id) that is only valid for the provider
-// and model it was produced by (R-M1, R-C3).
+// Native is a provider-side continuation: items in the provider's own
+// format (the Responses API's compaction item with the user messages it
+// kept, Anthropic's compaction block, an answer's encrypted reasoning) that
+// stand for history in later requests to the same provider and model, and
+// only those (R-M1, R-C3, R-N1). They are opaque: SOBA stores and sends them
+// verbatim and never reads their content.
 type Native struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
-	Data     string `json:"data"`
+	// Items is a JSON array of the provider's items.
+	Items json.RawMessage `json:"items"`
+	// Tokens is the items' size as the provider reported it (0 when it did
+	// not), the estimate of what they cost in a request before the
+	// provider's usage reports it.
+	Tokens int `json:"tokens,omitempty"`
 }
 
 // Quality of a capsule (R-C3, R-F1).

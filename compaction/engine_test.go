@@ -214,7 +214,7 @@ func TestNativeContinuationWhenCompatible_RM1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.es[len(b.es)-1].Capsule.Native = &capsule.Native{Provider: "openai", Model: "m1", Data: "opaque"}
+	b.es[len(b.es)-1].Capsule.Native = &capsule.Native{Provider: "openai", Model: "m1", Items: []byte(`[{"type":"compaction","encrypted_content":"opaque"}]`)}
 	same, _ := BuildInput(b.es, InputOptions{Provider: "openai", Model: "m1"})
 	if same.Native == nil || same.CapsuleText != "" {
 		t.Fatalf("same provider and model: native %v text %d bytes, want native", same.Native, len(same.CapsuleText))

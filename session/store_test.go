@@ -255,7 +255,7 @@ func allPayloads() []Entry {
 		NextSteps: []string{"n"}, Notes: []string{"no"}, FilesRead: []string{"a.go"}, FilesModified: []string{"b.go"},
 		Verification: []capsule.Verification{{Command: "go test", ExitCode: 1, Outcome: "failed"}},
 		ActiveSkills: []string{"go"}, UserMessages: []string{"do it <now> & \"quoted\"\n"}}
-	native := &capsule.Native{Provider: "openai", Model: "m", Data: "opaque=="}
+	native := &capsule.Native{Provider: "openai", Model: "m", Items: []byte(`[{"type":"compaction","encrypted_content":"opaque=="}]`)}
 	return []Entry{
 		{Type: TypeUser, User: &UserMessage{Text: "héllo \u2028 <b> \x01 \\ \"q\""}},
 		{Type: TypeAssistant, Tokens: 9, Assistant: &Assistant{Text: "t", Provider: "ollama", Model: "q", StopReason: "tool_use",

@@ -310,3 +310,25 @@ func emitToolCalls(onEvent func(Event), calls []ToolCall) {
 		onEvent(Event{Kind: EventToolCall, ToolCall: &tc})
 	}
 }
+
+// Compactor is a Provider with a native compaction (SPEC §11, R-N1): it
+// turns a conversation into the provider's own items that stand for it in
+// later requests to the same model.
+type Compactor interface {
+	// Compact asks the provider to compact req's conversation (System is
+	// the instructions, Messages the history, with their Native items) and
+	// returns the items that replace it.
+	Compact(ctx context.Context, req Request) (Compacted, error)
+}
+
+// Compacted is a native compaction's result.
+type Compacted struct {
+	// Items is a JSON array of the provider's items, to be sent verbatim in
+	// place of the compacted history (Message.Native).
+	Items json.RawMessage
+	// Tokens is the items' size as the provider reported it, 0 when unsaid.
+	Tokens int
+	// Usage is the compaction request's own usage, nil when unsaid.
+	Usage *Usage
+	Model string
+}

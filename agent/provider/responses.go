@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 )
 
@@ -364,4 +365,77 @@ func withoutID(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return b
+}
+
+// rsCompactRequest is the body of POST /responses/compact.
+type rsCompactRequest struct {
+	Model        string   `json:"model"`
+	Instructions string   `json:"instructions,omitempty"`
+	Input        []rsItem `json:"input"`
+}
+
+// rsCompacted is the compacted response object (object
+// "response.compaction"): the output items replace the history.
+type rsCompacted struct {
+	Object string            `json:"object"`
+	Model  string            `json:"model"`
+	Output []json.RawMessage `json:"output"`
+	Usage  *rsUsage          `json:"usage"`
+}
+
+// Compact sends the conversation to /responses/compact (R-N1). The answer's
+// output items — an opaque compaction item with its encrypted content, and
+// the user messages the server kept — are returned verbatim, without ids
+// (store:false keeps nothing they could refer to). Its size is the
+// compaction's reported output tokens.
+func (p *responses) Compact(ctx context.Context, req Request) (Compacted, error) {
+	in, err := p.input(req.Messages)
+	if err != nil {
+		return Compacted{}, err
+	}
+	if len(in) == 0 {
+		return Compacted{}, fmt.Errorf("%s: nothing to compact", p.name)
+	}
+	body, err := json.Marshal(rsCompactRequest{Model: p.modelFor(req), Instructions: req.System, Input: in})
+	if err != nil {
+		return Compacted{}, err
+	}
+	h := http.Header{}
+	h.Set("Accept", "application/json")
+	if p.apiKey != "" {
+		h.Set("Authorization", "Bearer "+p.apiKey)
+	}
+	var got rsCompacted
+	readJSON := func(ctx context.Context, r io.Reader, _ func(Event)) (Response, error) {
+		dec := json.NewDecoder(io.LimitReader(r, maxLine))
+		if err := dec.Decode(&got); err != nil {
+			if ctx.Err() != nil {
+				return Response{}, p.cancelled(ctx)
+			}
+			return Response{}, &StreamError{Provider: p.name, Message: "undecodable compaction answer", Err: err}
+		}
+		return Response{}, nil
+	}
+	if _, err := p.exchange(ctx, "/responses/compact", body, h, nil, readJSON); err != nil {
+		return Compacted{}, err
+	}
+	hasCompaction := false
+	items := make([]json.RawMessage, 0, len(got.Output))
+	for _, it := range got.Output {
+		var o rsOutput
+		if err := json.Unmarshal(it, &o); err != nil {
+			return Compacted{}, &StreamError{Provider: p.name, Message: fmt.Sprintf("undecodable compaction output item %.200q", it), Err: err}
+		}
+		hasCompaction = hasCompaction || o.Type == "compaction"
+		items = append(items, withoutID(it))
+	}
+	if !hasCompaction {
+		return Compacted{}, &StreamError{Provider: p.name, Message: fmt.Sprintf("the compaction answer has no compaction item (%d output items)", len(got.Output))}
+	}
+	out := Compacted{Usage: got.Usage.normalised(), Model: got.Model}
+	out.Items, _ = json.Marshal(items)
+	if out.Usage != nil {
+		out.Tokens = out.Usage.OutputTokens
+	}
+	return out, nil
 }

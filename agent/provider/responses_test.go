@@ -182,3 +182,51 @@ func TestResponsesNativeItemsMustBeAnArray(t *testing.T) {
 		t.Errorf("a malformed request was sent")
 	}
 }
+
+func TestResponsesCompact(t *testing.T) {
+	const ok = `{"id":"resp_cmp","object":"response.compaction","created_at":1764720000,"output":[` +
+		`{"id":"msg_1","type":"message","role":"user","content":[{"type":"input_text","text":"fix the build"}]},` +
+		`{"id":"cmp_1","type":"compaction","encrypted_content":"gAAAA-compacted"}],` +
+		`"usage":{"input_tokens":5200,"input_tokens_details":{"cached_tokens":0},"output_tokens":410,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":5610}}`
+	for _, tc := range []struct {
+		name    string
+		answer  answer
+		items   string
+		tokens  int
+		wantErr any
+	}{
+		{name: "compacted", answer: answer{body: ok},
+			items:  `[{"content":[{"type":"input_text","text":"fix the build"}],"role":"user","type":"message"},{"encrypted_content":"gAAAA-compacted","type":"compaction"}]`,
+			tokens: 410},
+		{name: "no compaction item", answer: answer{body: `{"object":"response.compaction","output":[{"type":"message","role":"user","content":[]}]}`}, wantErr: new(*StreamError)},
+		{name: "not JSON", answer: answer{body: `<html>bad gateway</html>`}, wantErr: new(*StreamError)},
+		{name: "rejected", answer: answer{status: 400, body: `{"error":{"message":"Unsupported model for compaction","type":"invalid_request_error","param":"model","code":null}}`}, wantErr: new(*BadRequestError)},
+		{name: "overflow", answer: answer{status: 400, body: `{"error":{"message":"Your input exceeds the context window of this model.","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`}, wantErr: new(*OverflowError)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWire(t, tc.answer)
+			p := newFor(t, NameOpenAIResponses, w.srv.URL+"/v1", nil).(Compactor)
+			got, err := p.Compact(context.Background(), Request{System: "keep the goal", Messages: []Message{
+				{Role: RoleUser, Text: "fix the build"}, {Role: RoleAssistant, Text: "done", Native: json.RawMessage(`[{"type":"reasoning","encrypted_content":"r"}]`)}}})
+			if w.paths[0] != "/v1/responses/compact" {
+				t.Errorf("path %q", w.paths[0])
+			}
+			b := w.body(t, 0)
+			if b["instructions"] != "keep the goal" || b["model"] != "test-model" || b["stream"] != nil || b["store"] != nil {
+				t.Errorf("body %v", b)
+			}
+			if tc.wantErr != nil {
+				if err == nil || !errors.As(err, tc.wantErr) {
+					t.Fatalf("err %T %v, want %T", err, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got.Items) != tc.items || got.Tokens != tc.tokens {
+				t.Errorf("items %s tokens %d\nwant %s %d", got.Items, got.Tokens, tc.items, tc.tokens)
+			}
+		})
+	}
+}

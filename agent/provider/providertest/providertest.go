@@ -1,7 +1,7 @@
 // Package providertest is a scriptable fake model server for tests: it
-// speaks the OpenAI-compatible Chat Completions and the Anthropic Messages
-// wire formats (SSE streaming, tool calls split in fragments, usage, error
-// answers), answers each request with the next scripted Reply, and records
+// speaks the OpenAI-compatible Chat Completions, OpenAI's Responses API
+// (with /responses/compact) and the Anthropic Messages wire formats (SSE
+// streaming, tool calls split in fragments, usage, error answers), answers each request with the next scripted Reply, and records
 // every request it received, decoded, so a test can assert on what was
 // sent (e.g. that no oversized request ever left the agent).
 package providertest
@@ -27,6 +27,10 @@ import (
 const (
 	FormatOpenAI    = "openai"
 	FormatAnthropic = "anthropic"
+	// FormatResponses is OpenAI's Responses API: POST /v1/responses
+	// (streamed) and POST /v1/responses/compact, whose replies come from a
+	// script of their own (AddCompact).
+	FormatResponses = "openai-responses"
 )
 
 // Reply is one scripted answer. With Status set (>= 400) the server answers
@@ -53,6 +57,13 @@ type Reply struct {
 	// Cut ends the stream after the content, before the stop reason and
 	// the end marker, as a dropped connection would.
 	Cut bool `json:"cut,omitempty"`
+
+	// Reasoning, in the Responses format, is the encrypted content of a
+	// reasoning item streamed before the answer.
+	Reasoning string `json:"reasoning,omitempty"`
+	// Compaction is the encrypted content of the compaction item a
+	// /responses/compact reply answers, after the user messages it keeps.
+	Compaction string `json:"compaction,omitempty"`
 }
 
 // Text is a reply that answers text.
@@ -107,6 +118,12 @@ type Received struct {
 	Tools     []string           `json:"tools,omitempty"` // tool names
 	MaxTokens int                `json:"maxTokens,omitempty"`
 	Stream    bool               `json:"stream"`
+	// Store and Include are the Responses API's store and include.
+	Store   *bool    `json:"store,omitempty"`
+	Include []string `json:"include,omitempty"`
+	// NativeItems are the Responses input items sent verbatim (reasoning,
+	// compaction), in order.
+	NativeItems []json.RawMessage `json:"nativeItems,omitempty"`
 	// DecodeError is set when the body was not the expected shape.
 	DecodeError string `json:"decodeError,omitempty"`
 }
@@ -125,6 +142,8 @@ type Server struct {
 	mu       sync.Mutex // guards the fields below
 	script   []Reply
 	next     int
+	compacts []Reply // the /responses/compact script
+	nextComp int
 	received []Received
 	beyond   int
 	// repeatLast answers with the last reply once the script is spent.
@@ -137,6 +156,13 @@ type Server struct {
 // request came after the script was spent.
 func NewOpenAI(t testing.TB, script ...Reply) *Server {
 	return newForTest(t, FormatOpenAI, script)
+}
+
+// NewResponses starts a Responses API fake; see NewOpenAI. Its URL is the
+// API root ("http://127.0.0.1:PORT/v1"); /responses/compact answers from
+// the replies given to AddCompact.
+func NewResponses(t testing.TB, script ...Reply) *Server {
+	return newForTest(t, FormatResponses, script)
 }
 
 // NewAnthropic starts an Anthropic Messages fake; see NewOpenAI.
@@ -163,8 +189,8 @@ func newForTest(t testing.TB, format string, script []Reply) *Server {
 // port 0 picks a free one) without a testing.T, for a test main or the
 // fakemodel program. Close stops it.
 func Serve(addr, format string, script []Reply) (*Server, error) {
-	if format != FormatOpenAI && format != FormatAnthropic {
-		return nil, fmt.Errorf("unknown format %q (want openai or anthropic)", format)
+	if format != FormatOpenAI && format != FormatAnthropic && format != FormatResponses {
+		return nil, fmt.Errorf("unknown format %q (want openai, openai-responses or anthropic)", format)
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -179,7 +205,7 @@ func Serve(addr, format string, script []Reply) (*Server, error) {
 	}
 	s := &Server{Format: format, ln: ln, script: append([]Reply(nil), script...)}
 	s.URL = "http://" + ln.Addr().String()
-	if format == FormatOpenAI {
+	if format == FormatOpenAI || format == FormatResponses {
 		s.URL += "/v1"
 	}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.handle), ReadHeaderTimeout: 10 * time.Second}
@@ -199,6 +225,15 @@ func (s *Server) RepeatLast() {
 func (s *Server) Add(replies ...Reply) {
 	s.mu.Lock()
 	s.script = append(s.script, replies...)
+	s.mu.Unlock()
+}
+
+// AddCompact appends replies to the /responses/compact script: a reply
+// with Compaction set answers the compacted items, one with Status an
+// error.
+func (s *Server) AddCompact(replies ...Reply) {
+	s.mu.Lock()
+	s.compacts = append(s.compacts, replies...)
 	s.mu.Unlock()
 }
 
@@ -232,8 +267,14 @@ func (s *Server) Close() {
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	want := "/v1/chat/completions"
-	if s.Format == FormatAnthropic {
+	switch s.Format {
+	case FormatAnthropic:
 		want = "/v1/messages"
+	case FormatResponses:
+		want = "/v1/responses"
+		if r.URL.Path == "/v1/responses/compact" {
+			want = r.URL.Path
+		}
 	}
 	if r.Method != http.MethodPost || r.URL.Path != want {
 		http.Error(w, fmt.Sprintf(`{"error":{"message":"providertest: no route %s %s (want POST %s)"}}`, r.Method, r.URL.Path, want), http.StatusNotFound)
@@ -250,7 +291,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.received = append(s.received, rec)
 	var reply Reply
 	ok := true
+	compact := r.URL.Path == "/v1/responses/compact"
 	switch {
+	case compact && s.nextComp < len(s.compacts):
+		reply = s.compacts[s.nextComp]
+		s.nextComp++
+	case compact:
+		s.beyond++
+		ok = false
 	case s.next < len(s.script):
 		reply = s.script[s.next]
 		s.next++
@@ -285,6 +333,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	u := reply.Usage
 	if u == nil {
 		u = &provider.Usage{InputTokens: len(raw) / 4, OutputTokens: (len(reply.Text) + argsLen(reply.ToolCalls)) / 4}
+	}
+	if compact {
+		writeCompacted(w, rec, reply, u)
+		return
+	}
+	if s.Format == FormatResponses {
+		writeResponses(w, r, rec.Model, reply, u)
+		return
 	}
 	if s.Format == FormatOpenAI {
 		if !rec.Stream {
@@ -505,8 +561,11 @@ func writeAnthropic(w http.ResponseWriter, r *http.Request, model string, reply 
 
 // decode reads a request body of either format into provider terms.
 func decode(format string, raw []byte) Received {
-	if format == FormatAnthropic {
+	switch format {
+	case FormatAnthropic:
 		return decodeAnthropic(raw)
+	case FormatResponses:
+		return decodeResponses(raw)
 	}
 	return decodeOpenAI(raw)
 }

@@ -141,3 +141,55 @@ func mustJS(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestResponsesFakeSpeaksTheWire: the Responses fake streams what the real
+// client reads (text, encrypted reasoning, function calls, usage) and
+// answers /responses/compact from its own script with the user messages
+// kept and one compaction item.
+func TestResponsesFakeSpeaksTheWire(t *testing.T) {
+	s := providertest.NewResponses(t, providertest.Reply{Text: "Hello there", Reasoning: "enc-r1", ToolCalls: []provider.ToolCall{{ID: "call_1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.go"}`)}},
+		Usage: &provider.Usage{InputTokens: 900, OutputTokens: 20, CachedTokens: 512}})
+	s.AddCompact(providertest.Reply{Compaction: "enc-c1"})
+	p, err := provider.New(provider.Config{Provider: provider.NameOpenAIResponses, BaseURL: s.URL, Model: "gpt-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := p.Stream(context.Background(), provider.Request{System: "sys", Messages: []provider.Message{{Role: provider.RoleUser, Text: "hi"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != "Hello there" || len(resp.ToolCalls) != 1 || resp.ToolCalls[0].ID != "call_1" || resp.StopReason != provider.StopToolCalls {
+		t.Errorf("resp = %+v", resp)
+	}
+	if want := (&provider.Usage{InputTokens: 900, OutputTokens: 20, CachedTokens: 512}); *resp.Usage != *want {
+		t.Errorf("usage %+v", resp.Usage)
+	}
+	if !strings.Contains(string(resp.Native), `"encrypted_content":"enc-r1"`) {
+		t.Errorf("native = %s", resp.Native)
+	}
+	c, err := p.(provider.Compactor).Compact(context.Background(), provider.Request{Messages: []provider.Message{
+		{Role: provider.RoleUser, Text: "hi"}, {Role: provider.RoleAssistant, Text: "Hello there", Native: resp.Native}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []map[string]any
+	if err := json.Unmarshal(c.Items, &items); err != nil || len(items) != 2 {
+		t.Fatalf("items = %s (%v)", c.Items, err)
+	}
+	if items[0]["role"] != "user" || items[1]["type"] != "compaction" || items[1]["encrypted_content"] != "enc-c1" || items[1]["id"] != nil {
+		t.Errorf("items = %s", c.Items)
+	}
+	if c.Tokens != len("enc-c1")/4 {
+		t.Errorf("tokens = %d", c.Tokens)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 2 || reqs[0].Path != "/v1/responses" || reqs[1].Path != "/v1/responses/compact" {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if reqs[0].Store == nil || *reqs[0].Store || len(reqs[0].Include) != 1 {
+		t.Errorf("store %v include %v", reqs[0].Store, reqs[0].Include)
+	}
+	if len(reqs[1].NativeItems) != 1 || !strings.Contains(string(reqs[1].NativeItems[0]), "enc-r1") {
+		t.Errorf("the compaction request did not carry the reasoning: %s", reqs[1].NativeItems)
+	}
+}

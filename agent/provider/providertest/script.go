@@ -15,13 +15,17 @@ import (
 //	   "usage": {"inputTokens": 1200, "outputTokens": 40}},
 //	  {"toolCalls": [{"id": "c1", "name": "read_file", "arguments": {"path": "go.mod"}}]},
 //	  {"status": 400, "body": "{\"error\":{\"code\":\"context_length_exceeded\",\"message\":\"...\"}}"},
-//	  {"text": "partial", "cut": true}]}
+//	  {"text": "partial", "cut": true}],
+//	 "compacts": [{"compaction": "gAAAA…"}]}
 //
+// Format is openai, openai-responses or anthropic; compacts (Responses
+// only) answer POST /v1/responses/compact in order.
 // Durations are Go duration strings. Unknown keys are errors.
 type Script struct {
 	Format     string  `json:"format"`
 	RepeatLast bool    `json:"repeatLast"`
 	Replies    []Reply `json:"-"`
+	Compacts   []Reply `json:"-"`
 }
 
 // scriptReply is a Reply as JSON, with durations as strings.
@@ -37,6 +41,7 @@ func LoadScript(r io.Reader) (Script, error) {
 		Format     string            `json:"format"`
 		RepeatLast bool              `json:"repeatLast"`
 		Replies    []json.RawMessage `json:"replies"`
+		Compacts   []json.RawMessage `json:"compacts"`
 	}
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -47,15 +52,30 @@ func LoadScript(r io.Reader) (Script, error) {
 	if s.Format == "" {
 		s.Format = FormatOpenAI
 	}
-	if s.Format != FormatOpenAI && s.Format != FormatAnthropic {
-		return Script{}, fmt.Errorf("script: format %q (want openai or anthropic)", s.Format)
+	if s.Format != FormatOpenAI && s.Format != FormatAnthropic && s.Format != FormatResponses {
+		return Script{}, fmt.Errorf("script: format %q (want openai, openai-responses or anthropic)", s.Format)
 	}
-	for i, rr := range raw.Replies {
+	if len(raw.Compacts) > 0 && s.Format != FormatResponses {
+		return Script{}, fmt.Errorf("script: compacts need format %q", FormatResponses)
+	}
+	var err error
+	if s.Replies, err = loadReplies("reply", raw.Replies); err != nil {
+		return Script{}, err
+	}
+	if s.Compacts, err = loadReplies("compact", raw.Compacts); err != nil {
+		return Script{}, err
+	}
+	return s, nil
+}
+
+func loadReplies(what string, raws []json.RawMessage) ([]Reply, error) {
+	var out []Reply
+	for i, rr := range raws {
 		var sr scriptReply
 		d := json.NewDecoder(bytes.NewReader(rr))
 		d.DisallowUnknownFields()
 		if err := d.Decode(&sr); err != nil {
-			return Script{}, fmt.Errorf("script: reply %d: %w", i, err)
+			return nil, fmt.Errorf("script: %s %d: %w", what, i, err)
 		}
 		for _, f := range []struct {
 			name string
@@ -67,19 +87,19 @@ func LoadScript(r io.Reader) (Script, error) {
 			}
 			v, err := time.ParseDuration(f.src)
 			if err != nil || v < 0 {
-				return Script{}, fmt.Errorf("script: reply %d: %s %q is not a duration like \"250ms\"", i, f.name, f.src)
+				return nil, fmt.Errorf("script: %s %d: %s %q is not a duration like \"250ms\"", what, i, f.name, f.src)
 			}
 			*f.dst = v
 		}
 		for j, tc := range sr.ToolCalls {
 			if tc.Name == "" {
-				return Script{}, fmt.Errorf("script: reply %d: tool call %d has no name", i, j)
+				return nil, fmt.Errorf("script: %s %d: tool call %d has no name", what, i, j)
 			}
 			if len(tc.Arguments) == 0 {
 				sr.ToolCalls[j].Arguments = json.RawMessage("{}")
 			}
 		}
-		s.Replies = append(s.Replies, sr.Reply)
+		out = append(out, sr.Reply)
 	}
-	return s, nil
+	return out, nil
 }

@@ -44,7 +44,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fakemodel", flag.ContinueOnError)
 	scriptPath := fs.String("script", "", "JSON script of replies (required)")
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on")
-	format := fs.String("format", "", "wire format: openai or anthropic (default: the script's)")
+	format := fs.String("format", "", "wire format: openai, openai-responses or anthropic (default: the script's)")
 	urlFile := fs.String("url-file", "", "write the base URL to this file once listening")
 	reqFile := fs.String("requests-file", "", "write the received requests to this file on exit")
 	repeat := fs.Bool("repeat-last", false, "answer with the last reply once the script is spent")
@@ -71,6 +71,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	defer srv.Close()
+	srv.AddCompact(script.Compacts...)
 	if script.RepeatLast || *repeat {
 		srv.RepeatLast()
 	}
