@@ -38,6 +38,10 @@ type Options struct {
 	// ModelName, ProviderName name the model for requests and for native
 	// continuation compatibility (R-M1).
 	ModelName, ProviderName string
+	// NativeContinuation asks Model for its native compaction at every
+	// compaction, beside the portable capsule, when Model has one
+	// (model.nativeContinuation, SPEC §11).
+	NativeContinuation bool
 	// ContextWindow and MaxOutputTokens of the model (R-S3) are in
 	// Compaction.
 	Compaction compaction.Config
@@ -224,6 +228,9 @@ func newAgent(opt Options) (*Agent, error) {
 	}
 	a.barrier = &compaction.Barrier{Counter: opt.Counter, Summarizer: opt.Summarizer, SummaryWindowChars: opt.SummaryWindowChars,
 		SummaryMaxOutputTokens: 2048, Now: opt.Now, Work: &a.work}
+	if c, ok := opt.Model.(provider.Compactor); ok && opt.NativeContinuation {
+		a.barrier.Native = nativeCompactor{a: a, c: c}
+	}
 	return a, nil
 }
 

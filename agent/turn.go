@@ -400,8 +400,9 @@ func (ap appender) AppendCapsule(ctx context.Context, expectedLeaf string, c ses
 // streams one inference; a real context overflow runs one forced recovery
 // compaction and one retry in the turn (R-G9).
 func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, error) {
+	nativeRetried := false
 	for attempt := 0; ; attempt++ {
-		req, err := a.buildRequest()
+		req, native, checkpoint, err := a.buildRequest()
 		if err != nil {
 			return provider.Response{}, err
 		}
@@ -413,6 +414,18 @@ func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, er
 		if ctx.Err() != nil {
 			a.appendAssistant(turnID, provider.Response{}, "cancelled")
 			return provider.Response{}, ctx.Err()
+		}
+		if native != nil && !nativeRetried && nativeRejected(err) {
+			// The provider refused the native continuation: it is marked
+			// unusable (an entry, so resume knows) and the request goes
+			// once more with the portable capsule (R-N2).
+			nativeRetried = true
+			if merr := a.markNativeRejected(checkpoint, err); merr != nil {
+				a.appendAssistant(turnID, provider.Response{}, err.Error())
+				return provider.Response{}, merr
+			}
+			attempt--
+			continue
 		}
 		var of *provider.OverflowError
 		if errors.As(err, &of) {
@@ -480,11 +493,10 @@ func (a *Agent) learnOverflow(of *provider.OverflowError) {
 
 // buildRequest builds the provider request from the model input view
 // (R-M1) and fails closed when it is known to exceed the hard limit (R-G4).
-func (a *Agent) buildRequest() (provider.Request, error) {
-	var (
-		req provider.Request
-		err error
-	)
+//
+// native is the native continuation the request carries in place of the
+// capsule's text (R-N2), nil when none; checkpoint the capsule's id.
+func (a *Agent) buildRequest() (req provider.Request, native *capsule.Native, checkpoint string, err error) {
 	if e := a.do(func(st *state) {
 		lp := newPathView(st.store, st.path, 0, st.latest)
 		var in compaction.Input
@@ -502,20 +514,13 @@ func (a *Agent) buildRequest() (provider.Request, error) {
 		for _, t := range Tools {
 			req.Tools = append(req.Tools, provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 		}
-		if in.CapsuleText != "" {
-			req.Messages = append(req.Messages, provider.Message{Role: "user", Text: in.CapsuleText})
-		}
-		for _, m := range in.Messages {
-			pm := provider.Message{Role: m.Role, Text: m.Text, ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError}
-			for _, c := range m.ToolCalls {
-				pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-			}
-			req.Messages = append(req.Messages, pm)
-		}
+		req.Messages = requestMessages(in)
+		native = in.Native
+		checkpoint = in.CheckpointID
 	}); e != nil {
-		return req, e
+		return req, nil, "", e
 	}
-	return req, err
+	return req, native, checkpoint, err
 }
 
 // appendAssistant records a response (or a failed inference) and learns
@@ -528,6 +533,11 @@ func (a *Agent) appendAssistant(turnID string, resp provider.Response, failure s
 		}
 		if resp.Usage != nil {
 			as.Usage = &session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, CachedTokens: resp.Usage.CachedTokens}
+		}
+		if len(resp.Native) > 0 {
+			// The answer's own items (encrypted reasoning) go back with it
+			// to this provider and model only.
+			as.Native = &capsule.Native{Provider: a.opt.ProviderName, Model: a.opt.ModelName, Items: resp.Native}
 		}
 		_, err := a.appendEntry(st, session.Entry{Type: session.TypeAssistant, Assistant: as})
 		if err != nil {

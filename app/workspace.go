@@ -126,6 +126,7 @@ func (w *Workspace) agentOptions(s Settings) agent.Options {
 		Compaction: s.Compaction, Approval: s.Approval, Approver: w.opt.Approver, Notifier: w.opt.Notifier,
 		Counter: w.opt.Counter, EntryTokens: w.opt.EntryTokens, Touched: w.touched, Memory: w.memory,
 		SystemPrompt: w.memory.Summary(), ModelName: s.Model.Name, ProviderName: s.Model.Provider,
+		NativeContinuation: s.Model.NativeContinuation,
 	}
 	model, err := newProvider(s.Model)
 	if err != nil {

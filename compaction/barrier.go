@@ -49,6 +49,10 @@ type Barrier struct {
 	// down (the agent passes its own group). nil gives each run a group of
 	// its own: a panic is still caught, but nothing waits for a straggler.
 	Work *conc.WaitGroup
+	// Native, when set, obtains the provider's native compaction of the
+	// same history beside the summary, under the same deadline, cancel and
+	// expected-leaf checks (R-N1, R-N3); nil makes portable capsules only.
+	Native NativeCompactor
 }
 
 // Hooks receive a running compaction's progress and notices. Any may be nil.
@@ -112,6 +116,10 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 		degraded bool
 		notice   string
 	)
+	nat := b.startNative(ctx, in)
+	if nat != nil {
+		defer nat.stop()
+	}
 	if b.Summarizer != nil {
 		st, err := b.summarize(ctx, in, report)
 		switch {
@@ -127,6 +135,17 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 			summary = &st
 		}
 	}
+	var (
+		native        *capsule.Native
+		nativeOutcome string
+		nativeMs      int64
+	)
+	if nat != nil {
+		native, nativeOutcome, nativeMs = nat.wait(b.now)
+		if ctx.Err() != nil {
+			return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled while the native compaction ran", NativeOutcome: NativeCancelled, NativeDurationMs: nativeMs}
+		}
+	}
 	report(90)
 	build := func(p Plan) (Capsule, error) {
 		return BuildCapsule(in.Transcript, b.Counter, p, summary, degraded)
@@ -135,37 +154,46 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 		cp  Capsule
 		err error
 	)
+	firstKept := p.Cut.FirstKept
 	if p.Trigger == TriggerHardLimit || p.Trigger == TriggerContextOverflow {
 		p, cp, err = FitForced(in.Transcript, b.Counter, p, build)
 	} else {
 		cp, err = build(p)
 	}
 	if err != nil {
-		return CompactionResult{Outcome: OutcomeFailed, Reason: err.Error(), TokensBefore: p.TokensBefore}
+		return CompactionResult{Outcome: OutcomeFailed, Reason: err.Error(), TokensBefore: p.TokensBefore, NativeOutcome: nativeOutcome, NativeDurationMs: nativeMs}
 	}
+	if native != nil && p.Cut.FirstKept != firstKept {
+		// The fit moved the cut: the continuation covers other history.
+		native, nativeOutcome = nil, NativeDiscarded
+	}
+	cp.Entry.Native = native
 	if ok, why := p.Accept(cp); !ok {
 		return CompactionResult{Outcome: OutcomeSkipped, Reason: why, TokensBefore: p.TokensBefore,
-			Declined: &Declined{Before: p.TokensBefore, After: cp.TokensAfter}}
+			Declined: &Declined{Before: p.TokensBefore, After: cp.TokensAfter}, NativeOutcome: nativeOutcome, NativeDurationMs: nativeMs}
 	}
 	switch err := in.Appender.AppendCapsule(ctx, p.ExpectedLeaf, cp.Entry); {
 	case errors.Is(err, ErrStale):
-		return CompactionResult{Outcome: OutcomeStale, Reason: "the session changed while the capsule was built; nothing was appended", TokensBefore: p.TokensBefore}
+		return CompactionResult{Outcome: OutcomeStale, Reason: "the session changed while the capsule was built; nothing was appended", TokensBefore: p.TokensBefore, NativeOutcome: nativeOutcome, NativeDurationMs: nativeMs}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled; nothing was appended", TokensBefore: p.TokensBefore}
+		return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled; nothing was appended", TokensBefore: p.TokensBefore, NativeOutcome: nativeOutcome, NativeDurationMs: nativeMs}
 	case err != nil:
-		return CompactionResult{Outcome: OutcomeFailed, Reason: "append capsule: " + err.Error(), TokensBefore: p.TokensBefore}
+		return CompactionResult{Outcome: OutcomeFailed, Reason: "append capsule: " + err.Error(), TokensBefore: p.TokensBefore, NativeOutcome: nativeOutcome, NativeDurationMs: nativeMs}
 	}
 	if notice != "" && in.Hooks.Warn != nil {
 		in.Hooks.Warn(notice)
 	}
 	reclaimed := p.TokensBefore - cp.TokensAfter
 	res := CompactionResult{
-		Outcome:         OutcomeCompleted,
-		TokensBefore:    p.TokensBefore,
-		TokensAfter:     cp.TokensAfter,
-		ReclaimedTokens: reclaimed,
-		CheckpointID:    cp.Entry.CheckpointID,
-		Quality:         cp.Entry.Quality,
+		Outcome:          OutcomeCompleted,
+		TokensBefore:     p.TokensBefore,
+		TokensAfter:      cp.TokensAfter,
+		ReclaimedTokens:  reclaimed,
+		CheckpointID:     cp.Entry.CheckpointID,
+		Quality:          cp.Entry.Quality,
+		Native:           native != nil,
+		NativeOutcome:    nativeOutcome,
+		NativeDurationMs: nativeMs,
 	}
 	if p.TokensBefore > 0 {
 		res.ReclaimedRatio = float64(reclaimed) / float64(p.TokensBefore)
@@ -283,6 +311,9 @@ func ResultLine(r CompactionResult) string {
 			r.Trigger, text.Thousands(r.TokensBefore), text.Thousands(r.TokensAfter), share, r.CheckpointID)
 		if r.Quality == capsule.QualityDegraded {
 			line += " · degraded (fallback capsule)"
+		}
+		if r.Native {
+			line += " · native"
 		}
 		return line
 	}

@@ -32,7 +32,26 @@ type Base struct {
 // only from the newest capsule to its first kept entry, so its cost follows
 // the kept tail, not the history.
 func FindBase(t Transcript) (Base, error) {
-	return findBase(t, t.LatestCapsule())
+	b, err := findBase(t, t.LatestCapsule())
+	if err != nil || b.Native == nil {
+		return b, err
+	}
+	// A native continuation the provider refused is never sent again
+	// (R-N2): a settings entry after the capsule says so.
+	for i := b.CapsuleIndex + 1; i < t.Len(); i++ {
+		if t.Node(i).Type != session.TypeSettings {
+			continue
+		}
+		e, err := loadEntry(t, i)
+		if err != nil {
+			return Base{}, err
+		}
+		if e.Settings != nil && e.Settings.NativeRejected != "" && e.Settings.NativeRejected == b.CheckpointID {
+			b.Native = nil
+			break
+		}
+	}
+	return b, nil
 }
 
 func findBase(t Transcript, ci int) (Base, error) {

@@ -30,6 +30,10 @@ type FlightRecord struct {
 	// ReasonCode is a short machine-readable reason; free text is left out
 	// so no content can leak into the record.
 	ReasonCode string `json:"reasonCode,omitempty"`
+	// NativeOutcome and NativeDurationMs are the native compaction call's
+	// outcome and duration (SPEC §11), never its content.
+	NativeOutcome    string `json:"nativeOutcome,omitempty"`
+	NativeDurationMs int64  `json:"nativeDurationMs,omitempty"`
 }
 
 // NewFlightRecord makes the record of a finished operation.
@@ -39,7 +43,7 @@ func NewFlightRecord(now time.Time, sessionID, source string, p Plan, r Compacti
 		HardLimit: p.HardLimit, SoftLimit: p.SoftLimit, KeepRecent: p.Config.KeepRecentTokens,
 		TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, ReclaimedTokens: r.ReclaimedTokens,
 		CheckpointID: r.CheckpointID, Quality: r.Quality, DurationMs: r.DurationMs, Source: source,
-		ReasonCode: reasonCode(r),
+		ReasonCode: reasonCode(r), NativeOutcome: r.NativeOutcome, NativeDurationMs: r.NativeDurationMs,
 	}
 }
 

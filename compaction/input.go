@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 
@@ -26,6 +27,10 @@ type Message struct {
 	// EntryID is the transcript entry the message comes from; "" for a
 	// message the view made (the capsule, an "interrupted" result).
 	EntryID string
+	// Native is the provider's own items recorded with an assistant answer
+	// (encrypted reasoning), set only when they belong to the requesting
+	// provider and model; they go before the message, verbatim.
+	Native json.RawMessage
 }
 
 // Input is the model input after the system prompt and tool schemas (R-M1):
@@ -79,7 +84,7 @@ func buildInput(t Transcript, b Base, end int, opt InputOptions) (Input, error) 
 	var in Input
 	if b.State != nil {
 		in.CheckpointID = b.CheckpointID
-		if b.Native != nil && b.Native.Provider == opt.Provider && b.Native.Model == opt.Model && opt.Provider != "" {
+		if compatible(b.Native, opt) {
 			in.Native = b.Native
 		} else {
 			in.CapsuleText = CapsulePreamble + ModelText(*b.State)
@@ -120,7 +125,11 @@ func buildInput(t Transcript, b Base, end int, opt InputOptions) (Input, error) 
 			if a.Error != "" && a.Text == "" && len(a.ToolCalls) == 0 {
 				continue // a failed inference left nothing for the model to see
 			}
-			msgs = append(msgs, Message{Role: RoleAssistant, Text: a.Text, ToolCalls: a.ToolCalls, EntryID: e.ID})
+			m := Message{Role: RoleAssistant, Text: a.Text, ToolCalls: a.ToolCalls, EntryID: e.ID}
+			if compatible(a.Native, opt) {
+				m.Native = a.Native.Items
+			}
+			msgs = append(msgs, m)
 			for _, c := range a.ToolCalls {
 				open[c.ID] = c.Name
 				openOrder = append(openOrder, c.ID)
@@ -143,6 +152,12 @@ func buildInput(t Transcript, b Base, end int, opt InputOptions) (Input, error) 
 	closeOpen()
 	in.Messages = msgs
 	return in, nil
+}
+
+// compatible says whether a native continuation belongs to the requesting
+// provider and model (R-M1, R-N2).
+func compatible(n *capsule.Native, opt InputOptions) bool {
+	return n != nil && opt.Provider != "" && n.Provider == opt.Provider && n.Model == opt.Model && len(n.Items) > 0
 }
 
 // shorten keeps the head and tail of a long text with a note of what was

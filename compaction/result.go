@@ -65,6 +65,13 @@ type CompactionResult struct {
 	// Declined is set on a soft compaction the exact check (R-R2) declined:
 	// the figures it measured, for the next soft triggers to wait on.
 	Declined *Declined
+	// Native says the appended capsule carries a native continuation
+	// (R-N1); the line then ends "· native".
+	Native bool
+	// NativeOutcome is how the native call ended (Native* constants), ""
+	// when none was made; NativeDurationMs is how long it took.
+	NativeOutcome    string
+	NativeDurationMs int64
 }
 
 // CapsuleResult is the completed compaction a recorded capsule stands for,
@@ -73,7 +80,8 @@ type CompactionResult struct {
 // capsule, so they stay empty).
 func CapsuleResult(c *session.Capsule) CompactionResult {
 	r := CompactionResult{Trigger: c.Trigger, Outcome: OutcomeCompleted, TokensBefore: c.TokensBefore,
-		TokensAfter: c.TokensAfter, ReclaimedTokens: c.TokensBefore - c.TokensAfter, CheckpointID: c.CheckpointID, Quality: c.Quality}
+		TokensAfter: c.TokensAfter, ReclaimedTokens: c.TokensBefore - c.TokensAfter, CheckpointID: c.CheckpointID, Quality: c.Quality,
+		Native: c.Native != nil}
 	if c.TokensBefore > 0 {
 		r.ReclaimedRatio = float64(r.ReclaimedTokens) / float64(c.TokensBefore)
 	}

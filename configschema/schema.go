@@ -127,8 +127,7 @@ var modelKeys = []Key{
 		{Value: ProviderOllama, Doc: "Ollama's native `/api/chat`, sending `num_ctx` (the local-first default)"},
 		{Value: ProviderOpenAI, Doc: "any OpenAI-compatible Chat Completions endpoint: llama.cpp server, vLLM, LM Studio, Ollama's `/v1`, OpenAI"},
 		{Value: ProviderAnthropic, Doc: "Anthropic's Messages API"},
-		{Value: ProviderOpenAIResponses, Doc: "OpenAI's Responses API: `baseURL` is the API root, requests go to `baseURL + \"/responses\"` and `baseURL + \"/responses/compact\"`",
-			Planned: "the Responses API client"},
+		{Value: ProviderOpenAIResponses, Doc: "OpenAI's Responses API: `baseURL` is the API root, requests go to `baseURL + \"/responses\"` and `baseURL + \"/responses/compact\"`"},
 	}, Doc: "the model server's wire protocol"},
 	{Path: "model.baseURL", Type: String, Default: OllamaBaseURL, Rule: HTTPURL,
 		Doc: "the model server"},
@@ -140,8 +139,8 @@ var modelKeys = []Key{
 		Doc: "the model's context window, in tokens (R-S3)"},
 	{Path: "model.maxOutputTokens", Type: Int, Default: 8000, Rule: Positive, Relation: "< `contextWindow`",
 		Doc: "the tokens reserved for each reply (R-S3)"},
-	{Path: "model.nativeContinuation", Type: Bool, Default: true, Planned: "native provider continuations",
-		Doc: "use the provider's native compaction where it has one (SPEC §11)"},
+	{Path: "model.nativeContinuation", Type: Bool, Default: true,
+		Doc: "with `openai-responses`, every compaction also asks the provider for its native compaction of the same history (`/responses/compact`) and stores it with the capsule; the next requests to the same provider and model carry it in place of the capsule's text, while the portable capsule is still built and used for everything else (SPEC §11, docs/providers.md). `false` makes portable capsules only. The other providers make portable capsules only (Anthropic's server-side compaction is not used yet); `summaryModel`'s is not used"},
 }
 
 // Keys is the description: every key SOBA's configuration accepts, objects

@@ -178,6 +178,10 @@ type Settings struct {
 	// ConsumedIntents lists intents consumed by a preflight, so resume does not
 	// restore them.
 	ConsumedIntents []string `json:"consumedIntents,omitempty"`
+	// NativeRejected names the capsule (checkpoint id) whose native
+	// continuation the provider refused: the portable capsule is used from
+	// then on and the native one is never sent again (R-N2).
+	NativeRejected string `json:"nativeRejected,omitempty"`
 }
 
 // seenByModel are the entry types that reach the model input: each carries

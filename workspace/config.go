@@ -44,6 +44,9 @@ type ModelConfig struct {
 	APIKeyEnv       string `json:"apiKeyEnv"`
 	ContextWindow   int    `json:"contextWindow"`
 	MaxOutputTokens int    `json:"maxOutputTokens"`
+	// NativeContinuation asks a provider with a native compaction for it
+	// at every compaction (SPEC §11).
+	NativeContinuation bool `json:"nativeContinuation"`
 }
 
 // CompactionConfig holds exactly the keys of SPEC §6 (`compaction` in

@@ -43,7 +43,7 @@ func writeFile(t *testing.T, content string) string {
 func TestDefaults_RS1(t *testing.T) {
 	want := Config{
 		Model: ModelConfig{Provider: "ollama", BaseURL: "http://127.0.0.1:11434", Name: "qwen2.5-coder:7b",
-			APIKeyEnv: "OPENAI_API_KEY", ContextWindow: 65000, MaxOutputTokens: 8000},
+			APIKeyEnv: "OPENAI_API_KEY", ContextWindow: 65000, MaxOutputTokens: 8000, NativeContinuation: true},
 		Compaction: CompactionConfig{Auto: true, CompactOnTurnComplete: true, CompactOnMilestone: true,
 			MinTokensForAutoCompact: 32000, MinReclaimableTokens: 12000, MinSavingsRatio: 0.25, KeepRecentTokens: 20000,
 			SafetyReserveTokens: 8192, AutoCompactThresholdRatio: 0.8, TimeoutMs: 15000},
@@ -314,7 +314,7 @@ func TestLayersMergeKeyByKey(t *testing.T) {
 	}
 	want := DefaultConfig()
 	want.Model = ModelConfig{Provider: "openai", BaseURL: "http://127.0.0.1:8080/v1", Name: "llama3.1:8b",
-		APIKeyEnv: "OPENAI_API_KEY", ContextWindow: 32768, MaxOutputTokens: 2048}
+		APIKeyEnv: "OPENAI_API_KEY", ContextWindow: 32768, MaxOutputTokens: 2048, NativeContinuation: true}
 	want.Compaction.Auto = false
 	want.Compaction.KeepRecentTokens = 8000
 	want.Compaction.TimeoutMs = 20000 // user's timeoutMs beats the workspace's alias
@@ -336,7 +336,7 @@ func TestSummaryModelDefaultsToModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ModelConfig{Provider: "ollama", BaseURL: "http://127.0.0.1:11434", Name: "qwen2.5-coder:1.5b",
-		APIKeyEnv: "OPENAI_API_KEY", ContextWindow: 32000, MaxOutputTokens: 16000}
+		APIKeyEnv: "OPENAI_API_KEY", ContextWindow: 32000, MaxOutputTokens: 16000, NativeContinuation: true}
 	if c.SummaryModel == nil || *c.SummaryModel != want || c.Summary() != want {
 		t.Fatalf("summaryModel = %+v, want %+v (unset keys from model)", c.SummaryModel, want)
 	}
@@ -520,7 +520,8 @@ func TestConfigTypesMatchSchema(t *testing.T) {
 
 // TestPlannedKeysAccepted: the keys PROTOCOL.md lists that this version
 // does not use yet are checked and accepted with a warning saying so, and
-// change nothing else.
+// change nothing else; model.nativeContinuation and the provider
+// openai-responses are in use (SPEC §11) and load without a warning.
 func TestPlannedKeysAccepted(t *testing.T) {
 	root, file := wsWith(t, `{"model":{"nativeContinuation":false,"provider":"openai-responses","baseURL":"https://api.openai.com/v1"},
 		"summaryModel":{"nativeContinuation":true},
@@ -532,8 +533,9 @@ func TestPlannedKeysAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := DefaultConfig()
-	want.Model.Provider, want.Model.BaseURL = "openai-responses", "https://api.openai.com/v1"
+	want.Model.Provider, want.Model.BaseURL, want.Model.NativeContinuation = "openai-responses", "https://api.openai.com/v1", false
 	sm := want.Model
+	sm.NativeContinuation = true
 	want.SummaryModel = &sm
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("config = %+v, want %+v", c, want)
@@ -541,16 +543,13 @@ func TestPlannedKeysAccepted(t *testing.T) {
 	all := strings.Join(warns, "\n")
 	for _, w := range []string{
 		file + ": mcpServers is accepted, but this version does not use it yet",
-		file + ": model.nativeContinuation is accepted",
-		file + ": summaryModel.nativeContinuation is accepted",
 		file + ": sessionOnStart is accepted",
-		file + `: model.provider "openai-responses" is accepted, but this version does not support it yet`,
 	} {
 		if !strings.Contains(all, w) {
 			t.Errorf("warnings lack %q:\n%s", w, all)
 		}
 	}
-	if len(warns) != 5 {
+	if len(warns) != 2 {
 		t.Errorf("warnings = %q, want one for each planned key or value", warns)
 	}
 }

@@ -13,6 +13,7 @@ export const SERVER_KEYS = [
   'model.apiKeyEnv',
   'model.contextWindow',
   'model.maxOutputTokens',
+  'model.nativeContinuation',
   'summaryModel',
   'compaction',
   'tools.approval',

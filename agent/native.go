@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/soba-agent/soba-lsp/agent/provider"
+	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
+)
+
+// nativeCompactor is the barrier's door to the model client's native
+// compaction (SPEC §11): the history before the cut, in the provider's
+// terms, goes to provider.Compactor.
+type nativeCompactor struct {
+	a *Agent
+	c provider.Compactor
+}
+
+func (n nativeCompactor) NativeTarget() (string, string) {
+	return n.a.opt.ProviderName, n.a.opt.ModelName
+}
+
+func (n nativeCompactor) CompactNative(ctx context.Context, history compaction.Input) (capsule.Native, error) {
+	var system string
+	if err := n.a.do(func(st *state) { system = n.a.systemPrompt(st) }); err != nil {
+		return capsule.Native{}, err
+	}
+	req := provider.Request{Model: n.a.opt.ModelName, System: system, Messages: requestMessages(history)}
+	out, err := n.c.Compact(ctx, req)
+	if err != nil {
+		return capsule.Native{}, err
+	}
+	return capsule.Native{Items: out.Items, Tokens: out.Tokens}, nil
+}
+
+// requestMessages is a model input in the provider's terms: the native
+// continuation (as the first message's native items) or the portable
+// capsule's text, then the messages with the native items recorded with
+// them.
+func requestMessages(in compaction.Input) []provider.Message {
+	var out []provider.Message
+	switch {
+	case in.Native != nil:
+		out = append(out, provider.Message{Role: provider.RoleUser, Native: in.Native.Items})
+	case in.CapsuleText != "":
+		out = append(out, provider.Message{Role: provider.RoleUser, Text: in.CapsuleText})
+	}
+	for _, m := range in.Messages {
+		pm := provider.Message{Role: m.Role, Text: m.Text, ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, Native: m.Native}
+		for _, c := range m.ToolCalls {
+			pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		out = append(out, pm)
+	}
+	return out
+}
+
+// markNativeRejected records that the provider refused the native
+// continuation of capsule checkpoint, so neither this session nor a resume
+// sends it again; the model input falls back to the portable capsule.
+func (a *Agent) markNativeRejected(checkpoint string, cause error) error {
+	var err error
+	if e := a.do(func(st *state) {
+		if _, err = a.appendEntry(st, session.Entry{Type: session.TypeSettings, Settings: &session.Settings{NativeRejected: checkpoint}}); err != nil {
+			return
+		}
+		a.refreshPath(st)
+		err = a.recomputeInput(st)
+		a.opt.Notifier.Log("Native continuation of " + checkpoint + " refused by the provider (" + firstLineOf(cause.Error(), 200) + "); the portable capsule is used from now on")
+		a.publishBudget(st)
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
+// nativeRejected says whether a failed request's error is the provider
+// refusing a native item it was sent: a 4xx that names the encrypted
+// content or the compaction item (R-N2).
+func nativeRejected(err error) bool {
+	var br *provider.BadRequestError
+	if !errors.As(err, &br) {
+		return false
+	}
+	m := strings.ToLower(br.Message)
+	return strings.Contains(m, "encrypted") || strings.Contains(m, "compaction")
+}
