@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/soba-agent/soba-lsp/internal/id"
+	"github.com/soba-agent/soba-lsp/internal/text"
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
@@ -29,6 +30,8 @@ type capsuleRecord struct {
 	info       CapsuleInfo
 	state      capsule.State
 	onLeafPath bool
+	// native is the compaction's native continuation, if it has one.
+	native *capsule.Native
 }
 
 // capsules lists every capsule of the session file, in file order.
@@ -59,6 +62,7 @@ func capsuleRecords(s *session.Store, path []session.Meta) ([]capsuleRecord, err
 		case e.Capsule != nil:
 			r.info = CapsuleInfo{CheckpointID: e.Capsule.CheckpointID, Trigger: e.Capsule.Trigger, Title: e.Capsule.Title, Quality: e.Capsule.Quality, CreatedAt: e.Timestamp}
 			r.state = e.Capsule.State
+			r.native = e.Capsule.Native
 		case e.CapsuleLoad != nil:
 			r.info = CapsuleInfo{CheckpointID: e.CapsuleLoad.CheckpointID, Trigger: "load", Title: e.CapsuleLoad.Title, Quality: capsule.QualityFull, CreatedAt: e.Timestamp}
 			r.state = e.CapsuleLoad.State
@@ -160,11 +164,25 @@ func (a *Agent) CapsuleShow(id string) (string, string, error) {
 			return
 		}
 		ck = r.info.CheckpointID
-		md = string(capsule.Render(a.document(st, r)))
+		md = string(capsule.Render(a.document(st, r))) + nativeNote(r.native)
 	}); e != nil {
 		return "", "", e
 	}
 	return ck, md, err
+}
+
+// nativeNote says, after a shown capsule, that a native continuation is
+// attached: its provider, model and size, never its content (SPEC §11).
+func nativeNote(n *capsule.Native) string {
+	if n == nil {
+		return ""
+	}
+	size := "size not reported"
+	if n.Tokens > 0 {
+		size = text.Thousands(n.Tokens) + " tokens"
+	}
+	return fmt.Sprintf("\n---\n\nA native continuation is attached: %s · %s · %s (%s bytes, opaque). Requests to that provider and model carry it in place of this capsule's text; export, rewind and other models use this portable capsule.\n",
+		n.Provider, n.Model, size, text.Thousands(len(n.Items)))
 }
 
 // CapsuleExport writes a capsule of the session to path (resolved in the

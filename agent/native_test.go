@@ -169,6 +169,15 @@ func TestNativeCompactionStoredWithPortableCapsule_RN1(t *testing.T) {
 	if strings.Contains(string(raw), "enc-compaction-1") {
 		t.Error("the flight record carries the native continuation's content")
 	}
+	// soba.capsule.show shows the portable capsule and says a native
+	// continuation is attached, without its content.
+	_, md, err := f.agent.CapsuleShow("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md, "## Goal") || !strings.Contains(md, "A native continuation is attached: openai-responses · test-model · ") || strings.Contains(md, "enc-compaction-1") {
+		t.Errorf("capsule show:\n%s", md)
+	}
 	// After a resume the last compaction still says native.
 	if r := compaction.CapsuleResult(c); !strings.HasSuffix(r.Line, " · native") {
 		t.Errorf("resumed line %q", r.Line)
