@@ -357,7 +357,9 @@ func (a *Agent) refreshPath(st *state) {
 	if err != nil {
 		b = compaction.Base{CapsuleIndex: -1}
 	}
-	st.base = b
+	// The budget measures what the active provider and model receive: a
+	// native continuation of theirs, else the portable capsule (R-N2).
+	st.base = b.For(a.opt.ProviderName, a.opt.ModelName)
 }
 
 // recomputeInput re-measures the model input from the base (O(tail)):

@@ -383,3 +383,45 @@ func TestCancelDuringNativeCallAppendsNothing_RB5_RN3(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetMeasuresWhatIsSent_RN2: after a native compaction the budget
+// counts the continuation's reported size, not the portable capsule's text,
+// for the provider and model it belongs to; for another model it counts the
+// capsule's text.
+func TestBudgetMeasuresWhatIsSent_RN2(t *testing.T) {
+	f := newResponsesFixture(t, nil, history(4)...)
+	// A continuation reported far larger than the portable capsule makes
+	// the difference unmistakable.
+	f.model.AddCompact(providertest.Reply{Compaction: "enc-compaction-1", Usage: &provider.Usage{InputTokens: 4000, OutputTokens: 6000}})
+	for i := 0; i < 4; i++ {
+		f.prompt(t, "question "+bigText)
+	}
+	res, _ := f.agent.Compact(context.Background(), "")
+	if !res.Native {
+		t.Fatalf("compact %+v", res)
+	}
+	b, _ := f.agent.Budget()
+	var native, portable InputMeasure
+	err := f.agent.do(func(st *state) {
+		view := newPathView(st.store, st.path, 0, st.latest)
+		base, err := compaction.FindBase(view)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		native, _ = MeasureInput(view, base.For(provider.NameOpenAIResponses, "test-model"), quarterCounter{})
+		portable, _ = MeasureInput(view, base.For(provider.NameOpenAIResponses, "other-model"), quarterCounter{})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if native.Entries[0] != 6000 || portable.Entries[0] >= 6000 || portable.Entries[0] <= 0 {
+		t.Fatalf("first entry: native %d, portable %d", native.Entries[0], portable.Entries[0])
+	}
+	if b.EffectiveTokens < 6000 || b.Source != "estimated" {
+		t.Fatalf("budget %d (%s) does not count the 6000-token continuation", b.EffectiveTokens, b.Source)
+	}
+	if res.TokensAfter != b.EffectiveTokens {
+		t.Errorf("result's tokens after %d, budget %d", res.TokensAfter, b.EffectiveTokens)
+	}
+}

@@ -112,7 +112,14 @@ type InputMeasure struct {
 // figures of the input it replaced.
 func MeasureInput(path compaction.Transcript, base compaction.Base, counter compaction.Counter) (InputMeasure, error) {
 	m := InputMeasure{UsageAt: -1}
-	if base.State != nil {
+	switch {
+	case base.Native != nil && base.Native.Tokens > 0:
+		// A native continuation goes in place of the capsule's text: its
+		// size as the provider reported it, until the provider's usage of
+		// a request carrying it says more (R-N2). base is the one the
+		// requests see (Base.For).
+		m.Entries = append(m.Entries, base.Native.Tokens)
+	case base.State != nil:
 		m.Entries = append(m.Entries, counter.Count(compaction.CapsulePreamble+compaction.ModelText(*base.State)))
 	}
 	at := make([]int, 0, max(0, path.Len()-base.Start)) // path index of each message in Entries

@@ -28,6 +28,15 @@ type Base struct {
 	Problem string
 }
 
+// For is the base as a request to provider and model sees it: the native
+// continuation stays only when it belongs to them (R-M1, R-N2).
+func (b Base) For(provider, model string) Base {
+	if !compatible(b.Native, InputOptions{Provider: provider, Model: model}) {
+		b.Native = nil
+	}
+	return b
+}
+
 // FindBase locates the model input's base on the leaf path. It walks back
 // only from the newest capsule to its first kept entry, so its cost follows
 // the kept tail, not the history.

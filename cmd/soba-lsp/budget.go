@@ -24,6 +24,9 @@ type offline struct {
 	root    string
 	config  compaction.Config
 	counter compaction.Counter
+	// provider and model are the configured model's, whose native
+	// continuation the server would send (R-N2).
+	provider, model string
 }
 
 // offlineFlags registers --workspace and --config on fs.
@@ -72,7 +75,7 @@ func openOffline(sessionPath, wsFlag, cfgFlag string, warn io.Writer) (*offline,
 	if err := ec.Validate(); err != nil {
 		return nil, err
 	}
-	return &offline{root: root, config: ec, counter: newCounter()}, nil
+	return &offline{root: root, config: ec, counter: newCounter(), provider: cfg.Model.Provider, model: cfg.Model.Name}, nil
 }
 
 // systemTokens is the system prompt and tool schemas as the server counts
@@ -97,7 +100,7 @@ func (o *offline) restoreState(path compaction.Entries) (agent.Restored, error) 
 	if err != nil {
 		return agent.Restored{}, err
 	}
-	return agent.Restore(path, b, o.counter)
+	return agent.Restore(path, b.For(o.provider, o.model), o.counter)
 }
 
 // budget is the Budget object (PROTOCOL.md) of a restored session, as the
