@@ -3,11 +3,13 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/agent/provider"
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -23,7 +25,10 @@ func (n nativeCompactor) NativeTarget() (string, string) {
 	return n.a.opt.ProviderName, n.a.opt.ModelName
 }
 
-func (n nativeCompactor) CompactNative(ctx context.Context, history compaction.Input) (capsule.Native, error) {
+func (n nativeCompactor) CompactNative(ctx context.Context, history compaction.Input, tokens int) (capsule.Native, error) {
+	if min := provider.MinCompactTokens(n.a.opt.ProviderName); tokens < min {
+		return capsule.Native{}, &compaction.NativeSkip{Reason: fmt.Sprintf("history of about %s tokens is below the provider's minimum compaction trigger of %s", text.Thousands(tokens), text.Thousands(min))}
+	}
 	var system string
 	if err := n.a.do(func(st *state) { system = n.a.systemPrompt(st) }); err != nil {
 		return capsule.Native{}, err

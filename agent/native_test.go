@@ -425,3 +425,92 @@ func TestBudgetMeasuresWhatIsSent_RN2(t *testing.T) {
 		t.Errorf("result's tokens after %d, budget %d", res.TokensAfter, b.EffectiveTokens)
 	}
 }
+
+// newAnthropicFixture is an agent on an Anthropic Messages fake with native
+// continuation on, a 200,000-token window and a deterministic capsule.
+func newAnthropicFixture(t *testing.T, script ...providertest.Reply) *fixture {
+	t.Helper()
+	root, err := workspace.NewRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := providertest.NewAnthropic(t, script...)
+	p, err := provider.New(provider.Config{Provider: provider.NameAnthropic, BaseURL: srv.URL, Model: "claude-test", ContextWindow: 200000, MaxOutputTokens: 8000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	c := compaction.DefaultConfig()
+	c.ContextWindow, c.MaxOutputTokens, c.KeepRecentTokens, c.Auto = 200000, 8000, 2000, false
+	a, err := New(Options{Root: root.Dir(), Resolver: root, SessionDir: filepath.Join(root.Dir(), ".soba", "sessions"),
+		Model: p, ModelName: "claude-test", ProviderName: provider.NameAnthropic, NativeContinuation: true,
+		Compaction: c, Approval: "auto", Notifier: rec, Counter: quarterCounter{}, EntryTokens: entryTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return &fixture{dir: root.Dir(), agent: a, rec: rec, model: srv}
+}
+
+// TestAnthropicBelowMinimumIsPortableOnly_RN1: a history below the API's
+// minimum compaction trigger is not sent for compaction; the capsule is
+// portable only and the flight record says why.
+func TestAnthropicBelowMinimumIsPortableOnly_RN1(t *testing.T) {
+	f := newAnthropicFixture(t, providertest.Text("one "+bigText), providertest.Text("two "+bigText), providertest.Text("three "+bigText))
+	for i := 0; i < 3; i++ {
+		f.prompt(t, "question "+bigText)
+	}
+	res, err := f.agent.Compact(context.Background(), "")
+	if err != nil || res.Outcome != compaction.OutcomeCompleted || res.Native {
+		t.Fatalf("compact %+v %v", res, err)
+	}
+	for _, r := range f.model.Requests() {
+		if len(r.ContextManagement) > 0 {
+			t.Fatalf("a compaction request was sent for a short history: %s", r.ContextManagement)
+		}
+	}
+	fl := f.flight(t)
+	if got := fl[len(fl)-1].NativeOutcome; got != compaction.NativeBelowMinimum {
+		t.Errorf("flight native outcome %q", got)
+	}
+}
+
+// TestAnthropicServerSideCompaction_RN1_RN2: above the minimum, the
+// barrier asks for server-side compaction; the compaction block is stored
+// in the capsule and the next request carries it (with the beta header) in
+// place of the capsule's text; another model gets the capsule's text.
+func TestAnthropicServerSideCompaction_RN1_RN2(t *testing.T) {
+	huge := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 450) // ~5,000 tokens
+	var script []providertest.Reply
+	for i := 0; i < 6; i++ {
+		script = append(script, providertest.Text("answer "+huge))
+	}
+	script = append(script, providertest.Reply{Compaction: "The user asked six questions about foxes; all were answered."}, providertest.Text("continuing"))
+	f := newAnthropicFixture(t, script...)
+	for i := 0; i < 6; i++ {
+		if end := f.prompt(t, "question "+huge); end.Outcome != "completed" {
+			t.Fatalf("turn %d: %s %s", i, end.Outcome, end.Error)
+		}
+	}
+	res, err := f.agent.Compact(context.Background(), "")
+	if err != nil || res.Outcome != compaction.OutcomeCompleted || !res.Native {
+		t.Fatalf("compact %+v %v", res, err)
+	}
+	reqs := f.model.Requests()
+	cr := reqs[len(reqs)-1]
+	if !strings.Contains(string(cr.ContextManagement), `"compact_20260112"`) || cr.Header.Get("anthropic-beta") != "compact-2026-01-12" {
+		t.Fatalf("compaction request: context_management %s, beta %q", cr.ContextManagement, cr.Header.Get("anthropic-beta"))
+	}
+	c := f.capsules(t)[0]
+	if c.Native == nil || c.Native.Provider != provider.NameAnthropic || !strings.Contains(string(c.Native.Items), "six questions") {
+		t.Fatalf("capsule native %+v", c.Native)
+	}
+	f.prompt(t, "go on")
+	r := f.lastRequest(t)
+	if len(r.NativeItems) != 1 || !strings.Contains(string(r.NativeItems[0]), "six questions") || carriesCapsuleText(r) {
+		t.Fatalf("request after the compaction: items %s, capsule text %v", r.NativeItems, carriesCapsuleText(r))
+	}
+	if r.Header.Get("anthropic-beta") != "compact-2026-01-12" || len(r.ContextManagement) > 0 {
+		t.Errorf("beta %q, context_management %s", r.Header.Get("anthropic-beta"), r.ContextManagement)
+	}
+}

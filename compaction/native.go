@@ -20,14 +20,16 @@ type NativeCompactor interface {
 	// encrypted reasoning included).
 	NativeTarget() (provider, model string)
 	// CompactNative asks the provider to compact history — the model input
-	// of everything before the plan's first kept entry — and returns the
-	// continuation, or a *NativeSkip when the provider would not compact
-	// it (e.g. a history below its minimum).
-	CompactNative(ctx context.Context, history Input) (capsule.Native, error)
+	// of everything before the plan's first kept entry, about tokens tokens
+	// with the system prompt and tools — and returns the continuation, or a
+	// *NativeSkip when the provider would not compact it (a history below
+	// its minimum).
+	CompactNative(ctx context.Context, history Input, tokens int) (capsule.Native, error)
 }
 
-// NativeSkip is a native compaction not attempted, with why; the capsule is
-// then portable only.
+// NativeSkip is a native compaction not attempted because the history is
+// below the provider's minimum, with why; the capsule is then portable only
+// and the flight record says below_minimum.
 type NativeSkip struct{ Reason string }
 
 func (s *NativeSkip) Error() string { return s.Reason }
@@ -35,12 +37,12 @@ func (s *NativeSkip) Error() string { return s.Reason }
 // Native call outcomes, as the flight record and the result carry them
 // (never the continuation's content, R-O2).
 const (
-	NativeCompleted = "completed" // a continuation is stored in the capsule
-	NativeFailed    = "failed"    // the provider answered an error
-	NativeTimeout   = "timeout"   // no answer within timeoutMs (R-N3)
-	NativeSkipped   = "skipped"   // not attempted (NativeSkip)
-	NativeDiscarded = "discarded" // obtained, but the cut moved after it (a forced compaction's fit)
-	NativeCancelled = "cancelled" // the compaction was cancelled while it ran
+	NativeCompleted    = "completed"     // a continuation is stored in the capsule
+	NativeFailed       = "failed"        // the provider answered an error
+	NativeTimeout      = "timeout"       // no answer within timeoutMs (R-N3)
+	NativeBelowMinimum = "below_minimum" // not attempted: the history is below the provider's minimum (NativeSkip)
+	NativeDiscarded    = "discarded"     // obtained, but the cut moved after it (a forced compaction's fit)
+	NativeCancelled    = "cancelled"     // the compaction was cancelled while it ran
 )
 
 // nativeCall is a native compaction running beside the summary.
@@ -77,7 +79,7 @@ func (b *Barrier) startNative(ctx context.Context, in RunInput) *nativeCall {
 			var history Input
 			history, a.err = buildInput(in.Transcript, p.Base, p.Cut.FirstKept, InputOptions{Provider: provider, Model: model, MaxToolResultChars: nativeToolResultChars})
 			if a.err == nil {
-				a.n, a.err = b.Native.CompactNative(nctx, history)
+				a.n, a.err = b.Native.CompactNative(nctx, history, p.SystemTokens+p.PreviousCapsuleTokens+p.Cut.CompactTokens)
 			}
 			if a.err == nil {
 				a.n.Provider, a.n.Model = provider, model
@@ -110,7 +112,7 @@ func (c *nativeCall) wait(now func() time.Time) (*capsule.Native, string, int64)
 	case a.err == nil && len(a.n.Items) > 0:
 		return &a.n, NativeCompleted, ms
 	case errors.As(a.err, &skip):
-		return nil, NativeSkipped, ms
+		return nil, NativeBelowMinimum, ms
 	case errors.Is(a.err, context.DeadlineExceeded) || errors.Is(c.ctx.Err(), context.DeadlineExceeded):
 		return nil, NativeTimeout, ms
 	}

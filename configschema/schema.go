@@ -140,7 +140,7 @@ var modelKeys = []Key{
 	{Path: "model.maxOutputTokens", Type: Int, Default: 8000, Rule: Positive, Relation: "< `contextWindow`",
 		Doc: "the tokens reserved for each reply (R-S3)"},
 	{Path: "model.nativeContinuation", Type: Bool, Default: true,
-		Doc: "with `openai-responses`, every compaction also asks the provider for its native compaction of the same history (`/responses/compact`) and stores it with the capsule; the next requests to the same provider and model carry it in place of the capsule's text, while the portable capsule is still built and used for everything else (SPEC §11, docs/providers.md). `false` makes portable capsules only. The other providers make portable capsules only (Anthropic's server-side compaction is not used yet); `summaryModel`'s is not used"},
+		Doc: "with `openai-responses` or `anthropic`, every compaction also asks the provider for its native compaction of the same history (`/responses/compact`; Anthropic's server-side compaction, for a history above its 50,000-token minimum) and stores it with the capsule; the next requests to the same provider and model carry it in place of the capsule's text, while the portable capsule is still built and used for everything else (SPEC §11, docs/providers.md). `false` makes portable capsules only; `openai` and `ollama` have none; `summaryModel`'s is not used"},
 }
 
 // Keys is the description: every key SOBA's configuration accepts, objects

@@ -19,7 +19,25 @@ const anthropicDefaultMaxTokens = 4096
 // anthropic speaks the Anthropic Messages API with SSE streaming.
 type anthropic struct{ client }
 
+// Server-side compaction (beta): the context-management edit, its beta
+// header, and the smallest trigger the API accepts. Compaction summarises
+// only a prompt above the trigger, so a shorter history is never sent for
+// compaction (AnthropicMinCompactTokens).
+const (
+	anthropicCompactEdit = "compact_20260112"
+	anthropicCompactBeta = "compact-2026-01-12"
+	// AnthropicMinCompactTokens is the API's minimum compaction trigger.
+	AnthropicMinCompactTokens = 50000
+)
+
+// anthropicCompactedPreamble opens a request whose earlier history is a
+// compaction block: the API wants a user turn first, and drops every block
+// before the compaction block anyway.
+const anthropicCompactedPreamble = "The earlier part of this session was compacted."
+
 type anBlock struct {
+	// Raw, when set, is a block sent verbatim (a compaction block).
+	Raw       json.RawMessage `json:"-"`
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
 	ID        string          `json:"id,omitempty"`
@@ -28,6 +46,15 @@ type anBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   string          `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// MarshalJSON writes a verbatim block as it was received.
+func (b anBlock) MarshalJSON() ([]byte, error) {
+	if len(b.Raw) > 0 {
+		return b.Raw, nil
+	}
+	type plain anBlock
+	return json.Marshal(plain(b))
 }
 
 type anMessage struct {
@@ -49,6 +76,22 @@ type anRequest struct {
 	Tools       []anTool    `json:"tools,omitempty"`
 	Stream      bool        `json:"stream"`
 	Temperature *float64    `json:"temperature,omitempty"`
+	// ContextManagement asks for server-side compaction (Compact only).
+	ContextManagement *anContextManagement `json:"context_management,omitempty"`
+}
+
+type anContextManagement struct {
+	Edits []anCompactEdit `json:"edits"`
+}
+
+type anCompactEdit struct {
+	Type    string `json:"type"`
+	Trigger struct {
+		Type  string `json:"type"`
+		Value int    `json:"value"`
+	} `json:"trigger"`
+	PauseAfterCompaction bool   `json:"pause_after_compaction"`
+	Instructions         string `json:"instructions,omitempty"`
 }
 
 type anUsage struct {
@@ -66,20 +109,34 @@ type anEvent struct {
 	} `json:"message"`
 	Index        int `json:"index"`
 	ContentBlock *struct {
-		Type string `json:"type"`
-		ID   string `json:"id"`
-		Name string `json:"name"`
+		Type    string  `json:"type"`
+		ID      string  `json:"id"`
+		Name    string  `json:"name"`
+		Content *string `json:"content"`
 	} `json:"content_block"`
 	Delta *struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
+		Content     string `json:"content"`
 	} `json:"delta"`
 	Usage *anUsage `json:"usage"`
 }
 
 func (p *anthropic) body(req Request) ([]byte, error) {
+	r, err := p.request(req)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(r)
+}
+
+// request builds the Messages request of req. Native items (compaction
+// blocks) are sent verbatim in an assistant turn before their message; a
+// user message that is only native items (a continuation in place of the
+// capsule's text) becomes a short user turn and the blocks.
+func (p *anthropic) request(req Request) (anRequest, error) {
 	r := anRequest{Model: p.modelFor(req), MaxTokens: p.maxOutputFor(req), System: req.System, Stream: true, Temperature: req.Temperature}
 	if r.MaxTokens <= 0 {
 		r.MaxTokens = anthropicDefaultMaxTokens
@@ -94,6 +151,21 @@ func (p *anthropic) body(req Request) ([]byte, error) {
 		r.Messages = append(r.Messages, anMessage{Role: role, Content: []anBlock{b}})
 	}
 	for i, m := range req.Messages {
+		native, err := nativeItems(m.Native)
+		if err != nil {
+			return r, fmt.Errorf("anthropic: message %d: %w", i, err)
+		}
+		if len(native) > 0 {
+			if m.Role == RoleUser && m.Text == "" {
+				add("user", anBlock{Type: "text", Text: anthropicCompactedPreamble})
+			}
+			for _, raw := range native {
+				add("assistant", anBlock{Raw: raw})
+			}
+			if m.Role == RoleUser && m.Text == "" {
+				continue
+			}
+		}
 		switch m.Role {
 		case RoleUser:
 			add("user", anBlock{Type: "text", Text: m.Text})
@@ -108,16 +180,16 @@ func (p *anthropic) body(req Request) ([]byte, error) {
 				}
 				add("assistant", anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: in})
 			}
-			if m.Text == "" && len(m.ToolCalls) == 0 {
-				return nil, fmt.Errorf("anthropic: message %d: empty assistant message", i)
+			if m.Text == "" && len(m.ToolCalls) == 0 && len(native) == 0 {
+				return r, fmt.Errorf("anthropic: message %d: empty assistant message", i)
 			}
 		case RoleTool:
 			if m.ToolCallID == "" {
-				return nil, fmt.Errorf("anthropic: message %d: tool result without a tool call id", i)
+				return r, fmt.Errorf("anthropic: message %d: tool result without a tool call id", i)
 			}
 			add("user", anBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Text, IsError: m.IsError})
 		default:
-			return nil, fmt.Errorf("anthropic: message %d: unknown role %q", i, m.Role)
+			return r, fmt.Errorf("anthropic: message %d: unknown role %q", i, m.Role)
 		}
 	}
 	for _, t := range req.Tools {
@@ -127,7 +199,18 @@ func (p *anthropic) body(req Request) ([]byte, error) {
 		}
 		r.Tools = append(r.Tools, anTool{Name: t.Name, Description: t.Description, InputSchema: s})
 	}
-	return json.Marshal(r)
+	return r, nil
+}
+
+// carriesCompaction says whether a request sends a compaction block, which
+// needs the compaction beta header.
+func carriesCompaction(msgs []Message) bool {
+	for _, m := range msgs {
+		if len(m.Native) > 0 && strings.Contains(string(m.Native), `"compaction"`) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *anthropic) Stream(ctx context.Context, req Request, onEvent func(Event)) (Response, error) {
@@ -135,13 +218,7 @@ func (p *anthropic) Stream(ctx context.Context, req Request, onEvent func(Event)
 	if err != nil {
 		return Response{}, err
 	}
-	h := http.Header{}
-	h.Set("Accept", "text/event-stream")
-	h.Set("anthropic-version", anthropicVersion)
-	if p.apiKey != "" {
-		h.Set("x-api-key", p.apiKey)
-	}
-	out, err := p.exchange(ctx, "/v1/messages", body, h, onEvent, p.read)
+	out, err := p.exchange(ctx, "/v1/messages", body, p.header(carriesCompaction(req.Messages)), onEvent, p.read)
 	if err != nil {
 		return Response{}, err
 	}
@@ -152,11 +229,69 @@ func (p *anthropic) Stream(ctx context.Context, req Request, onEvent func(Event)
 	return out, nil
 }
 
+// header is the Messages API's request header; beta adds the compaction
+// beta.
+func (p *anthropic) header(beta bool) http.Header {
+	h := http.Header{}
+	h.Set("Accept", "text/event-stream")
+	h.Set("anthropic-version", anthropicVersion)
+	if beta {
+		h.Set("anthropic-beta", anthropicCompactBeta)
+	}
+	if p.apiKey != "" {
+		h.Set("x-api-key", p.apiKey)
+	}
+	return h
+}
+
+// Compact asks for Anthropic's server-side compaction of req's
+// conversation (R-N1): the compaction edit with the API's minimum trigger
+// and pause_after_compaction, so the answer is the compaction block alone
+// (stop reason "compaction"). The caller sends only histories above
+// AnthropicMinCompactTokens; below it the API would not compact and would
+// answer instead. req.System is the instructions of the summary when set.
+func (p *anthropic) Compact(ctx context.Context, req Request) (Compacted, error) {
+	msgs := req.Messages
+	if n := len(msgs); n > 0 && msgs[n-1].Role == RoleAssistant {
+		// Not a prefill: the history ends here, the next turn is the user's.
+		msgs = append(msgs[:n:n], Message{Role: RoleUser, Text: "(The session continues after this point.)"})
+	}
+	r, err := p.request(Request{Model: req.Model, Messages: msgs, MaxOutputTokens: req.MaxOutputTokens})
+	if err != nil {
+		return Compacted{}, err
+	}
+	var e anCompactEdit
+	e.Type, e.Trigger.Type, e.Trigger.Value, e.PauseAfterCompaction = anthropicCompactEdit, "input_tokens", AnthropicMinCompactTokens, true
+	e.Instructions = req.System
+	r.ContextManagement = &anContextManagement{Edits: []anCompactEdit{e}}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return Compacted{}, err
+	}
+	out, err := p.exchange(ctx, "/v1/messages", body, p.header(true), nil, p.read)
+	if err != nil {
+		return Compacted{}, err
+	}
+	if len(out.Native) == 0 {
+		return Compacted{}, &StreamError{Provider: p.name, Message: fmt.Sprintf("the answer has no compaction block (stop reason %q)", out.StopReason)}
+	}
+	c := Compacted{Items: out.Native, Usage: out.Usage, Model: out.Model}
+	if out.Usage != nil {
+		c.Tokens = out.Usage.OutputTokens
+	}
+	return c, nil
+}
+
 type anPending struct {
-	isTool   bool
-	id, name string
-	input    strings.Builder
-	closed   bool
+	isTool bool
+	// compaction collects a compaction block's summary; hasContent is
+	// false while the server sent none (a failed compaction: content null).
+	isCompaction bool
+	hasContent   bool
+	content      strings.Builder
+	id, name     string
+	input        strings.Builder
+	closed       bool
 }
 
 // read parses the event stream up to message_stop.
@@ -202,6 +337,13 @@ func (p *anthropic) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 			if cb := ev.ContentBlock; cb != nil && cb.Type == "tool_use" {
 				b.isTool, b.id, b.name = true, cb.ID, cb.Name
 			}
+			if cb := ev.ContentBlock; cb != nil && cb.Type == "compaction" {
+				b.isCompaction = true
+				if cb.Content != nil && *cb.Content != "" {
+					b.hasContent = true
+					b.content.WriteString(*cb.Content)
+				}
+			}
 			blocks[ev.Index] = b
 			order = append(order, b)
 		case "content_block_delta":
@@ -217,6 +359,9 @@ func (p *anthropic) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 				}
 			case "input_json_delta":
 				b.input.WriteString(ev.Delta.PartialJSON)
+			case "compaction_delta":
+				b.hasContent = true
+				b.content.WriteString(ev.Delta.Content)
 			}
 			// thinking_delta and signature_delta are not part of the answer.
 		case "content_block_stop":
@@ -243,7 +388,13 @@ func (p *anthropic) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 			}
 		case "message_stop":
 			out.Text = text.String()
+			var compacted []map[string]any
 			for _, b := range order {
+				if b.isCompaction && b.closed && b.hasContent {
+					// Kept verbatim for the next requests (a block with no
+					// content is a failed compaction, a no-op).
+					compacted = append(compacted, map[string]any{"type": "compaction", "content": b.content.String()})
+				}
 				if !b.isTool {
 					continue
 				}
@@ -258,6 +409,9 @@ func (p *anthropic) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 					OutputTokens: usage.OutputTokens,
 					CachedTokens: usage.CacheReadInputTokens,
 				}
+			}
+			if len(compacted) > 0 {
+				out.Native, _ = json.Marshal(compacted)
 			}
 			switch stop {
 			case "end_turn", "stop_sequence", "":

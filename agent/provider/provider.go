@@ -321,6 +321,16 @@ type Compactor interface {
 	Compact(ctx context.Context, req Request) (Compacted, error)
 }
 
+// MinCompactTokens is the smallest prompt (in tokens) the named provider's
+// native compaction works on: Anthropic compacts only above its minimum
+// trigger. 0 means no minimum.
+func MinCompactTokens(provider string) int {
+	if provider == NameAnthropic {
+		return AnthropicMinCompactTokens
+	}
+	return 0
+}
+
 // Compacted is a native compaction's result.
 type Compacted struct {
 	// Items is a JSON array of the provider's items, to be sent verbatim in

@@ -61,8 +61,11 @@ type Reply struct {
 	// Reasoning, in the Responses format, is the encrypted content of a
 	// reasoning item streamed before the answer.
 	Reasoning string `json:"reasoning,omitempty"`
-	// Compaction is the encrypted content of the compaction item a
-	// /responses/compact reply answers, after the user messages it keeps.
+	// Compaction is, in the Responses format, the encrypted content of the
+	// compaction item a /responses/compact reply answers, after the user
+	// messages it keeps; in the Anthropic format, the summary of a
+	// compaction block streamed alone, with the stop reason "compaction"
+	// (server-side compaction with pause_after_compaction).
 	Compaction string `json:"compaction,omitempty"`
 }
 
@@ -121,9 +124,11 @@ type Received struct {
 	// Store and Include are the Responses API's store and include.
 	Store   *bool    `json:"store,omitempty"`
 	Include []string `json:"include,omitempty"`
-	// NativeItems are the Responses input items sent verbatim (reasoning,
-	// compaction), in order.
+	// NativeItems are the items sent verbatim, in order: the Responses
+	// API's reasoning and compaction items, Anthropic's compaction blocks.
 	NativeItems []json.RawMessage `json:"nativeItems,omitempty"`
+	// ContextManagement is an Anthropic request's context_management.
+	ContextManagement json.RawMessage `json:"contextManagement,omitempty"`
 	// DecodeError is set when the body was not the expected shape.
 	DecodeError string `json:"decodeError,omitempty"`
 }
@@ -509,6 +514,23 @@ func writeAnthropic(w http.ResponseWriter, r *http.Request, model string, reply 
 		return
 	}
 	idx := 0
+	if reply.Compaction != "" {
+		if !e.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "compaction", "content": ""}}) {
+			return
+		}
+		for _, p := range pieces(reply.Compaction, 16) {
+			if !e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "compaction_delta", "content": p}}) {
+				return
+			}
+		}
+		if !e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx}) {
+			return
+		}
+		idx++
+		if reply.StopReason == "" {
+			reply.StopReason = "compaction"
+		}
+	}
 	if reply.Text != "" {
 		if !e.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "text", "text": ""}}) {
 			return
@@ -661,6 +683,7 @@ func decodeAnthropic(raw []byte) Received {
 		Tools []struct {
 			Name string `json:"name"`
 		} `json:"tools"`
+		ContextManagement json.RawMessage `json:"context_management"`
 	}
 	var rec Received
 	if err := json.Unmarshal(raw, &body); err != nil {
@@ -668,12 +691,15 @@ func decodeAnthropic(raw []byte) Received {
 		return rec
 	}
 	rec.Model, rec.Stream, rec.MaxTokens, rec.System = body.Model, body.Stream, body.MaxTokens, contentText(body.System)
+	rec.ContextManagement = body.ContextManagement
 	for _, m := range body.Messages {
 		var s string
 		if json.Unmarshal(m.Content, &s) == nil {
 			rec.Messages = append(rec.Messages, provider.Message{Role: m.Role, Text: s})
 			continue
 		}
+		var raws []json.RawMessage
+		_ = json.Unmarshal(m.Content, &raws)
 		var blocks []struct {
 			Type      string          `json:"type"`
 			Text      string          `json:"text"`
@@ -689,8 +715,12 @@ func decodeAnthropic(raw []byte) Received {
 			continue
 		}
 		pm := provider.Message{Role: m.Role}
-		for _, b := range blocks {
+		for i, b := range blocks {
 			switch b.Type {
+			case "compaction":
+				if i < len(raws) {
+					rec.NativeItems = append(rec.NativeItems, raws[i])
+				}
 			case "text":
 				pm.Text += b.Text
 			case "tool_use":
