@@ -63,18 +63,24 @@ func requestMessages(in compaction.Input) []provider.Message {
 	return out
 }
 
-// markNativeRejected records that the provider refused the native
-// continuation of capsule checkpoint, so neither this session nor a resume
-// sends it again; the model input falls back to the portable capsule.
-func (a *Agent) markNativeRejected(checkpoint string, cause error) error {
+// markNativeRejected records that the provider refused the native items
+// a request carried — the native continuation of capsule checkpoint (when
+// not ""), the answers' encrypted reasoning (when reasoning) — so neither
+// this session nor a resume sends them again; the model input falls back to
+// the portable capsule and plain answers.
+func (a *Agent) markNativeRejected(checkpoint string, reasoning bool, cause error) error {
 	var err error
 	if e := a.do(func(st *state) {
-		if _, err = a.appendEntry(st, session.Entry{Type: session.TypeSettings, Settings: &session.Settings{NativeRejected: checkpoint}}); err != nil {
+		if _, err = a.appendEntry(st, session.Entry{Type: session.TypeSettings, Settings: &session.Settings{NativeRejected: checkpoint, ReasoningRejected: reasoning}}); err != nil {
 			return
 		}
 		a.refreshPath(st)
 		err = a.recomputeInput(st)
-		a.opt.Notifier.Log("Native continuation of " + checkpoint + " refused by the provider (" + firstLineOf(cause.Error(), 200) + "); the portable capsule is used from now on")
+		what := "The provider refused the native items of earlier answers"
+		if checkpoint != "" {
+			what = "The provider refused the native continuation of " + checkpoint
+		}
+		a.opt.Notifier.Log(what + " (" + firstLineOf(cause.Error(), 200) + "); they are not sent again and the request is retried once without them")
 		a.publishBudget(st)
 	}); e != nil {
 		return e

@@ -514,3 +514,36 @@ func TestAnthropicServerSideCompaction_RN1_RN2(t *testing.T) {
 		t.Errorf("beta %q, context_management %s", r.Header.Get("anthropic-beta"), r.ContextManagement)
 	}
 }
+
+// TestRejectedReasoningNeverResent_RN2: when the provider refuses the
+// encrypted reasoning of earlier answers (another organisation's key, say),
+// the refusal is recorded, the request is retried once without it, and it
+// is never sent again; reasoning recorded after the refusal is sent.
+func TestRejectedReasoningNeverResent_RN2(t *testing.T) {
+	rejected := providertest.Reply{Status: 400, Body: `{"error":{"message":"The encrypted content gAAA...xyz could not be decrypted or parsed.","type":"invalid_request_error","param":null,"code":"invalid_encrypted_content"}}`}
+	f := newResponsesFixture(t, nil,
+		providertest.Reply{Text: "first", Reasoning: "enc-old"},
+		rejected,
+		providertest.Reply{Text: "second", Reasoning: "enc-new"},
+		providertest.Text("third"))
+	f.prompt(t, "one")
+	if end := f.prompt(t, "two"); end.Outcome != "completed" {
+		t.Fatalf("turn two: %s %s", end.Outcome, end.Error)
+	}
+	reqs := f.model.Requests()
+	if len(reqs) != 3 || !carriesItem(reqs[1], "enc-old") || carriesItem(reqs[2], "enc-old") {
+		t.Fatalf("%d requests; the rejected one carried enc-old: %v; the retry: %s", len(reqs), carriesItem(reqs[1], "enc-old"), reqs[2].NativeItems)
+	}
+	f.prompt(t, "three")
+	last := f.lastRequest(t)
+	if carriesItem(last, "enc-old") || !carriesItem(last, "enc-new") {
+		t.Fatalf("third request items %s", last.NativeItems)
+	}
+	marked := false
+	for _, e := range f.entries(t) {
+		marked = marked || (e.Settings != nil && e.Settings.ReasoningRejected)
+	}
+	if !marked {
+		t.Fatal("no entry records the refusal")
+	}
+}

@@ -406,6 +406,10 @@ func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, er
 		if err != nil {
 			return provider.Response{}, err
 		}
+		reasoning := false
+		for _, m := range req.Messages {
+			reasoning = reasoning || (m.Role == provider.RoleAssistant && len(m.Native) > 0)
+		}
 		resp, err := a.opt.Model.Stream(ctx, req, func(ev provider.Event) {
 			if ev.Kind == "text" && ev.Delta != "" {
 				a.opt.Notifier.Event(Event{TurnID: turnID, Type: "text", Delta: ev.Delta})
@@ -415,12 +419,17 @@ func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, er
 			a.appendAssistant(turnID, provider.Response{}, "cancelled")
 			return provider.Response{}, ctx.Err()
 		}
-		if native != nil && !nativeRetried && nativeRejected(err) {
-			// The provider refused the native continuation: it is marked
-			// unusable (an entry, so resume knows) and the request goes
-			// once more with the portable capsule (R-N2).
+		if (native != nil || reasoning) && !nativeRetried && nativeRejected(err) {
+			// The provider refused a native item it was sent: what the
+			// request carried is marked unusable (an entry, so resume
+			// knows) and the request goes once more without it, with the
+			// portable capsule (R-N2).
 			nativeRetried = true
-			if merr := a.markNativeRejected(checkpoint, err); merr != nil {
+			ck := ""
+			if native != nil {
+				ck = checkpoint
+			}
+			if merr := a.markNativeRejected(ck, reasoning, err); merr != nil {
 				a.appendAssistant(turnID, provider.Response{}, err.Error())
 				return provider.Response{}, merr
 			}

@@ -106,6 +106,24 @@ func buildInput(t Transcript, b Base, end int, opt InputOptions) (Input, error) 
 		}
 		openOrder = openOrder[:0]
 	}
+	// Answers' native items recorded before a refusal of them are never
+	// sent again (R-N2).
+	refusedBefore := -1
+	if opt.Provider != "" {
+		for i := end - 1; i >= b.Start; i-- {
+			if t.Node(i).Type != session.TypeSettings {
+				continue
+			}
+			e, err := loadEntry(t, i)
+			if err != nil {
+				return Input{}, err
+			}
+			if e.Settings != nil && e.Settings.ReasoningRejected {
+				refusedBefore = i
+				break
+			}
+		}
+	}
 	answered := map[string]bool{}
 	for i := b.Start; i < end; i++ {
 		if i == b.CapsuleIndex || !isModelEntry(t.Node(i).Type) {
@@ -126,7 +144,7 @@ func buildInput(t Transcript, b Base, end int, opt InputOptions) (Input, error) 
 				continue // a failed inference left nothing for the model to see
 			}
 			m := Message{Role: RoleAssistant, Text: a.Text, ToolCalls: a.ToolCalls, EntryID: e.ID}
-			if compatible(a.Native, opt) {
+			if compatible(a.Native, opt) && i > refusedBefore {
 				m.Native = a.Native.Items
 			}
 			msgs = append(msgs, m)

@@ -182,6 +182,10 @@ type Settings struct {
 	// continuation the provider refused: the portable capsule is used from
 	// then on and the native one is never sent again (R-N2).
 	NativeRejected string `json:"nativeRejected,omitempty"`
+	// ReasoningRejected marks the provider's refusal of the native items
+	// recorded with earlier answers (encrypted reasoning): those before this
+	// entry are never sent again (R-N2).
+	ReasoningRejected bool `json:"reasoningRejected,omitempty"`
 }
 
 // seenByModel are the entry types that reach the model input: each carries
