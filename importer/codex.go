@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/configschema"
 	"github.com/soba-agent/soba-lsp/internal/jsondec"
 	"github.com/soba-agent/soba-lsp/session"
 )
@@ -50,13 +52,34 @@ type codexItem struct {
 	Cwd     string `json:"cwd"`
 	Model   string `json:"model"`
 	Message string `json:"message"`
-	Info    *struct {
+	// ReplacementHistory is a compacted line's Responses items that
+	// replaced the history before it (Codex's remote compaction).
+	ReplacementHistory json.RawMessage `json:"replacement_history"`
+	Info               *struct {
 		Last *struct {
 			InputTokens  int `json:"input_tokens"`
 			CachedInput  int `json:"cached_input_tokens"`
 			OutputTokens int `json:"output_tokens"`
 		} `json:"last_token_usage"`
 	} `json:"info"`
+}
+
+// codexNative is a compacted line's replacement history as the native
+// continuation of its capsule for the Responses API and the rollout's model
+// (SPEC §11): nil without one, without a known model, or when it is not a
+// non-empty JSON array of items.
+func codexNative(history json.RawMessage, model string) *capsule.Native {
+	var items []json.RawMessage
+	if model == "" || json.Unmarshal(history, &items) != nil || len(items) == 0 {
+		return nil
+	}
+	for _, it := range items {
+		var o map[string]json.RawMessage
+		if json.Unmarshal(it, &o) != nil || len(o["type"]) == 0 && len(o["role"]) == 0 {
+			return nil
+		}
+	}
+	return &capsule.Native{Provider: configschema.ProviderOpenAIResponses, Model: model, Items: append(json.RawMessage(nil), history...)}
 }
 
 // codexBoilerplate starts user messages Codex writes itself at a session's
@@ -115,7 +138,7 @@ func (c *codexState) line(no, ord int, typ string, ts time.Time, it *codexItem) 
 		return
 	case "compacted":
 		c.last = b.addCapsule(c.last, ord, foreignCompaction{summary: it.Message, keepFrom: -1,
-			trigger: compaction.TriggerAutoThreshold, title: "Imported Codex compaction"})
+			trigger: compaction.TriggerAutoThreshold, title: "Imported Codex compaction", native: codexNative(it.ReplacementHistory, c.model)})
 		c.response = ""
 		return
 	case "event_msg":

@@ -398,6 +398,9 @@ type foreignCompaction struct {
 	tokensBefore int
 	trigger      string
 	title        string
+	// native is the foreign compaction's provider-side continuation, if it
+	// recorded one.
+	native *capsule.Native
 }
 
 // addCapsule turns a foreign compaction into a capsule entry hanging from
@@ -451,6 +454,7 @@ func (b *builder) addCapsule(parent string, ord int, fc foreignCompaction) strin
 	c := cp.Entry
 	c.TokensBefore = fc.tokensBefore
 	c.Title = fc.title
+	c.Native = fc.native
 	return b.add(session.Entry{Type: session.TypeCapsule, Capsule: &c}, parent, ord)
 }
 
