@@ -547,3 +547,46 @@ func TestRejectedReasoningNeverResent_RN2(t *testing.T) {
 		t.Fatal("no entry records the refusal")
 	}
 }
+
+// TestCapsuleLoadAndRewindUsePortable_RN2: after a capsule load, and after
+// a rewind to before the capsule, the request carries no native item.
+func TestCapsuleLoadAndRewindUsePortable_RN2(t *testing.T) {
+	f := newResponsesFixture(t, nil, append(history(4), providertest.Text("after load"), providertest.Text("after rewind"))...)
+	f.model.AddCompact(providertest.Reply{Compaction: "enc-compaction-1"})
+	for i := 0; i < 4; i++ {
+		f.prompt(t, "question "+bigText)
+	}
+	res, _ := f.agent.Compact(context.Background(), "")
+	if !res.Native {
+		t.Fatalf("compact %+v", res)
+	}
+	out, err := f.agent.CapsuleExport(res.CheckpointID, filepath.Join(f.dir, "handoff.capsule.md"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := f.agent.CapsuleLoad(out); err != nil {
+		t.Fatal(err)
+	}
+	f.prompt(t, "after load")
+	if r := f.lastRequest(t); carriesItem(r, "enc-compaction-1") || !carriesCapsuleText(r) {
+		t.Fatalf("after a capsule load: items %s, capsule text %v", r.NativeItems, carriesCapsuleText(r))
+	}
+	// Rewind to the last answer before the compaction: the capsule is off
+	// the path, and so is its continuation.
+	var before string
+	for _, e := range f.entries(t) {
+		if e.Capsule != nil {
+			break
+		}
+		if e.Assistant != nil {
+			before = e.ID
+		}
+	}
+	if _, err := f.agent.Rewind(before); err != nil {
+		t.Fatal(err)
+	}
+	f.prompt(t, "after rewind")
+	if r := f.lastRequest(t); carriesItem(r, "enc-compaction-1") || carriesCapsuleText(r) {
+		t.Fatalf("after a rewind to before the capsule: items %s, capsule text %v", r.NativeItems, carriesCapsuleText(r))
+	}
+}
