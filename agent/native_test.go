@@ -590,3 +590,28 @@ func TestCapsuleLoadAndRewindUsePortable_RN2(t *testing.T) {
 		t.Fatalf("after a rewind to before the capsule: items %s, capsule text %v", r.NativeItems, carriesCapsuleText(r))
 	}
 }
+
+// TestNativeThatWouldNotFitIsDiscarded_RN1_RG4: a continuation reported
+// larger than the hard limit leaves room for is not used; the portable
+// capsule goes alone and the flight record says discarded.
+func TestNativeThatWouldNotFitIsDiscarded_RN1_RG4(t *testing.T) {
+	f := newResponsesFixture(t, nil, history(4)...)
+	f.model.AddCompact(providertest.Reply{Compaction: "enc-huge", Usage: &provider.Usage{InputTokens: 4000, OutputTokens: 20000}})
+	for i := 0; i < 4; i++ {
+		f.prompt(t, "question "+bigText)
+	}
+	res, err := f.agent.Compact(context.Background(), "")
+	if err != nil || res.Outcome != compaction.OutcomeCompleted || res.Native {
+		t.Fatalf("compact %+v %v", res, err)
+	}
+	if c := f.capsules(t)[0]; c.Native != nil || c.TokensAfter > 10000 {
+		t.Fatalf("capsule native %+v, tokens after %d", c.Native, c.TokensAfter)
+	}
+	fl := f.flight(t)
+	if got := fl[len(fl)-1].NativeOutcome; got != compaction.NativeDiscarded {
+		t.Errorf("flight native outcome %q", got)
+	}
+	if b, _ := f.agent.Budget(); b.EffectiveTokens > b.HardLimit {
+		t.Errorf("budget %d over the hard limit %d", b.EffectiveTokens, b.HardLimit)
+	}
+}

@@ -168,6 +168,23 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 		native, nativeOutcome = nil, NativeDiscarded
 	}
 	cp.Entry.Native = native
+	if native != nil && native.Tokens > 0 {
+		// What the next request to this provider and model carries is the
+		// continuation, not the capsule's text: it is what R-R2 and the
+		// hard limit measure. When it would not fit, or would not pay where
+		// the portable capsule does, the portable capsule goes alone.
+		alt := cp
+		alt.TokensAfter = cp.TokensAfter - b.Counter.Count(cp.Text) + native.Tokens
+		alt.Entry.TokensAfter = alt.TokensAfter
+		okNative, _ := p.Accept(alt)
+		okPortable, _ := p.Accept(cp)
+		if (alt.TokensAfter > p.HardLimit && cp.TokensAfter <= p.HardLimit) || (!okNative && okPortable) {
+			native, nativeOutcome = nil, NativeDiscarded
+			cp.Entry.Native = nil
+		} else {
+			cp = alt
+		}
+	}
 	if ok, why := p.Accept(cp); !ok {
 		return CompactionResult{Outcome: OutcomeSkipped, Reason: why, TokensBefore: p.TokensBefore,
 			Declined: &Declined{Before: p.TokensBefore, After: cp.TokensAfter}, NativeOutcome: nativeOutcome, NativeDurationMs: nativeMs}
