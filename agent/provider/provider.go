@@ -225,7 +225,7 @@ func New(cfg Config) (Provider, error) {
 			c.base = DefaultOpenAIBaseURL
 		}
 		c.name = NameOpenAIResponses
-		return &responses{c}, nil
+		return &responses{client: c}, nil
 	case NameAnthropic:
 		if c.base == "" {
 			c.base = DefaultAnthropicBaseURL

@@ -3,10 +3,12 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 )
 
 // responses speaks OpenAI's Responses API (POST baseURL + "/responses",
@@ -15,7 +17,13 @@ import (
 // back in its output items (include: reasoning.encrypted_content), is
 // returned as Response.Native, and is sent again with that answer in later
 // requests to the same model.
-type responses struct{ client }
+type responses struct {
+	client
+	// plain is set once the model refused include:
+	// reasoning.encrypted_content (a model without reasoning): later
+	// requests go without it.
+	plain atomic.Bool
+}
 
 // rsItem is one input or output item of the Responses API. Only the fields
 // SOBA writes are typed; items kept verbatim (reasoning, compaction) travel
@@ -174,7 +182,10 @@ func (p *responses) body(req Request) ([]byte, error) {
 		return nil, err
 	}
 	r := rsRequest{Model: p.modelFor(req), Instructions: req.System, Input: in, Stream: true, Store: false,
-		Include: []string{IncludeEncryptedReasoning}, MaxOutputTokens: p.maxOutputFor(req), Temperature: req.Temperature}
+		MaxOutputTokens: p.maxOutputFor(req), Temperature: req.Temperature}
+	if !p.plain.Load() {
+		r.Include = []string{IncludeEncryptedReasoning}
+	}
 	for _, t := range req.Tools {
 		s := t.Parameters
 		if len(s) == 0 {
@@ -190,7 +201,25 @@ func (p *responses) Stream(ctx context.Context, req Request, onEvent func(Event)
 	if err != nil {
 		return Response{}, err
 	}
-	return p.bearerStream(ctx, "/responses", "text/event-stream", req, body, onEvent, p.read)
+	out, err := p.bearerStream(ctx, "/responses", "text/event-stream", req, body, onEvent, p.read)
+	var br *BadRequestError
+	if err != nil && !p.plain.Load() && errors.As(err, &br) && refusesEncryptedReasoning(br.Message) {
+		// A model without reasoning refuses the include: ask again
+		// without it, and from now on.
+		p.plain.Store(true)
+		if body, err = p.body(req); err != nil {
+			return Response{}, err
+		}
+		return p.bearerStream(ctx, "/responses", "text/event-stream", req, body, onEvent, p.read)
+	}
+	return out, err
+}
+
+// refusesEncryptedReasoning says whether a 400's message is the model
+// refusing include: reasoning.encrypted_content.
+func refusesEncryptedReasoning(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "encrypted content") && strings.Contains(m, "not supported")
 }
 
 // rsPending is an output item being streamed.

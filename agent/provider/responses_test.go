@@ -230,3 +230,24 @@ func TestResponsesCompact(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesModelWithoutReasoning: a model that refuses the encrypted
+// reasoning include is asked again without it, once, and never again with
+// it.
+func TestResponsesModelWithoutReasoning(t *testing.T) {
+	refused := answer{status: 400, body: `{"error":{"message":"Encrypted content is not supported with this model.","type":"invalid_request_error","param":"include","code":null}}`}
+	ok := answer{header: sse, file: "responses/text.sse"}
+	w := newWire(t, refused, ok, ok)
+	p := newFor(t, NameOpenAIResponses, w.srv.URL+"/v1", nil)
+	for i := 0; i < 2; i++ {
+		if _, err := p.Stream(context.Background(), userReq("hi"), nil); err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+	}
+	if n := w.requests(); n != 3 {
+		t.Fatalf("%d requests, want the refused one and two without the include", n)
+	}
+	if w.body(t, 0)["include"] == nil || w.body(t, 1)["include"] != nil || w.body(t, 2)["include"] != nil {
+		t.Errorf("include: %v, %v, %v", w.body(t, 0)["include"], w.body(t, 1)["include"], w.body(t, 2)["include"])
+	}
+}
