@@ -615,3 +615,32 @@ func TestNativeThatWouldNotFitIsDiscarded_RN1_RG4(t *testing.T) {
 		t.Errorf("budget %d over the hard limit %d", b.EffectiveTokens, b.HardLimit)
 	}
 }
+
+// TestLeafMovedDuringNativeCallIsStale_RB5_RN3: when the session's leaf
+// moves while the native call runs, the compaction ends stale and appends
+// nothing, the late continuation included.
+func TestLeafMovedDuringNativeCallIsStale_RB5_RN3(t *testing.T) {
+	f := newResponsesFixture(t, func(o *Options) { o.Compaction.TimeoutMs = 10000 }, history(4)...)
+	f.model.AddCompact(providertest.Reply{Compaction: "enc-late", Delay: 300 * time.Millisecond})
+	for i := 0; i < 4; i++ {
+		f.prompt(t, "question "+bigText)
+	}
+	done := make(chan compaction.CompactionResult, 1)
+	go func() { r, _ := f.agent.Compact(context.Background(), ""); done <- r }()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(f.compacts()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the native call never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := f.agent.Checkpoint(compaction.TriggerMilestone, "moved on"); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.Outcome != compaction.OutcomeStale || r.NativeOutcome != compaction.NativeCompleted {
+		t.Fatalf("outcome %s (%s), native %s; want stale after a completed native call", r.Outcome, r.Reason, r.NativeOutcome)
+	}
+	if n := len(f.capsules(t)); n != 0 {
+		t.Fatalf("a stale compaction appended %d capsules", n)
+	}
+}
