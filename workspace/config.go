@@ -195,7 +195,7 @@ func LoadConfig(root string, l Layers) (Config, []string, error) {
 		if f == "" {
 			continue
 		}
-		data, err := os.ReadFile(f)
+		data, err := readConfigLayer(root, f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

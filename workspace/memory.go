@@ -217,7 +217,7 @@ func sortItems(items []MemoryItem) {
 // index is an empty memory; lines that are not capsule lines (the header,
 // notes someone added) are skipped.
 func (m *Memory) List() ([]MemoryItem, error) {
-	data, err := os.ReadFile(m.IndexPath())
+	data, err := m.root.ReadFile(m.IndexPath(), MaxMemoryBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -14,7 +14,8 @@ import (
 // with symlinks resolved, so containment checks compare real paths. A Root is
 // immutable and safe for concurrent use.
 type Root struct {
-	dir string
+	dir    string
+	fsroot *os.Root // the door (door.go): every open goes through it
 }
 
 // NewRoot makes the workspace root of dir, which must be an existing
@@ -38,8 +39,16 @@ func NewRoot(dir string) (*Root, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("workspace root %q: not a directory", dir)
 	}
-	return &Root{dir: real}, nil
+	fsroot, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, fmt.Errorf("workspace root %q: %w", dir, err)
+	}
+	return &Root{dir: real, fsroot: fsroot}, nil
 }
+
+// Close releases the root's directory descriptor; the Root must not be used
+// afterwards.
+func (r *Root) Close() error { return r.fsroot.Close() }
 
 // Dir is the root's absolute, symlink-free directory.
 func (r *Root) Dir() string { return r.dir }

@@ -50,10 +50,9 @@ func NewIgnore(root *Root) (*Ignore, error) {
 
 // Reload re-reads the root `.gitignore`. On error the previous patterns stay.
 func (ig *Ignore) Reload() error {
-	name := filepath.Join(ig.root.Dir(), ".gitignore")
-	data, err := os.ReadFile(name)
+	data, err := ig.root.ReadFile(".gitignore", MaxGitignoreBytes)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("read %s: %w", name, err)
+		return fmt.Errorf("read .gitignore: %w", err)
 	}
 	m := gitignore.NewMatcher(parseGitignore(data))
 	ig.mu.Lock()
