@@ -19,14 +19,16 @@ import (
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/workspace"
 )
 
 // Options configure an Agent.
 type Options struct {
 	// Root is the workspace root directory (absolute).
 	Root string
-	// Resolver confines tool paths to Root.
-	Resolver Resolver
+	// Resolver is the workspace root's door (R-W1): tool paths are confined
+	// to Root and every tool's file access goes through it.
+	Resolver *workspace.Root
 	// SessionDir is where session files go (absolute).
 	SessionDir string
 	// FlightDir is where flight records go (absolute).
@@ -223,8 +225,9 @@ func newAgent(opt Options) (*Agent, error) {
 		opt.Notifier = nopNotifier{}
 	}
 	a := &Agent{
-		opt:   opt,
-		tools: &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{dir: filepath.Join(opt.Root, ".soba", "skills")}},
+		opt: opt,
+		tools: &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{root: opt.Resolver},
+			protected: protectedPaths(opt.Root, opt.SessionDir, opt.FlightDir)},
 	}
 	a.barrier = &compaction.Barrier{Counter: opt.Counter, Summarizer: opt.Summarizer, SummaryWindowChars: opt.SummaryWindowChars,
 		SummaryMaxOutputTokens: 2048, Now: opt.Now, Work: &a.work}

@@ -305,7 +305,7 @@ func TestPathEscapesRefusedByEveryFileTool(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root.Dir(), "link")); err != nil {
 		t.Fatal(err)
 	}
-	env := &toolEnv{root: root, dir: root.Dir(), skills: &skillSet{dir: filepath.Join(root.Dir(), ".soba", "skills")}}
+	env := &toolEnv{root: root, dir: root.Dir(), skills: &skillSet{root: root}, protected: protectedPaths(root.Dir(), "", "")}
 	paths := []string{"../secret", "a/../../secret", filepath.Join(outside, "secret"), "link/secret", "link/new"}
 	tools := map[string]func(p string) string{
 		"read_file":  func(p string) string { return `{"path":` + q(p) + `}` },

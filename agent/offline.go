@@ -1,9 +1,8 @@
 package agent
 
 import (
-	"path/filepath"
-
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/workspace"
 )
 
 // SystemTokens is the estimate of the system prompt and tool schemas of a
@@ -12,7 +11,12 @@ import (
 // Memory's summary) the workspace adds. Offline commands (budget,
 // compact) add it to the model input so their figures match the server's.
 func SystemTokens(counter compaction.Counter, root, systemPrompt string, activeSkills []string) int {
+	skills := &skillSet{}
+	if r, err := workspace.NewRoot(root); err == nil {
+		defer r.Close()
+		skills.root = r
+	}
 	a := &Agent{opt: Options{Counter: counter, Root: root, SystemPrompt: systemPrompt},
-		tools: &toolEnv{dir: root, skills: &skillSet{dir: filepath.Join(root, ".soba", "skills")}}}
+		tools: &toolEnv{dir: root, skills: skills}}
 	return a.systemTokens(&state{activeSkills: activeSkills})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/workspace"
 )
 
 // Recorded is a provider that answers from a recorded session: each
@@ -130,7 +131,7 @@ type ReplayOptions struct {
 	Compaction  compaction.Config
 	Counter     compaction.Counter
 	EntryTokens func(*session.Entry) int
-	Resolver    Resolver
+	Resolver    *workspace.Root
 	Out         io.Writer
 }
 

@@ -2,12 +2,14 @@ package agent
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/soba-agent/soba-lsp/workspace"
 )
 
 // Skill is one `.soba/skills/<name>/SKILL.md`.
@@ -18,43 +20,44 @@ type Skill struct {
 }
 
 // skillSet reads the workspace's skills on demand, so a skill added during
-// the session can be activated.
+// the session can be activated. Every read goes through the workspace's
+// door (R-W1): a SKILL.md that links outside, to /dev/zero or is a FIFO is
+// refused, and its size is bounded. A nil root has no skills.
 type skillSet struct {
-	dir string // <root>/.soba/skills
+	root *workspace.Root
 }
 
-var skillName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// skillsDir is where skills live, relative to the workspace root.
+const skillsDir = ".soba/skills"
 
-// maxSkillBytes bounds a SKILL.md.
-const maxSkillBytes = 256 << 10
+var skillName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (s *skillSet) load(name string) (Skill, error) {
 	if !skillName.MatchString(name) {
 		return Skill{}, fmt.Errorf("bad skill name %q", name)
 	}
-	p := filepath.Join(s.dir, name, "SKILL.md")
-	info, err := os.Stat(p)
-	if err != nil {
-		return Skill{}, fmt.Errorf("no skill %q (looked for .soba/skills/%s/SKILL.md)", name, name)
+	if s == nil || s.root == nil {
+		return Skill{}, fmt.Errorf("no skill %q (no workspace)", name)
 	}
-	if info.Size() > maxSkillBytes {
-		return Skill{}, fmt.Errorf("skill %q is %d bytes, over the %d-byte limit", name, info.Size(), maxSkillBytes)
+	rel := skillsDir + "/" + name + "/SKILL.md"
+	data, err := s.root.ReadFile(rel, workspace.MaxSkillBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Skill{}, fmt.Errorf("no skill %q (looked for %s)", name, rel)
 	}
-	data, err := os.ReadFile(p)
 	if err != nil {
-		return Skill{}, err
+		return Skill{}, fmt.Errorf("skill %q: %w", name, err)
 	}
 	sk := parseSkill(string(data))
-	if sk.Name == "" {
-		sk.Name = name
-	}
 	sk.Name = name // the directory names the skill; front matter may not rename it
 	return sk, nil
 }
 
 // list returns the skills with their descriptions, sorted by name.
 func (s *skillSet) list() []Skill {
-	ents, err := os.ReadDir(s.dir)
+	if s == nil || s.root == nil {
+		return nil
+	}
+	ents, err := s.root.ReadDir(skillsDir)
 	if err != nil {
 		return nil
 	}

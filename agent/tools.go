@@ -3,16 +3,18 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,13 +26,6 @@ import (
 	"github.com/soba-agent/soba-lsp/tool"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
-
-// Resolver confines paths to the workspace root (workspace.Root implements
-// it): relative paths resolve against the root; `..`, absolute paths outside
-// and symlink escapes are refused with an error naming the path.
-type Resolver interface {
-	Resolve(path string) (abs, rel string, err error)
-}
 
 // ToolSpec is a tool as the model sees it.
 type ToolSpec struct {
@@ -65,8 +60,13 @@ const (
 	maxReadLines       = 2000
 	maxListEntries     = 1000
 	maxGrepMatches     = 500
+	maxGrepFileBytes   = 8 << 20  // grep skips larger files and says so
+	maxCountBytes      = 16 << 20 // read_file counts a file's lines to this size
+	maxEditBytes       = 8 << 20  // edit_file reads the file whole, up to this
 	defaultBashTimeout = 2 * time.Minute
 	maxBashTimeout     = 30 * time.Minute
+	// defaultToolTimeout is the deadline of a tool other than bash (R-W4).
+	defaultToolTimeout = time.Minute
 )
 
 // toolRun is the outcome of one tool call.
@@ -82,9 +82,14 @@ type toolRun struct {
 
 // toolEnv is what tools run against.
 type toolEnv struct {
-	root   Resolver
-	dir    string // absolute workspace root
+	root   *workspace.Root // the door (R-W1); nil offline
+	dir    string          // absolute workspace root
 	skills *skillSet
+	// protected are the paths the tools never write (R-W2).
+	protected protected
+	// timeout is the deadline of a non-bash tool; zero means
+	// defaultToolTimeout.
+	timeout time.Duration
 }
 
 func fail(format string, args ...any) toolRun {
@@ -104,29 +109,70 @@ func decodeArgs(raw json.RawMessage, v any) error {
 	return nil
 }
 
+// run runs one call under its own deadline and the turn's context (R-W4).
+// The reading tools (read_file, list_files, grep, activate_skill) run
+// aside: when the deadline passes or the turn is cancelled the call ends at
+// once with a result saying so, and the read, bounded by the door, finishes
+// unobserved. The writing tools are never abandoned, so their result
+// always says what happened to the file; they are bounded by the door
+// (non-blocking opens, regular files only). bash ends its process group on
+// the context (its own timeout is its argument).
 func (env *toolEnv) run(ctx context.Context, call session.ToolCall) toolRun {
+	if env.root == nil && call.Name != tool.Checkpoint {
+		return fail("%s: no workspace", call.Name)
+	}
 	switch call.Name {
-	case tool.ReadFile:
-		return env.readFile(call.Arguments)
 	case tool.WriteFile:
 		return env.writeFile(call.Arguments)
 	case tool.EditFile:
 		return env.editFile(call.Arguments)
-	case tool.ListFiles:
-		return env.listFiles(call.Arguments)
-	case tool.Grep:
-		return env.grep(ctx, call.Arguments)
 	case tool.Bash:
 		return env.bash(ctx, call.Arguments)
 	case tool.Checkpoint:
 		return checkpointTool(call.Arguments)
-	case tool.ActivateSkill:
-		return env.activateSkill(call.Arguments)
+	case tool.ReadFile, tool.ListFiles, tool.Grep, tool.ActivateSkill:
+	default:
+		return fail("unknown tool %q", call.Name)
 	}
-	return fail("unknown tool %q", call.Name)
+	timeout := cmp.Or(env.timeout, defaultToolTimeout)
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := make(chan toolRun, 1)
+	go func() {
+		var run toolRun
+		if r := recoverTurn(func() { run = env.read(tctx, call) }); r != nil {
+			run = fail("%s: %v", call.Name, r)
+		}
+		done <- run
+	}()
+	select {
+	case run := <-done:
+		return run
+	case <-tctx.Done():
+		if ctx.Err() != nil {
+			return fail("%s: interrupted", call.Name)
+		}
+		return fail("%s: timed out after %v", call.Name, timeout)
+	}
 }
 
-func (env *toolEnv) readFile(raw json.RawMessage) toolRun {
+func (env *toolEnv) read(ctx context.Context, call session.ToolCall) toolRun {
+	switch call.Name {
+	case tool.ReadFile:
+		return env.readFile(ctx, call.Arguments)
+	case tool.ListFiles:
+		return env.listFiles(ctx, call.Arguments)
+	case tool.Grep:
+		return env.grep(ctx, call.Arguments)
+	}
+	return env.activateSkill(call.Arguments)
+}
+
+// readFile streams the file through the door: it holds at most the lines
+// it shows (never the whole file), skips to offset line by line, and stops
+// at limit or at the output bound. The total line count is given when the
+// file is small enough to count.
+func (env *toolEnv) readFile(ctx context.Context, raw json.RawMessage) toolRun {
 	var a struct {
 		Path   string `json:"path"`
 		Offset int    `json:"offset"`
@@ -135,32 +181,132 @@ func (env *toolEnv) readFile(raw json.RawMessage) toolRun {
 	if err := decodeArgs(raw, &a); err != nil {
 		return fail("read_file: %v", err)
 	}
-	abs, rel, err := env.root.Resolve(a.Path)
+	_, rel, err := env.root.Resolve(a.Path)
 	if err != nil {
 		return fail("read_file: %v", err)
 	}
-	data, err := os.ReadFile(abs)
+	f, err := env.root.Open(rel)
 	if err != nil {
-		return fail("read_file: %v", relErr(err, rel))
+		return fail("read_file: %v", err)
 	}
-	if bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 {
+	defer f.Close()
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	if head, _ := br.Peek(8000); bytes.IndexByte(head, 0) >= 0 {
 		return fail("read_file: %s is a binary file", rel)
 	}
-	lines := strings.SplitAfter(string(data), "\n")
-	start := max(a.Offset, 1) - 1
-	if start >= len(lines) && len(data) > 0 {
-		return fail("read_file: %s has %d lines, offset %d is past the end", rel, len(lines), a.Offset)
-	}
+	start := max(a.Offset, 1)
 	limit := a.Limit
 	if limit <= 0 || limit > maxReadLines {
 		limit = maxReadLines
 	}
-	end := min(start+limit, len(lines))
-	out := strings.Join(lines[start:end], "")
-	if end < len(lines) {
-		out += fmt.Sprintf("\n[%s: showing lines %d-%d of %d; use offset to read more]", rel, start+1, end, len(lines))
+	var out bytes.Buffer
+	line, partial := 1, false // partial: the current line has bytes
+	cut, eof := false, false
+	for n := 0; ; n++ {
+		if n&1023 == 0 && ctx.Err() != nil {
+			return fail("read_file: interrupted")
+		}
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			if line >= start && line < start+limit {
+				if out.Len()+len(chunk) > maxToolOutput {
+					out.Write(chunk[:maxToolOutput-out.Len()])
+					cut = true
+					break
+				}
+				out.Write(chunk)
+			}
+			partial = true
+			if chunk[len(chunk)-1] == '\n' {
+				line++
+				partial = false
+				if line >= start+limit {
+					break
+				}
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF {
+			eof = true
+			break
+		}
+		if err != nil {
+			return fail("read_file: read %s: %v", rel, err)
+		}
 	}
-	return toolRun{ok: true, content: capOutput(out), artifacts: &session.Artifacts{FilesRead: []string{rel}}}
+	shownEnd := line - 1
+	if partial {
+		shownEnd = line
+	}
+	total := -1
+	if eof {
+		total = shownEnd
+	} else if !cut && size >= 0 && size <= maxCountBytes {
+		total = line - 1 + countLines(ctx, br)
+	}
+	if eof && start > total && size > 0 {
+		return fail("read_file: %s has %d lines, offset %d is past the end", rel, total, a.Offset)
+	}
+	s := out.String()
+	switch {
+	case cut:
+		s += fmt.Sprintf("\n[%s: output cut at %d bytes in line %d; use offset and limit to read on]", rel, maxToolOutput, shownEnd)
+	case total >= 0 && shownEnd < total:
+		s += fmt.Sprintf("\n[%s: showing lines %d-%d of %d; use offset to read more]", rel, start, shownEnd, total)
+	case total < 0:
+		s += fmt.Sprintf("\n[%s: showing lines %d-%d of more; use offset to read more]", rel, start, shownEnd)
+	}
+	return toolRun{ok: true, content: s, artifacts: &session.Artifacts{FilesRead: []string{rel}}}
+}
+
+// countLines counts the lines left in br (a last line without a newline
+// counts), stopping early when ctx ends.
+func countLines(ctx context.Context, br *bufio.Reader) int {
+	n, partial := 0, false
+	buf := make([]byte, 64<<10)
+	for i := 0; ; i++ {
+		if i&63 == 0 && ctx.Err() != nil {
+			return n
+		}
+		k, err := br.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			partial = buf[k-1] != '\n'
+		}
+		if err != nil {
+			break
+		}
+	}
+	if partial {
+		n++
+	}
+	return n
+}
+
+// writeTarget resolves a write's path and refuses a protected one (R-W2),
+// naming it.
+func (env *toolEnv) writeTarget(name, path string) (rel string, err error) {
+	_, rel, err = env.root.Resolve(path)
+	if err != nil {
+		return "", err
+	}
+	real, err := env.root.Real(rel)
+	if err != nil {
+		return "", err
+	}
+	if err := env.protected.check(rel); err != nil {
+		return "", err
+	}
+	if err := env.protected.check(real); err != nil {
+		return "", err
+	}
+	return rel, nil
 }
 
 func (env *toolEnv) writeFile(raw json.RawMessage) toolRun {
@@ -171,15 +317,12 @@ func (env *toolEnv) writeFile(raw json.RawMessage) toolRun {
 	if err := decodeArgs(raw, &a); err != nil {
 		return fail("write_file: %v", err)
 	}
-	abs, rel, err := env.root.Resolve(a.Path)
+	rel, err := env.writeTarget(tool.WriteFile, a.Path)
 	if err != nil {
 		return fail("write_file: %v", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return fail("write_file: %v", relErr(err, rel))
-	}
-	if err := os.WriteFile(abs, []byte(a.Content), 0o644); err != nil {
-		return fail("write_file: %v", relErr(err, rel))
+	if err := env.root.WriteFileGuarded(rel, []byte(a.Content), 0o644, env.protected.check); err != nil {
+		return fail("write_file: %v", err)
 	}
 	return toolRun{ok: true, content: fmt.Sprintf("wrote %d bytes to %s", len(a.Content), rel), artifacts: &session.Artifacts{FilesModified: []string{rel}}}
 }
@@ -193,13 +336,13 @@ func (env *toolEnv) editFile(raw json.RawMessage) toolRun {
 	if err := decodeArgs(raw, &a); err != nil {
 		return fail("edit_file: %v", err)
 	}
-	abs, rel, err := env.root.Resolve(a.Path)
+	rel, err := env.writeTarget(tool.EditFile, a.Path)
 	if err != nil {
 		return fail("edit_file: %v", err)
 	}
-	data, err := os.ReadFile(abs)
+	data, err := env.root.ReadFile(rel, maxEditBytes)
 	if err != nil {
-		return fail("edit_file: %v", relErr(err, rel))
+		return fail("edit_file: %v", err)
 	}
 	if a.OldText == "" {
 		return fail("edit_file: old_text is empty")
@@ -212,13 +355,8 @@ func (env *toolEnv) editFile(raw json.RawMessage) toolRun {
 		return fail("edit_file: old_text occurs %d times in %s; give more context so it is unique", n, rel)
 	}
 	out := strings.Replace(string(data), a.OldText, a.NewText, 1)
-	info, _ := os.Stat(abs)
-	mode := fs.FileMode(0o644)
-	if info != nil {
-		mode = info.Mode().Perm()
-	}
-	if err := os.WriteFile(abs, []byte(out), mode); err != nil {
-		return fail("edit_file: %v", relErr(err, rel))
+	if err := env.root.WriteFileGuarded(rel, []byte(out), 0o644, env.protected.check); err != nil {
+		return fail("edit_file: %v", err)
 	}
 	return toolRun{ok: true, content: "edited " + rel, artifacts: &session.Artifacts{FilesModified: []string{rel}}}
 }
@@ -226,37 +364,31 @@ func (env *toolEnv) editFile(raw json.RawMessage) toolRun {
 // skippedDirs are never listed or searched.
 var skippedDirs = map[string]bool{".git": true, ".soba": true, "node_modules": true}
 
-// walkFilter decides what list_files and grep leave out below the path they
-// were given: the directories never listed, and what the workspace's root
-// .gitignore ignores (read at each call: it may have changed). A path the
-// model names explicitly is searched even when it is ignored, as ripgrep
-// does; then only skippedDirs apply below it.
-func (env *toolEnv) walkFilter(abs string) func(p string, isDir bool) bool {
+// walkFilter decides what list_files and grep leave out below the path rel
+// they were given: the directories never listed, and what the workspace's
+// root .gitignore ignores (read at each call: it may have changed). A path
+// the model names explicitly is searched even when it is ignored, as
+// ripgrep does; then only skippedDirs apply below it.
+func (env *toolEnv) walkFilter(rel string) func(p string, isDir bool) bool {
 	var match func(rel string, isDir bool) bool
-	if r, ok := env.root.(*workspace.Root); ok {
-		if ig, err := workspace.NewIgnore(r); err == nil {
-			match = ig.Match
-		}
+	if ig, err := workspace.NewIgnore(env.root); err == nil {
+		match = ig.Match
 	}
-	relOf := func(p string) string {
-		r, _ := filepath.Rel(env.dir, p)
-		return filepath.ToSlash(r)
-	}
-	if match != nil && match(relOf(abs), true) {
+	if match != nil && match(rel, true) {
 		match = nil // named explicitly
 	}
 	return func(p string, isDir bool) bool {
-		if p == abs {
+		if p == rel {
 			return false
 		}
-		if isDir && skippedDirs[filepath.Base(p)] {
+		if isDir && skippedDirs[path.Base(p)] {
 			return true
 		}
-		return match != nil && match(relOf(p), isDir)
+		return match != nil && match(p, isDir)
 	}
 }
 
-func (env *toolEnv) listFiles(raw json.RawMessage) toolRun {
+func (env *toolEnv) listFiles(ctx context.Context, raw json.RawMessage) toolRun {
 	var a struct {
 		Path    string `json:"path"`
 		Pattern string `json:"pattern"`
@@ -267,7 +399,7 @@ func (env *toolEnv) listFiles(raw json.RawMessage) toolRun {
 	if a.Path == "" {
 		a.Path = "."
 	}
-	abs, rel, err := env.root.Resolve(a.Path)
+	_, rel, err := env.root.Resolve(a.Path)
 	if err != nil {
 		return fail("list_files: %v", err)
 	}
@@ -278,14 +410,11 @@ func (env *toolEnv) listFiles(raw json.RawMessage) toolRun {
 	}
 	var out []string
 	truncated := false
-	skip := env.walkFilter(abs)
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // unreadable entries are left out
-		}
+	skip := env.walkFilter(rel)
+	err = env.root.Walk(ctx, rel, func(p string, d fs.DirEntry) error {
 		if skip(p, d.IsDir()) {
 			if d.IsDir() {
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		}
@@ -299,16 +428,18 @@ func (env *toolEnv) listFiles(raw json.RawMessage) toolRun {
 		}
 		if len(out) >= maxListEntries {
 			truncated = true
-			return filepath.SkipAll
+			return fs.SkipAll
 		}
-		r, _ := filepath.Rel(env.dir, p)
-		out = append(out, filepath.ToSlash(r))
+		out = append(out, p)
 		return nil
 	})
-	if err != nil {
-		return fail("list_files: %v", relErr(err, rel))
+	if ctx.Err() != nil {
+		return fail("list_files: interrupted")
 	}
-	sort.Strings(out)
+	if err != nil {
+		return fail("list_files: %v", err)
+	}
+	slices.Sort(out)
 	s := strings.Join(out, "\n")
 	if truncated {
 		s += fmt.Sprintf("\n[list truncated at %d entries]", maxListEntries)
@@ -319,6 +450,10 @@ func (env *toolEnv) listFiles(raw json.RawMessage) toolRun {
 	return toolRun{ok: true, content: s}
 }
 
+// grep searches the regular files under a path through the door: symlinks
+// are not followed (a link to /etc/passwd or /dev/stdin is skipped), FIFOs
+// and devices are never opened for reading, and files over
+// maxGrepFileBytes are skipped and listed in the result.
 func (env *toolEnv) grep(ctx context.Context, raw json.RawMessage) toolRun {
 	var a struct {
 		Pattern string `json:"pattern"`
@@ -334,59 +469,63 @@ func (env *toolEnv) grep(ctx context.Context, raw json.RawMessage) toolRun {
 	if a.Path == "" {
 		a.Path = "."
 	}
-	abs, _, err := env.root.Resolve(a.Path)
+	_, rel, err := env.root.Resolve(a.Path)
 	if err != nil {
 		return fail("grep: %v", err)
 	}
-	var out []string
-	var read []string
-	skip := env.walkFilter(abs)
-	_ = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || ctx.Err() != nil || len(out) >= maxGrepMatches {
-			if ctx.Err() != nil || len(out) >= maxGrepMatches {
-				return filepath.SkipAll
-			}
-			return nil
+	var out, read, large []string
+	skip := env.walkFilter(rel)
+	err = env.root.Walk(ctx, rel, func(p string, d fs.DirEntry) error {
+		if len(out) >= maxGrepMatches {
+			return fs.SkipAll
 		}
 		if skip(p, d.IsDir()) {
 			if d.IsDir() {
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		}
-		if d.IsDir() {
-			return nil
+		if d.IsDir() || (p != rel && !d.Type().IsRegular()) {
+			return nil // symlinks, FIFOs, devices, sockets
 		}
-		f, err := os.Open(p)
+		f, err := env.root.Open(p)
 		if err != nil {
 			return nil
 		}
 		defer f.Close()
-		r, _ := filepath.Rel(env.dir, p)
-		r = filepath.ToSlash(r)
-		sc := bufio.NewScanner(f)
+		if fi, err := f.Stat(); err == nil && fi.Size() > maxGrepFileBytes {
+			large = append(large, p)
+			return nil
+		}
+		sc := bufio.NewScanner(io.LimitReader(f, maxGrepFileBytes))
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		matched := false
 		for n := 1; sc.Scan(); n++ {
+			if n&1023 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
 			line := sc.Bytes()
 			if bytes.IndexByte(line, 0) >= 0 {
 				break // binary
 			}
 			if re.Match(line) {
 				matched = true
-				out = append(out, fmt.Sprintf("%s:%d: %s", r, n, text.Clip(string(line), 300+len("…"))))
+				out = append(out, fmt.Sprintf("%s:%d: %s", p, n, text.Clip(string(line), 300+len("…"))))
 				if len(out) >= maxGrepMatches {
 					break
 				}
 			}
 		}
 		if matched {
-			read = append(read, r)
+			read = append(read, p)
 		}
 		return nil
 	})
 	if ctx.Err() != nil {
 		return fail("grep: interrupted")
+	}
+	if err != nil {
+		return fail("grep: %v", err)
 	}
 	s := strings.Join(out, "\n")
 	if len(out) >= maxGrepMatches {
@@ -394,6 +533,9 @@ func (env *toolEnv) grep(ctx context.Context, raw json.RawMessage) toolRun {
 	}
 	if s == "" {
 		s = "(no matches)"
+	}
+	if len(large) > 0 {
+		s += fmt.Sprintf("\n[skipped %d files over %d bytes: %s]", len(large), maxGrepFileBytes, text.Clip(strings.Join(large, ", "), 500))
 	}
 	return toolRun{ok: true, content: capOutput(s), artifacts: &session.Artifacts{FilesRead: read}}
 }
@@ -518,13 +660,4 @@ func capOutput(s string) string {
 	var c cappedBuffer
 	c.WriteString(s)
 	return c.String()
-}
-
-// relErr replaces absolute paths in file errors with the workspace path.
-func relErr(err error, rel string) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s %s: %v", pe.Op, rel, pe.Err)
-	}
-	return err
 }

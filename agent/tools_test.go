@@ -43,7 +43,7 @@ func searchWorkspace(t *testing.T) *toolEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &toolEnv{root: root, dir: root.Dir(), skills: &skillSet{dir: filepath.Join(root.Dir(), ".soba", "skills")}}
+	return &toolEnv{root: root, dir: root.Dir(), skills: &skillSet{root: root}, protected: protectedPaths(root.Dir(), "", "")}
 }
 
 func runTool(env *toolEnv, name, args string) toolRun {

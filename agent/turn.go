@@ -575,9 +575,12 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 		a.appendToolResult(turnID, sc, toolRun{ok: r.OK, content: r.Content, artifacts: r.Artifacts})
 		return
 	}
-	if tool.Mutates(call.Name) && a.opt.Approval == "ask" {
+	skill := a.tools.changesSkill(sc)
+	if tool.Mutates(call.Name) && (a.opt.Approval == "ask" || skill) {
 		allowed := false
-		_ = a.do(func(st *state) { allowed = st.allowSession[call.Name] })
+		if !skill { // a change to a skill is asked every time
+			_ = a.do(func(st *state) { allowed = st.allowSession[call.Name] })
+		}
 		if !allowed {
 			decision := Deny
 			if a.opt.Approver != nil {
@@ -588,7 +591,9 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 			}
 			switch decision {
 			case AllowSession:
-				_ = a.do(func(st *state) { st.allowSession[call.Name] = true })
+				if !skill {
+					_ = a.do(func(st *state) { st.allowSession[call.Name] = true })
+				}
 			case AllowOnce:
 			default:
 				a.appendToolResult(turnID, sc, toolRun{content: "denied: the user did not allow this " + call.Name + " call"})
@@ -637,10 +642,6 @@ func (a *Agent) appendToolResult(turnID string, call session.ToolCall, run toolR
 		a.publishBudget(st)
 	})
 	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "tool_result", ID: call.ID, OK: &ok, Summary: firstLineOf(run.content, 160)})
-}
-
-func approvalSummary(c session.ToolCall) string {
-	return c.Name + " " + firstLineOf(string(c.Arguments), 300)
 }
 
 func firstLineOf(s string, n int) string {

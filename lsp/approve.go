@@ -16,6 +16,20 @@ const (
 	ActionDeny         = "Deny"
 )
 
+// approvalMessage is the question of an approval (R-W3): a first line
+// naming the tool, then the whole summary on the lines after it (the VS Code
+// extension shows them as the dialog's detail, the Neovim plugin as the
+// prompt), never cut to a first line.
+func approvalMessage(tool, summary string) string {
+	return fmt.Sprintf("SOBA wants to run %s\n%s", tool, summary)
+}
+
+// approvalActions are the answers offered, Deny first: editors give the
+// first action the default focus, and the default must not allow.
+func approvalActions() []lsproto.MessageActionItem {
+	return []lsproto.MessageActionItem{{Title: ActionDeny}, {Title: ActionAllowOnce}, {Title: ActionAllowSession}}
+}
+
 // editorApprover asks the user through window/showMessageRequest. Anything
 // but an explicit allow (dismissed, an error, the connection gone, ctx done)
 // is Deny.
@@ -33,8 +47,8 @@ func (a *editorApprover) Approve(ctx context.Context, tool, summary string) (App
 	}
 	params := &lsproto.ShowMessageRequestParams{
 		Type:    lsproto.MessageTypeWarning,
-		Message: fmt.Sprintf("SOBA wants to run %s: %s", tool, summary),
-		Actions: []lsproto.MessageActionItem{{Title: ActionAllowOnce}, {Title: ActionAllowSession}, {Title: ActionDeny}},
+		Message: approvalMessage(tool, summary),
+		Actions: approvalActions(),
 	}
 	var raw jsonrpc2.RawMessage
 	if _, err := a.s.conn.Call(ctx, MethodShowMessageRequest, params, &raw); err != nil {

@@ -189,6 +189,16 @@ func (r *Root) Stat(name string) (fs.FileInfo, error) {
 // The open is non-blocking and anything but a regular file is refused before
 // a byte is written or truncated.
 func (r *Root) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	return r.WriteFileGuarded(name, data, perm, nil)
+}
+
+// WriteFileGuarded is WriteFile with a guard: after the file is opened, and
+// before anything is truncated or written, guard is called with the path
+// the open really reached (relative to the root, symlinks resolved, read
+// back from the open descriptor), so a symlink swapped in after any check
+// cannot redirect the write to a protected file (R-W2). A guard error
+// leaves the file untouched (a file the open created is removed).
+func (r *Root) WriteFileGuarded(name string, data []byte, perm fs.FileMode, guard func(realRel string) error) error {
 	rel, err := r.relName(name)
 	if err != nil {
 		return err
@@ -198,7 +208,17 @@ func (r *Root) WriteFile(name string, data []byte, perm fs.FileMode) error {
 			return r.rootErr("mkdir", dir, err)
 		}
 	}
-	f, err := r.fsroot.OpenFile(rel, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, perm)
+	created := false
+	f, err := r.fsroot.OpenFile(rel, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = r.fsroot.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, perm)
+		created = err == nil
+	}
+	if errors.Is(err, syscall.ENXIO) { // a FIFO without a reader, a device
+		if fi, lerr := r.fsroot.Stat(rel); lerr == nil && !fi.Mode().IsRegular() {
+			return &NotRegularError{Path: rel, Mode: fi.Mode()}
+		}
+	}
 	if err != nil {
 		return r.rootErr("open", rel, err)
 	}
@@ -209,6 +229,18 @@ func (r *Root) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	}
 	if !fi.Mode().IsRegular() {
 		return &NotRegularError{Path: rel, Mode: fi.Mode()}
+	}
+	if guard != nil {
+		real, err := r.openedRel(f, rel)
+		if err == nil {
+			err = guard(real)
+		}
+		if err != nil {
+			if created {
+				_ = r.fsroot.Remove(rel)
+			}
+			return err
+		}
 	}
 	if err := f.Truncate(0); err != nil {
 		return r.rootErr("truncate", rel, err)
@@ -343,4 +375,63 @@ func readConfigLayer(root, name string) ([]byte, error) {
 		}
 	}
 	return ReadRegularFile(name, MaxConfigBytes)
+}
+
+// ReadDir lists the directory name through the door (non-blocking,
+// O_DIRECTORY: a FIFO or a file in its place is an error, never a wait),
+// sorted by name. Entries are not followed.
+func (r *Root) ReadDir(name string) ([]fs.DirEntry, error) {
+	rel, err := r.relName(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.fsroot.OpenFile(rel, dirOpenFlags, 0)
+	if err != nil {
+		return nil, r.rootErr("open", rel, err)
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, r.rootErr("readdir", rel, err)
+	}
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, nil
+}
+
+// openedRel is where the open descriptor f really is, relative to the root:
+// Linux's /proc/self/fd link names the file the kernel opened, whatever
+// symlinks led there. Elsewhere it falls back to resolving name now.
+func (r *Root) openedRel(f *os.File, name string) (string, error) {
+	target, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	if err != nil {
+		real, rerr := resolveExisting(filepath.Join(r.dir, filepath.FromSlash(name)), r.dir)
+		if rerr != nil {
+			return "", rerr
+		}
+		target = real
+	}
+	rel, ok := r.within(filepath.Clean(target))
+	if !ok {
+		return "", &EscapeError{Path: name, Root: r.dir, Target: target}
+	}
+	return rel, nil
+}
+
+// Real is where name leads now, relative to the root with symlinks
+// resolved (the file need not exist). It is for checks and messages; opens
+// go through the door, which resolves again.
+func (r *Root) Real(name string) (string, error) {
+	rel, err := r.relName(name)
+	if err != nil {
+		return "", err
+	}
+	real, err := resolveExisting(filepath.Join(r.dir, filepath.FromSlash(rel)), r.dir)
+	if err != nil {
+		return "", err
+	}
+	out, ok := r.within(real)
+	if !ok {
+		return "", &EscapeError{Path: name, Root: r.dir, Target: real}
+	}
+	return out, nil
 }
