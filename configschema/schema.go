@@ -196,7 +196,7 @@ var Keys = concat(
 		{Path: "mcpServers.*.headers", Type: StringMap, Doc: "HTTP headers sent with each request (http)"},
 
 		{Path: "sessionDir", Type: String, Default: ".soba/sessions", Rule: NonEmpty,
-			Doc: "where session transcripts go: relative to the workspace root, absolute, or under the home directory with a leading `~/`"},
+			Doc: "where session transcripts go: relative to the workspace root (an absolute or `~/` path is taken as given); it must resolve inside the workspace (R-W2)"},
 		{Path: "sessionOnStart", Type: String, Default: SessionOnStartResume, Planned: "session selection at start", Enum: []Choice{
 			{Value: SessionOnStartResume, Doc: "reopen the workspace's most recently updated session"},
 			{Value: SessionOnStartNew, Doc: "start a new session"},

@@ -262,7 +262,39 @@ func LoadConfig(root string, l Layers) (Config, []string, error) {
 	if err := validate(cfg, origin, layerIndex); err != nil {
 		return Config{}, nil, err
 	}
+	if err := checkSessionDir(cfg, root, origin); err != nil {
+		return Config{}, nil, err
+	}
 	return cfg, warnings, nil
+}
+
+// checkSessionDir refuses a sessionDir that does not resolve inside the
+// workspace root, lexically or through a symlink (R-W2): the transcript is
+// the workspace's receipt, and a repository's configuration must not send
+// it, or the appends to it, elsewhere.
+func checkSessionDir(cfg Config, root string, origin map[string]string) error {
+	if root == "" {
+		return nil
+	}
+	r, err := NewRoot(root)
+	if err != nil {
+		return nil // no workspace to hold it to; the caller reports the root
+	}
+	defer r.Close()
+	dir := cfg.ResolveSessionDir(r.Dir())
+	_, err = r.Real(dir)
+	if err == nil {
+		return nil
+	}
+	layer := origin["sessionDir"]
+	if layer == "" {
+		layer = LayerDefaults
+	}
+	problem := fmt.Sprintf("%q must resolve inside the workspace %s (R-W2)", cfg.SessionDir, r.Dir())
+	if err != nil {
+		problem += ": " + err.Error()
+	}
+	return &ConfigError{Layer: layer, Key: "sessionDir", Problem: problem}
 }
 
 func decodeInto(v any, dst any) error {

@@ -286,3 +286,41 @@ func mustT(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestSessionDirStaysInside_RW2: a sessionDir that leaves the workspace,
+// lexically, by an absolute path or through a symlinked directory, is a
+// configuration error naming the key and its layer.
+func TestSessionDirStaysInside_RW2(t *testing.T) {
+	cases := []struct {
+		name, value string
+		ok          bool
+	}{
+		{"default", "", true},
+		{"relative inside", "transcripts", true},
+		{"dot-dot", "../../x", false},
+		{"absolute outside", "/tmp/elsewhere", false},
+		{"home", "~/soba", false},
+		{"through a symlinked directory", "linked/sessions", false},
+		{"absolute inside", "ABS/inside", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ws, outside := t.TempDir(), t.TempDir()
+			mustT(t, os.Symlink(outside, filepath.Join(ws, "linked")))
+			mustT(t, os.MkdirAll(filepath.Join(ws, ".soba"), 0o755))
+			v := strings.Replace(c.value, "ABS", ws, 1)
+			body := "{}"
+			if v != "" {
+				body = `{"sessionDir":"` + v + `"}`
+			}
+			mustT(t, os.WriteFile(filepath.Join(ws, ".soba", "config.json"), []byte(body), 0o644))
+			_, _, err := LoadConfig(ws, Layers{})
+			if c.ok != (err == nil) {
+				t.Fatalf("sessionDir %q: err = %v, want ok=%v", v, err, c.ok)
+			}
+			if err != nil && (!strings.Contains(err.Error(), "sessionDir") || !strings.Contains(err.Error(), "config.json") || !strings.Contains(err.Error(), "inside the workspace")) {
+				t.Errorf("error %q does not name the key, the layer and the rule", err)
+			}
+		})
+	}
+}
