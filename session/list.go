@@ -61,7 +61,7 @@ func List(dir string) ([]Info, error) {
 // countEntries counts the newline-terminated lines of path whose last byte
 // (before an optional "\r") is '}', and returns the file's modification time.
 func countEntries(path string, buf []byte) (int, time.Time, error) {
-	f, err := os.Open(path)
+	f, err := openFile(path, os.O_RDONLY)
 	if err != nil {
 		return 0, time.Time{}, err
 	}

@@ -3,7 +3,6 @@ package session
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"runtime"
 
 	"github.com/sourcegraph/conc/pool"
@@ -36,7 +35,7 @@ type Scan struct {
 // set, entries stored without a token estimate get one, as the store's
 // Open gives them (MissingEstimate); unestimated counts them.
 func ScanFile(path string, est func(*Entry) int) (*Scan, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSessionFile(path)
 	if err != nil {
 		return nil, err
 	}

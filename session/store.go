@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -132,7 +133,7 @@ func Create(dir string, header SessionHeader, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	path := filepath.Join(dir, header.SessionID+".jsonl")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
@@ -175,7 +176,7 @@ func checkSessionID(id string) error {
 // listed in the report, never fatal (R-T3, R-T5). The report is also
 // returned, as far as it got, with an error.
 func Open(path string, opts Options) (*Store, *OpenReport, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := openFile(path, os.O_RDWR|os.O_APPEND)
 	if err != nil {
 		return nil, nil, fmt.Errorf("session: %w", err)
 	}
