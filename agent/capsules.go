@@ -195,6 +195,9 @@ func (a *Agent) CapsuleExport(id, path string, overwrite bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := a.refuseReceipt(abs); err != nil {
+		return "", err
+	}
 	var data []byte
 	if e := a.do(func(st *state) {
 		var r capsuleRecord
@@ -404,14 +407,7 @@ func (a *Agent) CapsuleLoad(path string) (string, string, []string, error) {
 	if err != nil {
 		return "", "", nil, err
 	}
-	info, err := os.Stat(abs)
-	if err != nil {
-		return "", "", nil, fmt.Errorf("capsule load: %w", err)
-	}
-	if info.Size() > capsule.MaxSize {
-		return "", "", nil, fmt.Errorf("capsule load: %s is %d bytes, over the %d-byte limit", path, info.Size(), capsule.MaxSize)
-	}
-	data, err := os.ReadFile(abs)
+	data, err := a.readCapsuleFile(abs)
 	if err != nil {
 		return "", "", nil, fmt.Errorf("capsule load: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
 	"github.com/soba-agent/soba-lsp/workspace"
@@ -276,5 +277,107 @@ func TestApprovalShowsExactlyWhatRuns_RW3(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCapsuleExportRefusesReceipts_RW2: an export never replaces the live
+// transcript, a flight record, a lock, the configuration or another
+// session's transcript, by relative, absolute or symlinked path, even with
+// overwrite; the transcript stays intact.
+func TestCapsuleExportRefusesReceipts_RW2(t *testing.T) {
+	f := newFixture(t, func(o *Options) { smallWindow(o); o.Compaction.Auto = false }, append(workScript(), providertest.Text("still here"))...)
+	f.work(t)
+	ck, _, err := f.agent.CapsuleCreate(context.Background(), "receipts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := f.agent.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "elsewhere.jsonl")
+	live, _ := os.ReadFile(info.Path)
+	if err := os.WriteFile(other, live, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(info.Path, filepath.Join(f.dir, "innocent.capsule.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(f.dir, ".soba", "sessions"), filepath.Join(f.dir, "s")); err != nil {
+		t.Fatal(err)
+	}
+	rel, _ := filepath.Rel(f.dir, info.Path)
+	cases := []struct{ name, path, has string }{
+		{"the live transcript, relative", rel, "is a receipt"},
+		{"the live transcript, absolute", info.Path, "is a receipt"},
+		{"a new file in the session directory", ".soba/sessions/new.capsule.md", "is a receipt"},
+		{"through a symlinked directory", "s/" + filepath.Base(info.Path), "is a receipt"},
+		{"through a symlink to the transcript", "innocent.capsule.md", "is a receipt"},
+		{"its lock", info.Path + ".lock", "is a receipt"},
+		{"a lock elsewhere", filepath.Join(t.TempDir(), "x.lock"), "is a lock file"},
+		{"a flight record", ".soba/flight/f.jsonl", "is a receipt"},
+		{"the configuration", ".soba/config.json", ".soba/config.json is protected"},
+		{"another session's transcript", other, "is a session transcript"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := f.agent.CapsuleExport(ck, c.path, true); err == nil || !strings.Contains(err.Error(), c.has) {
+				t.Fatalf("export to %s = %v, want refused saying %q", c.path, err, c.has)
+			}
+		})
+	}
+	if now, _ := os.ReadFile(info.Path); string(now) != string(live) {
+		t.Error("the live transcript changed")
+	}
+	if b, _ := os.ReadFile(other); string(b) != string(live) {
+		t.Error("the other transcript changed")
+	}
+	if _, err := f.agent.CapsuleExport(ck, "ok.capsule.md", true); err != nil {
+		t.Errorf("an ordinary export was refused: %v", err)
+	}
+	f.prompt(t, "still answering")
+	if _, err := session.ScanFile(info.Path, nil); err != nil {
+		t.Errorf("transcript no longer scans: %v", err)
+	}
+}
+
+// TestCapsuleLoadHostile_RW1: capsule.load of /dev/zero, a FIFO, a link to
+// /dev/zero and a sparse giant returns an error at once and appends nothing.
+func TestCapsuleLoadHostile_RW1(t *testing.T) {
+	f := newFixture(t, nil)
+	if err := syscall.Mkfifo(filepath.Join(f.dir, "pipe.capsule.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(f.dir, "zero.capsule.md")); err != nil {
+		t.Fatal(err)
+	}
+	sp, _ := os.Create(filepath.Join(f.dir, "sparse.capsule.md"))
+	sp.Truncate(64 << 30)
+	sp.Close()
+	outFifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(outFifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := len(f.entries(t))
+	for _, c := range []struct{ path, has string }{
+		{"/dev/zero", "not a regular file"},
+		{"pipe.capsule.md", "not a regular file"},
+		{"zero.capsule.md", "escapes the workspace root"},
+		{"sparse.capsule.md", "over the"},
+		{outFifo, "not a regular file"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, _, _, err := f.agent.CapsuleLoad(c.path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.has) {
+				t.Errorf("load %s = %v, want an error saying %q", c.path, err, c.has)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("load %s did not return within 5s", c.path)
+		}
+	}
+	if n := len(f.entries(t)); n != before {
+		t.Errorf("%d entries appended by refused loads", n-before)
 	}
 }

@@ -1,13 +1,19 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
+	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
+	"github.com/soba-agent/soba-lsp/workspace"
 )
 
 // protected are the workspace paths (slash-separated, relative to the root)
@@ -67,4 +73,79 @@ func (env *toolEnv) changesSkill(call session.ToolCall) bool {
 // explicitly, even under approval "auto" or after "Allow for session".
 func skillChange(rel string) bool {
 	return rel == skillsDir || strings.HasPrefix(rel, skillsDir+"/")
+}
+
+// readCapsuleFile reads a .capsule.md for capsule.load (R-W1): through the
+// workspace's door when it lies inside the workspace, else as a bounded
+// regular file; the open never blocks and at most capsule.MaxSize bytes are
+// read. It holds no lock of the agent.
+func (a *Agent) readCapsuleFile(abs string) ([]byte, error) {
+	if r := a.opt.Resolver; r != nil {
+		if _, inside := r.Inside(abs); inside {
+			return r.ReadFile(abs, capsule.MaxSize)
+		}
+	}
+	return workspace.ReadRegularFile(abs, capsule.MaxSize)
+}
+
+// refuseReceipt refuses an export to a path that is, or leads to, a receipt
+// (R-W2): anything under the session or flight directories, a protected
+// path of the workspace, a lock file, or an existing file that is a session
+// transcript (its first line is a session header), wherever it is.
+func (a *Agent) refuseReceipt(abs string) error {
+	paths := []string{filepath.Clean(abs)}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		paths = append(paths, filepath.Join(dir, filepath.Base(abs)))
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		paths = append(paths, real)
+	}
+	dirs := []string{a.opt.SessionDir, a.opt.FlightDir}
+	for _, d := range dirs[:2] {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			dirs = append(dirs, real)
+		}
+	}
+	for _, p := range paths {
+		for _, d := range dirs {
+			if d == "" {
+				continue
+			}
+			if rel, err := filepath.Rel(d, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return fmt.Errorf("%s is a receipt (under %s); an export never writes there (R-W2)", abs, d)
+			}
+		}
+		if r := a.opt.Resolver; r != nil {
+			if rel, inside := r.Inside(p); inside {
+				if err := a.tools.protected.check(rel); err != nil {
+					return fmt.Errorf("export: %w", err)
+				}
+			}
+		}
+		if strings.HasSuffix(p, ".lock") {
+			return fmt.Errorf("%s is a lock file; an export never writes there (R-W2)", abs)
+		}
+	}
+	if isTranscript(abs) {
+		return fmt.Errorf("%s is a session transcript; an export never overwrites one (R-W2)", abs)
+	}
+	return nil
+}
+
+// isTranscript reports whether the regular file at abs starts with a
+// session header entry.
+func isTranscript(abs string) bool {
+	f, err := os.OpenFile(abs, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	buf := make([]byte, 64<<10)
+	n, _ := io.ReadFull(f, buf)
+	line, _, _ := bytes.Cut(buf[:n], []byte{'\n'})
+	e, err := session.DecodeLine(line)
+	return err == nil && e.Type == session.TypeSession
 }

@@ -435,3 +435,10 @@ func (r *Root) Real(name string) (string, error) {
 	}
 	return out, nil
 }
+
+// Inside reports whether the absolute path p lies at or under the root
+// (lexically, on the root's real directory), with its slash-separated path
+// relative to the root.
+func (r *Root) Inside(p string) (string, bool) {
+	return r.within(filepath.Clean(p))
+}
