@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -133,10 +134,17 @@ func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) int {
 	writerCtx, cancelWriter := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWriter()
 
+	input := &inputTail{ReadWriteCloser: rwc}
 	stream := &tolerantStream{
-		Stream: jsonrpc2.NewHeaderStream(rwc),
+		Stream: jsonrpc2.NewHeaderStream(input),
 		onReadEnd: func(err error) {
-			s.log.Debug("input ended", "err", err)
+			if isCleanEnd(err) {
+				s.log.Debug("input ended", "err", err)
+			} else {
+				// A broken frame cannot be resynchronised: say why the
+				// server stops, at a level the default shows.
+				s.log.Error("the editor's input is broken; the server stops reading", "err", err, "near", input.last())
+			}
 			s.inputOnce.Do(func() { close(s.inputDone) })
 		},
 	}
@@ -368,7 +376,7 @@ func (s *Server) executeCommand(ctx context.Context, b Backend, raw jsonrpc2.Raw
 	}
 	run, ok := commandTable[p.Command]
 	if !ok {
-		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "unknown command %q (soba-lsp knows %s)", p.Command, strings.Join(Commands, ", "))
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "unknown command %s (soba-lsp knows %s)", echo(json.RawMessage(strconv.Quote(p.Command))), strings.Join(Commands, ", "))
 	}
 	if p.Command == protocol.CommandCompact && len(p.WorkDoneToken) > 0 && !isJSONNull(p.WorkDoneToken) {
 		// The client brought its own progress token: the barrier of this

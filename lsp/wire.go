@@ -85,9 +85,11 @@ func replyError(ctx context.Context, command string, err error) error {
 // tolerantStream keeps serving after a frame whose body is not a valid
 // JSON-RPC message. jsonrpc2 v1 ends the connection on such a frame; the
 // framing is still intact (the header stream consumed the whole body), so
-// this answers the frame with a null-id error response, as JSON-RPC 2.0
-// prescribes, and reads on. A broken header (no resync possible) or the end
-// of the input still ends the connection; readDone is closed then.
+// this answers the frame with an error response saying what is wrong
+// (checkMessage: JSON-RPC 2.0's codes, the request's id when it could be
+// read, never a long value echoed) and reads on. A broken header (no resync
+// possible) or the end of the input still ends the connection; onReadEnd is
+// called with the reason then.
 type tolerantStream struct {
 	jsonrpc2.Stream
 
@@ -96,22 +98,37 @@ type tolerantStream struct {
 }
 
 func (s *tolerantStream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
+	fr, ok := s.Stream.(frameReader)
 	for {
-		msg, n, err := s.Stream.Read(ctx)
-		var rpcErr *jsonrpc2.Error
-		if err != nil && errors.As(err, &rpcErr) &&
-			(rpcErr.Code == jsonrpc2.ParseError || rpcErr.Code == jsonrpc2.InvalidRequest) {
-			reply := jsonrpc2.NewError(rpcErr.Code, rpcErr.Message)
+		if !ok {
+			msg, n, err := s.Stream.Read(ctx)
+			if err != nil {
+				s.end(err)
+			}
+			return msg, n, err
+		}
+		body, n, err := fr.ReadFrame(ctx)
+		if err != nil {
+			s.end(err)
+			return nil, 0, err
+		}
+		if rpcErr, id := checkMessage(body); rpcErr != nil {
+			if _, werr := s.Stream.Write(ctx, jsonrpc2.NewResponse(id, nil, rpcErr)); werr != nil {
+				s.end(werr)
+				return nil, 0, werr
+			}
+			continue
+		}
+		msg, err := jsonrpc2.DecodeMessage(body)
+		if err != nil { // checkMessage let through what the decoder refuses
+			reply := jsonrpc2.NewError(jsonrpc2.InvalidRequest, "invalid request: "+err.Error())
 			if _, werr := s.Stream.Write(ctx, jsonrpc2.NewResponse(jsonrpc2.ID{}, nil, reply)); werr != nil {
 				s.end(werr)
 				return nil, 0, werr
 			}
 			continue
 		}
-		if err != nil {
-			s.end(err)
-		}
-		return msg, n, err
+		return msg, n, nil
 	}
 }
 

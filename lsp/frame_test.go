@@ -1,0 +1,112 @@
+package lsp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/soba-agent/soba-lsp/lsp/lsptest"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
+)
+
+// TestInvalidMessagesSayWhatIsWrong: every message the server cannot
+// handle is answered with JSON-RPC 2.0's code (-32700 for a body that is not
+// JSON, -32600 for JSON that is not a valid request), a message saying what
+// is wrong, the request's id when it could be read (else null), and never a
+// long value echoed; the server keeps serving.
+func TestInvalidMessagesSayWhatIsWrong(t *testing.T) {
+	huge := strings.Repeat("m", 50<<20)
+	cases := []struct {
+		name, body string
+		code       int64
+		id         string
+		has        string
+	}{
+		{"not JSON", `{"jsonrpc":"2.0","id":1,"method":`, -32700, "null", "parse error: the message is not valid JSON"},
+		{"a number", `42`, -32600, "null", "a message must be a JSON object, got a number"},
+		{"a string", `"hi"`, -32600, "null", "a message must be a JSON object, got a string"},
+		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"shutdown"}]`, -32600, "null", "batches are not used by LSP"},
+		{"no jsonrpc member", `{"id":7,"method":"soba/x"}`, -32600, "7", `the "jsonrpc" member is missing`},
+		{"wrong version", `{"jsonrpc":"1.0","id":7,"method":"soba/x"}`, -32600, "7", `"jsonrpc" must be "2.0", got "1.0"`},
+		{"method not a string", `{"jsonrpc":"2.0","id":"a","method":5}`, -32600, `"a"`, `"method" must be a string, got 5`},
+		{"id null", `{"jsonrpc":"2.0","id":null,"method":"workspace/executeCommand"}`, -32600, "null", `"id" is null`},
+		{"id an object", `{"jsonrpc":"2.0","id":{"x":1},"method":"shutdown"}`, -32600, "null", `"id" must be an integer or a string, got {"x":1}`},
+		{"method and result", `{"jsonrpc":"2.0","id":8,"method":"x","result":1}`, -32600, "8", `cannot carry both "method" and "result"`},
+		{"50 MB method name", `{"jsonrpc":"2.0","id":9,"method":"` + huge + `"}`, -32600, "9", `"method" is 52428800 bytes long`},
+		{"50 MB string id", `{"jsonrpc":"2.0","id":"` + huge + `","method":"soba/none"}`, -32600, "null", `"id" is a string of 52428800 bytes`},
+	}
+	e := runServer(t)
+	e.initialize(false)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(e.Snapshot().Stray)
+			var ch <-chan lsptest.Msg
+			if c.id != "null" {
+				ch = e.Expect(c.id)
+			}
+			e.WriteRaw(lsptest.Frame([]byte(c.body)))
+			var m lsptest.Msg
+			if c.id == "null" {
+				s := e.Await(func(s lsptest.State) bool { return len(s.Stray) > before }, wait)
+				m = s.Stray[len(s.Stray)-1]
+			} else {
+				select {
+				case m = <-ch:
+				case <-time.After(wait):
+					t.Fatal("no reply")
+				}
+			}
+			if m.Error == nil || int64(m.Error.Code) != c.code || string(m.ID) != c.id || !strings.Contains(m.Error.Message, c.has) {
+				t.Fatalf("reply %.300v (id %.80s)\nwant code %d, id %s, message containing %q", m.Error, m.ID, c.code, c.id, c.has)
+			}
+			if b, _ := json.Marshal(m); len(b) > 1024 {
+				t.Errorf("reply is %d bytes: a long value was echoed", len(b))
+			}
+		})
+	}
+	if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
+		t.Fatalf("server stopped serving: %v", err)
+	}
+	if err := e.Call(MethodExecuteCommand, map[string]any{"command": huge[:1<<20]}, nil); err == nil || len(err.Message) > 1024 {
+		t.Errorf("unknown 1 MB command: error of %d bytes, want a short one", len(fmt.Sprint(err)))
+	}
+}
+
+// TestBrokenHeaderLoggedBeforeExit: a header that cannot be resynchronised
+// ends the server, and the reason is logged at the default level first.
+func TestBrokenHeaderLoggedBeforeExit(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	e := runServer(t, WithLogger(log))
+	e.initialize(false)
+	e.WriteRaw([]byte("Content-Length: banana\r\n\r\n{}"))
+	if code := e.exitCode(wait); code != ExitNoShutdown {
+		t.Errorf("exit code %d, want %d", code, ExitNoShutdown)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "input is broken") || !strings.Contains(out, `near=`) || !strings.Contains(out, `Content-Length: banana`) {
+		t.Errorf("log does not say why the server stopped:\n%s", out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
