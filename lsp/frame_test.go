@@ -110,3 +110,34 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestApprovalRequestCarriesWholeSummary_RW3: the approval question on the
+// wire holds the agent's whole summary (every line, padding markers and
+// all) below a first line naming the tool, and Deny is the first action,
+// the one editors focus by default.
+func TestApprovalRequestCarriesWholeSummary_RW3(t *testing.T) {
+	e := runServer(t)
+	e.initialize(false)
+	var asked struct {
+		Message string `json:"message"`
+		Actions []struct {
+			Title string `json:"title"`
+		} `json:"actions"`
+	}
+	e.Answer(func(method string, params json.RawMessage) (any, *lsptest.Error) {
+		if method == MethodShowMessageRequest {
+			_ = json.Unmarshal(params, &asked)
+		}
+		return map[string]any{"title": ActionAllowOnce}, nil
+	})
+	summary := "command:\necho checking build status[300 spaces]; rm -rf ~/important\nmake"
+	if got, _ := e.backend.approver().Approve(t.Context(), "bash", summary); got != AllowOnce {
+		t.Fatalf("approval = %v", got)
+	}
+	if want := "SOBA wants to run bash\n" + summary; asked.Message != want {
+		t.Errorf("message %q\nwant %q", asked.Message, want)
+	}
+	if len(asked.Actions) != 3 || asked.Actions[0].Title != ActionDeny {
+		t.Errorf("actions %+v, want Deny first of three", asked.Actions)
+	}
+}
