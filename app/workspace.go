@@ -91,8 +91,8 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 		return nil, warnings, err
 	}
 	ig, err := workspace.NewIgnore(root)
-	if err != nil {
-		return nil, warnings, err
+	if err != nil { // a hostile .gitignore: open without its patterns (R-W1)
+		warnings = append(warnings, err.Error()+"; its patterns are not applied")
 	}
 	w.touched = workspace.NewTouched(root, ig)
 	w.watcher, err = workspace.NewWatcher(root, workspace.WatchOptions{Ignore: ig, OnChange: w.touched.FromWatcher,

@@ -39,11 +39,15 @@ type Ignore struct {
 }
 
 // NewIgnore reads the root `.gitignore` of root; a missing file means no
-// patterns.
+// patterns. A `.gitignore` the door refuses (a link outside or to a device,
+// a FIFO, over MaxGitignoreBytes) is an error, returned with an Ignore that
+// applies only the names always ignored, so a hostile repository still
+// opens and the caller can warn.
 func NewIgnore(root *Root) (*Ignore, error) {
 	ig := &Ignore{root: root}
 	if err := ig.Reload(); err != nil {
-		return nil, err
+		ig.matcher = gitignore.NewMatcher(nil)
+		return ig, err
 	}
 	return ig, nil
 }
@@ -209,8 +213,8 @@ func NewWatcher(root *Root, opts WatchOptions) (*Watcher, error) {
 	ig := opts.Ignore
 	if ig == nil {
 		var err error
-		if ig, err = NewIgnore(root); err != nil {
-			return nil, fmt.Errorf("file watcher: %w", err)
+		if ig, err = NewIgnore(root); err != nil && opts.OnWarning != nil {
+			opts.OnWarning(err.Error() + "; its patterns are not applied")
 		}
 	}
 	fsw, err := fsnotify.NewBufferedWatcher(eventBuffer)
