@@ -119,7 +119,10 @@ type state struct {
 
 	path   []session.Meta // the leaf path, refreshed after each change
 	latest int            // index of the newest capsule on path, -1 for none
-	base   compaction.Base
+	// undecodable are entries found on resume whose payload does not
+	// decode; they are left out of path (and so of the model input).
+	undecodable map[string]bool
+	base        compaction.Base
 
 	// budget figures (R-O1): the meter holds the raw estimates of the model
 	// input and the provider's last report, and applies the calibration.
@@ -247,7 +250,7 @@ func (a *Agent) openNew() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.initState(s, sid)
+	return a.initState(s, sid, nil)
 }
 
 func (a *Agent) openExisting(path string) (*state, *session.OpenReport, error) {
@@ -256,7 +259,23 @@ func (a *Agent) openExisting(path string) (*state, *session.OpenReport, error) {
 		return nil, rep, err
 	}
 	id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-	st, err := a.initState(s, id)
+	// An entry whose header indexes but whose payload does not decode would
+	// fail every later turn: the entries the model input is made of (from
+	// the newest capsule on) are decoded now, and those that fail are
+	// reported with their line and left out of the model input.
+	lp := s.Path()
+	skip := map[string]bool{}
+	for _, b := range s.Undecodable(lp[max(latestCapsuleIndex(lp), 0):]) {
+		rep.BadLines = append(rep.BadLines, session.BadLine{Line: b.Line, Offset: b.Offset,
+			Err: fmt.Errorf("%v; left out of the model input", b.Err)})
+		rep.BadLineCount++
+		for _, m := range lp {
+			if m.Offset == b.Offset {
+				skip[m.ID] = true
+			}
+		}
+	}
+	st, err := a.initState(s, id, skip)
 	if err != nil {
 		s.Close()
 		return nil, rep, err
@@ -264,14 +283,14 @@ func (a *Agent) openExisting(path string) (*state, *session.OpenReport, error) {
 	return st, rep, nil
 }
 
-func (a *Agent) initState(s *session.Store, id string) (*state, error) {
+func (a *Agent) initState(s *session.Store, id string, undecodable map[string]bool) (*state, error) {
 	ff, err := compaction.OpenFlightFile(filepath.Join(a.opt.FlightDir, id+".jsonl"))
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
 	st := &state{store: s, flight: ff, sessionID: id, autoCompact: true, phase: phaseIdle,
-		allowSession: map[string]bool{}}
+		allowSession: map[string]bool{}, undecodable: undecodable}
 	if err := a.restore(st); err != nil {
 		s.Close()
 		ff.Close()
@@ -354,7 +373,7 @@ func (a *Agent) Close() error {
 // refreshPath re-reads the leaf path and the model input's base after a
 // change other than an append at the leaf.
 func (a *Agent) refreshPath(st *state) {
-	st.path = st.store.Path()
+	st.path = st.leafPath()
 	st.latest = latestCapsuleIndex(st.path)
 	b, err := compaction.FindBase(newPathView(st.store, st.path, 0, st.latest))
 	if err != nil {
@@ -391,7 +410,7 @@ func (a *Agent) appendEntry(st *state, e session.Entry) (session.Entry, error) {
 	if err != nil {
 		return e, err
 	}
-	st.path = st.store.Path()
+	st.path = st.leafPath()
 	if isModelType(e.Type) {
 		st.meter.Add(e.Tokens)
 	}
@@ -523,3 +542,19 @@ func (nopNotifier) Budget(compaction.Budget)   {}
 func (nopNotifier) Compaction(CompactionEvent) {}
 func (nopNotifier) Log(string)                 {}
 func (nopNotifier) Warn(string)                {}
+
+// leafPath is the store's leaf path without the undecodable entries. It is
+// the store's O(1) snapshot unless the session has such entries.
+func (st *state) leafPath() []session.Meta {
+	p := st.store.Path()
+	if len(st.undecodable) == 0 {
+		return p
+	}
+	out := make([]session.Meta, 0, len(p))
+	for _, m := range p {
+		if !st.undecodable[m.ID] {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -64,6 +64,13 @@ func hostileRepo(t *testing.T, make func(ws, outside string)) (ws, outside strin
 // answering script, and sends initialize; it returns the editor and
 // initialize's error, if any.
 func hostileServer(t *testing.T, ws string, script []providertest.Reply) (*lsptest.Editor, *lsptest.Error) {
+	e, _, rerr := hostileServerModel(t, ws, script)
+	return e, rerr
+}
+
+// hostileServerModel is hostileServer that also returns the fake model, whose
+// requests show what went to the model.
+func hostileServerModel(t *testing.T, ws string, script []providertest.Reply) (*lsptest.Editor, *providertest.Server, *lsptest.Error) {
 	t.Helper()
 	model := providertest.NewOpenAI(t, script...)
 	load := func(root string, init, change json.RawMessage) (Settings, []string, error) {
@@ -96,7 +103,7 @@ func hostileServer(t *testing.T, ws string, script []providertest.Reply) (*lspte
 	if rerr == nil {
 		e.Notify(lsp.MethodInitialized, map[string]any{})
 	}
-	return e, rerr
+	return e, model, rerr
 }
 
 // within fails the test when f does not return within d.
@@ -343,4 +350,113 @@ func TestHostileSessionAndCapsuleFiles_RW1_RW2(t *testing.T) {
 		t.Error("the live transcript was replaced")
 	}
 	stillServing(t, e, outside)
+}
+
+// TestPoisonedEntriesReportedOnResume_RT3: a session file with a line whose
+// header is valid but whose payload is not ("user":{"text":123}), a garbage
+// line, a duplicate id and a missing parent resumes with a warning for each,
+// naming the lines; the poisoned entry (the leaf) is left out of the model input, so
+// the next turn completes; verify reports the same line.
+func TestPoisonedEntriesReportedOnResume_RT3(t *testing.T) {
+	ws, outside := hostileRepo(t, nil)
+	dir := filepath.Join(ws, ".soba", "sessions")
+	s, err := session.Create(dir, session.SessionHeader{Version: 1, SessionID: "s_poison", Workspace: ws}, session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Append(session.Entry{Type: session.TypeUser, User: &session.UserMessage{Text: "an honest question"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	poison := "this is not json\n" +
+		`{"id":"` + first.ID + `","parentId":null,"type":"user","timestamp":"2026-12-01T00:00:00Z","tokens":3,"user":{"text":"dup"}}` + "\n" +
+		`{"id":"u_orphan","parentId":"u_nowhere","type":"user","timestamp":"2026-12-01T00:00:00Z","tokens":3,"user":{"text":"an orphan"}}` + "\n" +
+		`{"id":"u_poison","parentId":"` + first.ID + `","type":"user","timestamp":"2026-12-01T00:00:00Z","tokens":3,"user":{"text":123}}` + "\n"
+	f, err := os.OpenFile(filepath.Join(dir, "s_poison.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(poison)
+	f.Close()
+
+	e, model, rerr := hostileServerModel(t, ws, []providertest.Reply{providertest.Text("answered")})
+	if rerr != nil {
+		t.Fatalf("initialize: %v", rerr)
+	}
+	within(t, 10*time.Second, "soba.session.resume", func() {
+		if err := e.Command(protocol.CommandSessionResume, map[string]any{"sessionId": "s_poison"}, nil); err != nil {
+			t.Fatalf("resume: %v", err)
+		}
+	})
+	st := e.Await(func(s lsptest.State) bool {
+		n := 0
+		for _, m := range lsptest.Of(s.Notes, lsp.MethodShowMessage) {
+			if strings.Contains(string(m.Params), "s_poison") {
+				n++
+			}
+		}
+		return n >= 2
+	}, 10*time.Second)
+	var shown string
+	for _, m := range lsptest.Of(st.Notes, lsp.MethodShowMessage) {
+		shown += string(m.Params) + "\n"
+	}
+	for _, want := range []string{"line 6: entry \\\"u_poison\\\" cannot be decoded", "left out of the model input", "line 3:", "line 4:", "duplicate entry id", "u_orphan"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("resume warnings lack %q:\n%s", want, shown)
+		}
+	}
+	var r protocol.PromptResult
+	if err := e.Command(protocol.CommandPrompt, map[string]any{"text": "go on"}, &r); err != nil {
+		t.Fatal(err)
+	}
+	var end protocol.Event
+	e.Await(func(s lsptest.State) bool {
+		for _, n := range lsptest.Of(s.Notes, lsp.MethodEvent) {
+			var ev protocol.Event
+			_ = json.Unmarshal(n.Params, &ev)
+			if ev.Type == "turn_end" && ev.TurnID == r.TurnID {
+				end = ev
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second)
+	if end.Outcome != "completed" {
+		t.Fatalf("the turn after resume ended %s: %s", end.Outcome, end.Error)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	var texts []string
+	for _, m := range reqs[0].Messages {
+		texts = append(texts, m.Text)
+	}
+	if all := strings.Join(texts, "\n"); !strings.Contains(all, "an honest question") || !strings.Contains(all, "go on") {
+		t.Errorf("the model input lost the decodable entries: %q", all)
+	}
+	sc, err := session.ScanFile(filepath.Join(dir, "s_poison.jsonl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(sc.Problems, "\n"), "line 6") {
+		t.Errorf("verify does not report line 6: %v", sc.Problems)
+	}
+	stillServingNoVerify(t, e, outside)
+}
+
+// stillServingNoVerify is stillServing for a transcript that is damaged on
+// purpose: the server answers and nothing outside changed.
+func stillServingNoVerify(t *testing.T, e *lsptest.Editor, outside string) {
+	t.Helper()
+	within(t, 10*time.Second, "soba.budget", func() {
+		if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
+			t.Errorf("soba.budget: %v", err)
+		}
+	})
+	if b, _ := os.ReadFile(filepath.Join(outside, "secret")); string(b) != hostileSecret {
+		t.Errorf("outside secret changed")
+	}
 }

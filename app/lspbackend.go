@@ -132,9 +132,8 @@ func (b *LSPBackend) SessionResume(_ context.Context, args protocol.SessionResum
 	if err != nil {
 		return protocol.SessionResumeResult{}, err
 	}
-	if rep != nil && rep.Torn != nil {
-		b.notify.Warn(fmt.Sprintf("session %s: a torn last line (%d bytes at offset %d, from a crash mid-write) was ignored and kept on disk as is",
-			args.SessionID, rep.Torn.Bytes, rep.Torn.Offset))
+	for _, w := range resumeWarnings(args.SessionID, rep) {
+		b.notify.Warn(w)
 	}
 	return protocol.SessionResumeResult{SessionID: i.SessionID, Path: i.Path, LeafID: i.LeafID}, nil
 }
@@ -164,3 +163,37 @@ func (b *LSPBackend) DidChange(uri string, _ int32) { b.ws.DidChange(uri) }
 func (b *LSPBackend) DidSave(uri string)            { b.ws.DidSave(uri) }
 func (b *LSPBackend) DidClose(uri string)           { b.ws.DidClose(uri) }
 func (b *LSPBackend) Close() error                  { return b.ws.Close() }
+
+// resumeWarnings are what a resume found besides entries, one message each,
+// naming lines: a torn tail, lines that are not entries (garbage, duplicate
+// ids, payloads that do not decode), entries whose parent is missing and
+// entries of types this version does not know.
+func resumeWarnings(id string, rep *session.OpenReport) []string {
+	if rep == nil {
+		return nil
+	}
+	var out []string
+	if rep.Torn != nil {
+		out = append(out, fmt.Sprintf("session %s: a torn last line (%d bytes at offset %d, from a crash mid-write) was ignored and kept on disk as is",
+			id, rep.Torn.Bytes, rep.Torn.Offset))
+	}
+	if rep.BadLineCount > 0 {
+		var lines []string
+		for _, b := range rep.BadLines[:min(len(rep.BadLines), 5)] {
+			lines = append(lines, fmt.Sprintf("line %d: %v", b.Line, b.Err))
+		}
+		more := ""
+		if rep.BadLineCount > len(lines) {
+			more = fmt.Sprintf("; and %d more", rep.BadLineCount-len(lines))
+		}
+		out = append(out, fmt.Sprintf("session %s: %d lines are not entries and were skipped (%s%s)", id, rep.BadLineCount, strings.Join(lines, "; "), more))
+	}
+	if rep.MissingParentCount > 0 {
+		out = append(out, fmt.Sprintf("session %s: %d entries name a parent that is not in the file and were kept as roots (first: %s)",
+			id, rep.MissingParentCount, strings.Join(rep.MissingParents[:min(len(rep.MissingParents), 5)], ", ")))
+	}
+	for t, n := range rep.UnknownTypes {
+		out = append(out, fmt.Sprintf("session %s: %d entries of type %q, unknown to this version, were kept and skipped", id, n, t))
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -88,4 +89,46 @@ func readSessionFile(path string) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// LineOf is the 1-based line number of the entry that starts at offset, for
+// reports that name a line; it reads the file up to offset.
+func (s *Store) LineOf(offset int64) (int, error) {
+	s.mu.Lock()
+	f := s.f
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return 0, ErrClosed
+	}
+	buf := make([]byte, 64<<10)
+	line := 1
+	for off := int64(0); off < offset; {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), offset-off)], off)
+		line += bytes.Count(buf[:n], []byte{'\n'})
+		off += int64(n)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return 0, err
+		}
+	}
+	return line, nil
+}
+
+// Undecodable loads each entry of metas and returns, for each one whose
+// line does not decode as an entry (a valid header with a payload of the
+// wrong shape, such as "user":{"text":123}), a BadLine naming its line and
+// why. The same decoder (DecodeLine) serves Load, ScanFile and verify, so an
+// entry reported here is the one verify calls not an entry.
+func (s *Store) Undecodable(metas []Meta) []BadLine {
+	var out []BadLine
+	for _, m := range metas {
+		if _, err := s.Load(m.ID); err != nil && !errors.Is(err, ErrClosed) {
+			line, _ := s.LineOf(m.Offset)
+			out = append(out, BadLine{Line: line, Offset: m.Offset, Err: fmt.Errorf("entry %q cannot be decoded: %v", m.ID, err)})
+		}
+	}
+	return out
 }
