@@ -381,3 +381,56 @@ func TestCapsuleLoadHostile_RW1(t *testing.T) {
 		t.Errorf("%d entries appended by refused loads", n-before)
 	}
 }
+
+// TestWriteFileSymlinkSwapRace_RW1: while a directory of the workspace is
+// swapped with a symlink to an outside directory in a loop, 400 write_file
+// and read_file calls go through it: no write lands outside and no read
+// returns the outside file.
+func TestWriteFileSymlinkSwapRace_RW1(t *testing.T) {
+	env, outside := hostileEnv(t)
+	victim := filepath.Join(outside, "victim")
+	if err := os.MkdirAll(victim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(victim, "f.txt"), []byte("OUTSIDE-SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := filepath.Join(env.dir, "d")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.Rename(d, d+".real")
+			os.Symlink(victim, d)
+			os.Remove(d)
+			os.Rename(d+".real", d)
+		}
+	}()
+	leaks := 0
+	for range 400 {
+		runTool(env, tool.WriteFile, `{"path":"d/f.txt","content":"inside"}`)
+		if r := runTool(env, tool.ReadFile, `{"path":"d/f.txt"}`); strings.Contains(r.content, "OUTSIDE-SECRET") {
+			leaks++
+		}
+	}
+	close(stop)
+	<-done
+	if b, _ := os.ReadFile(filepath.Join(victim, "f.txt")); string(b) != "OUTSIDE-SECRET" {
+		t.Errorf("a write landed outside: %q", b)
+	}
+	if ents, _ := os.ReadDir(victim); len(ents) != 1 {
+		t.Errorf("outside directory has %d entries, want 1", len(ents))
+	}
+	if leaks > 0 {
+		t.Errorf("%d reads returned the outside file", leaks)
+	}
+}

@@ -460,3 +460,34 @@ func stillServingNoVerify(t *testing.T, e *lsptest.Editor, outside string) {
 		t.Errorf("outside secret changed")
 	}
 }
+
+// TestLinkedReceiptDirectoriesRefused_RW2: a repository that commits
+// .soba/flight or .soba/sessions as a link outside cannot send the receipts
+// there: initialize fails naming the directory, and nothing is written
+// outside.
+func TestLinkedReceiptDirectoriesRefused_RW2(t *testing.T) {
+	for _, rel := range []string{".soba/flight", ".soba/sessions"} {
+		t.Run(rel, func(t *testing.T) {
+			var target string
+			ws, _ := hostileRepo(t, func(ws, outside string) {
+				target = filepath.Join(outside, "receipts")
+				if err := os.MkdirAll(target, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(filepath.Join(ws, ".soba"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(target, filepath.Join(ws, filepath.FromSlash(rel))); err != nil {
+					t.Fatal(err)
+				}
+			})
+			_, rerr := hostileServer(t, ws, nil)
+			if rerr == nil || !strings.Contains(rerr.Message, "escapes the workspace root") {
+				t.Fatalf("initialize = %v, want refused", rerr)
+			}
+			if ents, _ := os.ReadDir(target); len(ents) != 0 {
+				t.Errorf("%d receipts written outside", len(ents))
+			}
+		})
+	}
+}

@@ -86,6 +86,11 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 	if _, err := workspace.EnsureSobaDir(root); err != nil {
 		return nil, warnings, err
 	}
+	// The flight records are receipts too: their directory may not be a
+	// link that sends them elsewhere (R-W2).
+	if err := root.MkdirAllInside(workspace.SobaDirName + "/flight"); err != nil {
+		return nil, warnings, fmt.Errorf("flight records: %w", err)
+	}
 	w := &Workspace{opt: opt, root: root, settings: settings}
 	if w.memory, err = workspace.OpenMemory(root); err != nil {
 		return nil, warnings, err

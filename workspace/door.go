@@ -442,3 +442,29 @@ func (r *Root) Real(name string) (string, error) {
 func (r *Root) Inside(p string) (string, bool) {
 	return r.within(filepath.Clean(p))
 }
+
+// MkdirAllInside makes the directory rel (slash-separated, relative to the
+// root) and its parents through the door, and checks that it is a real
+// directory at that very name: no component is a symlink, so that the
+// server's own directories (.soba, Project Memory, flight records) cannot be
+// redirected by a repository that commits one as a link, outside or
+// elsewhere inside (R-W1, R-W2). The error names the directory.
+func (r *Root) MkdirAllInside(rel string) error {
+	check := func() error {
+		real, err := r.Real(rel)
+		if err != nil {
+			return err
+		}
+		if real != path.Clean(rel) {
+			return fmt.Errorf("%s leads through a symbolic link (to %s); SOBA's own directories must be real directories", rel, real)
+		}
+		return nil
+	}
+	if err := check(); err != nil { // before anything is made through a link
+		return err
+	}
+	if err := r.fsroot.MkdirAll(rel, 0o755); err != nil {
+		return r.rootErr("mkdir", rel, err)
+	}
+	return check()
+}

@@ -324,3 +324,39 @@ func TestSessionDirStaysInside_RW2(t *testing.T) {
 		})
 	}
 }
+
+// TestServerDirectoriesAreNotLinks_RW2: a repository that commits .soba,
+// .soba/memory or its capsules directory as a symlink (outside, or
+// elsewhere inside) cannot redirect Project Memory's writes: opening it
+// fails naming the directory, and nothing is written where the link points.
+func TestServerDirectoriesAreNotLinks_RW2(t *testing.T) {
+	cases := []struct{ name, link, target, has string }{
+		{".soba outside", ".soba", "OUT", `".soba" escapes the workspace root`},
+		{"memory outside", ".soba/memory", "OUT", `".soba/memory/capsules" escapes the workspace root`},
+		{"memory elsewhere inside", ".soba/memory", "../src", ".soba/memory/capsules leads through a symbolic link (to src/capsules)"},
+		{"capsules outside", ".soba/memory/capsules", "OUT", `".soba/memory/capsules" escapes the workspace root`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ws, outside := t.TempDir(), t.TempDir()
+			mustT(t, os.MkdirAll(filepath.Join(ws, "src"), 0o755))
+			p := filepath.Join(ws, filepath.FromSlash(c.link))
+			mustT(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			target := strings.Replace(c.target, "OUT", outside, 1)
+			mustT(t, os.Symlink(target, p))
+			root, err := NewRoot(ws)
+			mustT(t, err)
+			defer root.Close()
+			_, err = OpenMemory(root)
+			if err == nil || !strings.Contains(err.Error(), c.has) {
+				t.Fatalf("OpenMemory = %v, want an error saying %q", err, c.has)
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+				t.Errorf("%d entries written outside", len(ents))
+			}
+			if ents, _ := os.ReadDir(filepath.Join(ws, "src")); len(ents) != 0 {
+				t.Errorf("%d entries written into src", len(ents))
+			}
+		})
+	}
+}

@@ -42,7 +42,7 @@ flight/
 // and returns the directory.
 func EnsureSobaDir(root *Root) (string, error) {
 	dir := filepath.Join(root.Dir(), SobaDirName)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := root.MkdirAllInside(SobaDirName); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
 	gi := filepath.Join(dir, ".gitignore")
@@ -88,7 +88,7 @@ func OpenMemory(root *Root) (*Memory, error) {
 		return nil, fmt.Errorf("project memory: %w", err)
 	}
 	dir := filepath.Join(soba, "memory")
-	if err := os.MkdirAll(filepath.Join(dir, "capsules"), 0o755); err != nil {
+	if err := root.MkdirAllInside(SobaDirName + "/memory/capsules"); err != nil {
 		return nil, fmt.Errorf("project memory: %w", err)
 	}
 	return &Memory{root: root, dir: dir}, nil
