@@ -148,10 +148,12 @@ local approval_cmd = scripted and 'go test ./...' or 'echo allowed for session'
 test('ApprovalOverTheWire', function()
   local orig = vim.ui.select
   local offered
+  local prompt
   vim.ui.select = function(items, opts, cb)
     offered = vim.tbl_map(opts.format_item, items)
+    prompt = opts.prompt
     vim.defer_fn(function()
-      cb(items[2])
+      cb(items[3])
     end, 30)
   end
   must('ask run: ' .. approval_cmd)
@@ -159,7 +161,9 @@ test('ApprovalOverTheWire', function()
     return table.concat(chat.lines(), '\n'):find('← ok allowed for session', 1, true) ~= nil
   end, 'the approved tool result in the chat')
   vim.ui.select = orig
-  eq({ 'Allow once', 'Allow for session', 'Deny' }, offered, 'actions offered through vim.ui.select')
+  -- R-W3: Deny first (the picker's default), and the prompt holds the whole command.
+  eq({ 'Deny', 'Allow once', 'Allow for session' }, offered, 'actions offered through vim.ui.select')
+  ok(prompt and prompt:find(approval_cmd, 1, true), 'the approval prompt shows the command: ' .. tostring(prompt))
   local text = table.concat(chat.lines(), ' | ')
   ok(text:find('→ bash {"command":"' .. approval_cmd .. '"}', 1, true), 'tool call shown in the chat: ' .. text)
 end)

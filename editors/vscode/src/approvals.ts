@@ -19,7 +19,9 @@ const MessageType = { Error: 1, Warning: 2, Info: 3, Log: 4 } as const;
  * actions as buttons and returns the chosen action (or null).
  */
 export async function showMessageRequestModal(params: ShowMessageRequestParams): Promise<{ title: string } | null> {
-  const actions = params.actions ?? [];
+  // Deny is the close affordance (Escape and the dialog's close answer it), so VS Code adds no extra
+  // "Cancel" button that would be a second Deny looking different (R-W3).
+  const actions = (params.actions ?? []).map((a) => (a.title === 'Deny' ? { ...a, isCloseAffordance: true } : a));
   const [message, ...rest] = params.message.split('\n');
   const options: vscode.MessageOptions = { modal: true };
   if (rest.length > 0) options.detail = rest.join('\n');
@@ -35,5 +37,5 @@ export async function showMessageRequestModal(params: ShowMessageRequestParams):
     default:
       choice = await vscode.window.showWarningMessage(message, options, ...actions);
   }
-  return choice ?? null;
+  return choice ? { title: choice.title } : null;
 }

@@ -253,8 +253,12 @@ describe.skipIf(!binary || !scripted)('approvals over the wire (scripted backend
     const r = (await handlers[PaletteCommand.ask]('run: go test ./...')) as { turnId: string };
     const ask = await waitFor('the approval dialog', () => fake.messages.find((m) => m.modal));
     expect(ask).toMatchObject({ level: 'warning', modal: true });
-    expect(ask.message).toContain('go test ./...');
-    expect((ask.items as { title: string }[]).map((i) => i.title)).toEqual(['Allow once', 'Allow for session', 'Deny']);
+    // R-W3: the first line names the tool, the whole command is the detail; Deny comes first and is the
+    // dialog's close affordance, so VS Code adds no second, different-looking "Cancel".
+    expect(ask.message).toBe('SOBA wants to run bash');
+    expect(ask.detail).toContain('go test ./...');
+    expect((ask.items as { title: string }[]).map((i) => i.title)).toEqual(['Deny', 'Allow once', 'Allow for session']);
+    expect((ask.items as { title: string; isCloseAffordance?: boolean }[]).filter((i) => i.isCloseAffordance).map((i) => i.title)).toEqual(['Deny']);
     const tool = await waitFor('the tool result', () => s.model.stream.find((i) => i.turnId === r.turnId && i.kind === 'tool' && i.text.includes('→')));
     expect(tool.text).toBe(`bash go test ./... → ${ok ? '✓' : '✗'} ${summary}`);
   });

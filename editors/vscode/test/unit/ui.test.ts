@@ -46,14 +46,19 @@ describe('BudgetStatusBar', () => {
 });
 
 describe('approvals are modal (window/showMessageRequest)', () => {
-  const params = { type: 2, message: 'SOBA wants to run bash: go test ./...', actions: [{ title: 'Allow once' }, { title: 'Allow for session' }, { title: 'Deny' }] };
+  const params = {
+    type: 2,
+    message: 'SOBA wants to run bash\ncommand:\necho checking build status[300 spaces]; rm -rf ~/important',
+    actions: [{ title: 'Deny' }, { title: 'Allow once' }, { title: 'Allow for session' }],
+  };
 
-  it('shows a modal with the three choices and returns the chosen action', async () => {
-    fake.answers.message.push((_m: string, items: { title: string }[]) => items[1]);
+  it('shows a modal with the three choices, the whole command as detail, and returns the chosen action (R-W3)', async () => {
+    fake.answers.message.push((_m: string, items: { title: string }[]) => items[2]);
     const r = await showMessageRequestModal(params);
     expect(r).toEqual({ title: 'Allow for session' });
-    expect(fake.messages[0]).toMatchObject({ level: 'warning', modal: true, message: params.message });
-    expect(fake.messages[0].items).toEqual(params.actions);
+    expect(fake.messages[0]).toMatchObject({ level: 'warning', modal: true, message: 'SOBA wants to run bash' });
+    expect(fake.messages[0].detail).toBe('command:\necho checking build status[300 spaces]; rm -rf ~/important');
+    expect(fake.messages[0].items).toEqual([{ title: 'Deny', isCloseAffordance: true }, { title: 'Allow once' }, { title: 'Allow for session' }]);
   });
 
   it('a dismissed dialog answers null (the server denies)', async () => {
