@@ -107,7 +107,7 @@ func (r *recorder) turnEnd(t *testing.T, turnID string) Event {
 
 type approver struct{ decision Approval }
 
-func (a approver) Approve(context.Context, string, string) (Approval, error) { return a.decision, nil }
+func (a approver) Approve(context.Context, ApprovalRequest) (Approval, error) { return a.decision, nil }
 
 type fixture struct {
 	dir   string

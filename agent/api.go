@@ -93,5 +93,19 @@ type Notifier interface {
 // Approver asks the user whether a tool call may run. The LSP layer
 // implements it with window/showMessageRequest.
 type Approver interface {
-	Approve(ctx context.Context, tool string, summary string) (Approval, error)
+	Approve(ctx context.Context, req ApprovalRequest) (Approval, error)
+}
+
+// ApprovalRequest is what the user is asked to approve (R-W3).
+type ApprovalRequest struct {
+	Tool string
+	// Summary is the whole text shown: the command, or the path and the
+	// change, with padding and control characters made visible.
+	Summary string
+	// Path and Proposed are set for a write_file or edit_file call whose
+	// change is known: the workspace path and the file's whole content
+	// after the change, so an editor can show a diff of exactly what will be
+	// written.
+	Path     string
+	Proposed *string
 }

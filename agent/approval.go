@@ -107,3 +107,47 @@ func visible(s string) string {
 	}
 	return b.String()
 }
+
+// approvalRequest is the request for call: its summary, and for a write or
+// an edit whose result is known, the path and the file's content after it.
+// An edit that would fail (no workspace, an unreadable file, old_text not
+// found once) carries no proposal; the call then fails as it would anyway.
+func (env *toolEnv) approvalRequest(call session.ToolCall) ApprovalRequest {
+	req := ApprovalRequest{Tool: call.Name, Summary: approvalSummary(call)}
+	if env == nil || env.root == nil {
+		return req
+	}
+	switch call.Name {
+	case tool.WriteFile:
+		var a struct {
+			Path    string `json:"path"`
+			Content string `json:"content"`
+		}
+		if json.Unmarshal(call.Arguments, &a) != nil || a.Path == "" {
+			return req
+		}
+		if _, rel, err := env.root.Resolve(a.Path); err == nil {
+			req.Path, req.Proposed = rel, &a.Content
+		}
+	case tool.EditFile:
+		var a struct {
+			Path    string `json:"path"`
+			OldText string `json:"old_text"`
+			NewText string `json:"new_text"`
+		}
+		if json.Unmarshal(call.Arguments, &a) != nil || a.Path == "" || a.OldText == "" {
+			return req
+		}
+		_, rel, err := env.root.Resolve(a.Path)
+		if err != nil {
+			return req
+		}
+		data, err := env.root.ReadFile(rel, maxEditBytes)
+		if err != nil || strings.Count(string(data), a.OldText) != 1 {
+			return req
+		}
+		out := strings.Replace(string(data), a.OldText, a.NewText, 1)
+		req.Path, req.Proposed = rel, &out
+	}
+	return req
+}

@@ -434,3 +434,38 @@ func TestWriteFileSymlinkSwapRace_RW1(t *testing.T) {
 		t.Errorf("%d reads returned the outside file", leaks)
 	}
 }
+
+// TestApprovalRequestProposesTheChange_RW3: a write or an edit is asked with
+// the path and the file's whole content after the change (what an editor
+// diffs against the file); a call whose change is not known proposes
+// nothing.
+func TestApprovalRequestProposesTheChange_RW3(t *testing.T) {
+	env, _ := hostileEnv(t)
+	cases := []struct {
+		name, tool, args string
+		path, proposed   string // "" path: no proposal
+	}{
+		{"write_file", tool.WriteFile, `{"path":"src/a.go","content":"package a\n"}`, "src/a.go", "package a\n"},
+		{"edit_file", tool.EditFile, `{"path":"main.go","old_text":"// needle","new_text":"// thread"}`, "main.go", "package main\n// thread\n"},
+		{"edit_file not found", tool.EditFile, `{"path":"main.go","old_text":"absent","new_text":"x"}`, "", ""},
+		{"write_file escaping", tool.WriteFile, `{"path":"../x","content":"y"}`, "", ""},
+		{"bash", tool.Bash, `{"command":"ls"}`, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := env.approvalRequest(session.ToolCall{Name: c.tool, Arguments: json.RawMessage(c.args)})
+			if req.Tool != c.tool || req.Summary == "" {
+				t.Fatalf("request %+v", req)
+			}
+			if c.path == "" {
+				if req.Path != "" || req.Proposed != nil {
+					t.Errorf("request proposes %q for %s", req.Path, c.args)
+				}
+				return
+			}
+			if req.Path != c.path || req.Proposed == nil || *req.Proposed != c.proposed {
+				t.Errorf("proposal %q %v, want %q %q", req.Path, req.Proposed, c.path, c.proposed)
+			}
+		})
+	}
+}

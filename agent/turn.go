@@ -584,7 +584,7 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 		if !allowed {
 			decision := Deny
 			if a.opt.Approver != nil {
-				d, err := a.opt.Approver.Approve(ctx, call.Name, approvalSummary(sc))
+				d, err := a.opt.Approver.Approve(ctx, a.tools.approvalRequest(sc))
 				if err == nil {
 					decision = d
 				}

@@ -70,8 +70,8 @@ func (w wireNotifier) Warn(message string)                { w.n.Warn(message) }
 // wireApprover is the agent's Approver over the front end's.
 type wireApprover struct{ a lsp.Approver }
 
-func (w wireApprover) Approve(ctx context.Context, tool, summary string) (agent.Approval, error) {
-	d, err := w.a.Approve(ctx, tool, summary)
+func (w wireApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
+	d, err := w.a.Approve(ctx, lsp.ApprovalRequest{Tool: req.Tool, Summary: req.Summary, Path: req.Path, Proposed: req.Proposed})
 	switch d {
 	case lsp.AllowOnce:
 		return agent.AllowOnce, err

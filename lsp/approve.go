@@ -37,7 +37,24 @@ type editorApprover struct{ s *Server }
 
 var _ Approver = (*editorApprover)(nil)
 
-func (a *editorApprover) Approve(ctx context.Context, tool, summary string) (Approval, error) {
+// approvalParams are window/showMessageRequest's params with SOBA's
+// extension: "soba" names the tool and, for a write or an edit, the path and
+// the proposed content, so an editor can open a diff beside the question.
+type approvalParams struct {
+	Type    lsproto.MessageType         `json:"type"`
+	Message string                      `json:"message"`
+	Actions []lsproto.MessageActionItem `json:"actions"`
+	Soba    approvalDetail              `json:"soba"`
+}
+
+type approvalDetail struct {
+	Tool     string  `json:"tool"`
+	Path     string  `json:"path,omitempty"`
+	Proposed *string `json:"proposed,omitempty"`
+}
+
+func (a *editorApprover) Approve(ctx context.Context, req ApprovalRequest) (Approval, error) {
+	tool := req.Tool
 	// Let the notifications queued before this question (the tool_call
 	// event) reach the editor first.
 	select {
@@ -45,10 +62,10 @@ func (a *editorApprover) Approve(ctx context.Context, tool, summary string) (App
 	case <-ctx.Done():
 		return Deny, ctx.Err()
 	}
-	params := &lsproto.ShowMessageRequestParams{
-		Type:    lsproto.MessageTypeWarning,
-		Message: approvalMessage(tool, summary),
-		Actions: approvalActions(),
+	params, err := encodeJSON(approvalParams{Type: lsproto.MessageTypeWarning, Message: approvalMessage(tool, req.Summary),
+		Actions: approvalActions(), Soba: approvalDetail{Tool: tool, Path: req.Path, Proposed: req.Proposed}})
+	if err != nil {
+		return Deny, fmt.Errorf("asking the editor to approve %s: %w", tool, err)
 	}
 	var raw jsonrpc2.RawMessage
 	if _, err := a.s.conn.Call(ctx, MethodShowMessageRequest, params, &raw); err != nil {

@@ -104,7 +104,18 @@ const (
 
 // Approver asks the user whether a tool call may run.
 type Approver interface {
-	Approve(ctx context.Context, tool, summary string) (Approval, error)
+	Approve(ctx context.Context, req ApprovalRequest) (Approval, error)
+}
+
+// ApprovalRequest is what the user is asked to approve (R-W3): the tool,
+// the whole summary shown, and for a write or an edit the workspace path
+// and the file's content after the change (Proposed), which the request
+// carries for an editor to show as a diff.
+type ApprovalRequest struct {
+	Tool     string
+	Summary  string
+	Path     string
+	Proposed *string
 }
 
 // BackendFactory creates the backend at `initialize`. An error fails the

@@ -131,7 +131,7 @@ func TestApprovalRequestCarriesWholeSummary_RW3(t *testing.T) {
 		return map[string]any{"title": ActionAllowOnce}, nil
 	})
 	summary := "command:\necho checking build status[300 spaces]; rm -rf ~/important\nmake"
-	if got, _ := e.backend.approver().Approve(t.Context(), "bash", summary); got != AllowOnce {
+	if got, _ := e.backend.approver().Approve(t.Context(), ApprovalRequest{Tool: "bash", Summary: summary}); got != AllowOnce {
 		t.Fatalf("approval = %v", got)
 	}
 	if want := "SOBA wants to run bash\n" + summary; asked.Message != want {
@@ -139,5 +139,28 @@ func TestApprovalRequestCarriesWholeSummary_RW3(t *testing.T) {
 	}
 	if len(asked.Actions) != 3 || asked.Actions[0].Title != ActionDeny {
 		t.Errorf("actions %+v, want Deny first of three", asked.Actions)
+	}
+
+	// A write carries the path and the proposed content for a diff.
+	var raw json.RawMessage
+	e.Answer(func(method string, params json.RawMessage) (any, *lsptest.Error) {
+		if method == MethodShowMessageRequest {
+			raw = params
+		}
+		return nil, nil
+	})
+	proposed := "package a\n\nfunc A() {}\n"
+	if got, _ := e.backend.approver().Approve(t.Context(), ApprovalRequest{Tool: "write_file", Summary: "write a.go (23 bytes):\n" + proposed,
+		Path: "a.go", Proposed: &proposed}); got != Deny {
+		t.Fatalf("dismissed approval = %v, want Deny", got)
+	}
+	var w struct {
+		Soba struct {
+			Tool, Path string
+			Proposed   *string
+		} `json:"soba"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil || w.Soba.Tool != "write_file" || w.Soba.Path != "a.go" || w.Soba.Proposed == nil || *w.Soba.Proposed != proposed {
+		t.Errorf("request %s: want soba {tool write_file, path a.go, proposed the content}", raw)
 	}
 }

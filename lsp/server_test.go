@@ -590,7 +590,7 @@ func TestApprovals(t *testing.T) {
 				}
 				return c.answer, c.rerr
 			})
-			got, _ := e.backend.approver().Approve(t.Context(), "bash", "go test ./...")
+			got, _ := e.backend.approver().Approve(t.Context(), ApprovalRequest{Tool: "bash", Summary: "go test ./..."})
 			if got != c.want {
 				t.Errorf("approval = %v, want %v", got, c.want)
 			}
