@@ -746,6 +746,42 @@ test('ApprovalThroughUiSelect', function()
   vim.ui.select = orig
 end)
 
+-- R-W3: a write is shown as a diff split of the file against the proposed
+-- content while the question is asked; the split closes after the answer.
+test('ApprovalDiffSplit_RW3', function()
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir .. '/src', 'p')
+  vim.fn.writefile({ 'package a' }, dir .. '/src/a.go')
+  local cwd = vim.fn.getcwd()
+  vim.cmd('cd ' .. vim.fn.fnameescape(dir))
+  local tabs_before = #vim.api.nvim_list_tabpages()
+  local seen
+  local orig = vim.ui.select
+  vim.ui.select = function(items, opts, cb)
+    local wins = vim.api.nvim_tabpage_list_wins(0)
+    local diffed, texts = 0, {}
+    for _, w in ipairs(wins) do
+      if vim.api.nvim_win_get_option(w, 'diff') then
+        diffed = diffed + 1
+      end
+      texts[#texts + 1] = table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false), '|')
+    end
+    seen = { diffed = diffed, texts = texts, prompt = opts.prompt }
+    cb(items[1])
+  end
+  local params = { type = 2, message = 'SOBA wants to run write_file\nwrite src/a.go (23 bytes):\npackage a\n\nfunc A() {}',
+    actions = { { title = 'Deny' }, { title = 'Allow once' }, { title = 'Allow for session' } },
+    soba = { tool = 'write_file', path = 'src/a.go', proposed = 'package a\n\nfunc A() {}\n' } }
+  local answer = feed('window/showMessageRequest', params)
+  vim.ui.select = orig
+  vim.cmd('cd ' .. vim.fn.fnameescape(cwd))
+  eq({ title = 'Deny' }, answer, 'answer')
+  eq(2, seen and seen.diffed, 'two windows in diff mode while asked')
+  table.sort(seen.texts)
+  eq({ 'package a', 'package a||func A() {}' }, seen.texts, 'the file beside the proposed content')
+  eq(tabs_before, #vim.api.nvim_list_tabpages(), 'the diff tab closed after the answer')
+end)
+
 test('BudgetText_RO1', function()
   eq('45,210', commands.thousands(45210), 'thousands')
   eq('999', commands.thousands(999), 'small')

@@ -146,12 +146,15 @@ M.handlers = {
   -- Tool approvals (tools.approval "ask"): the actions are offered through
   -- vim.ui.select, so any picker plugin can answer; the reply is the chosen
   -- action item or null when the user dismissed the choice.
-  ['window/showMessageRequest'] = function(_, params)
+  ['window/showMessageRequest'] = function(_, params, ctx)
     local actions = (type(params) == 'table' and params.actions) or {}
     if actions == vim.NIL or #actions == 0 then
       M.notify(tostring(params and params.message), level_of(params and params.type))
       return vim.NIL
     end
+    -- R-W3: a write or an edit is shown as a diff split of the file against
+    -- the content it would get, while the question is asked.
+    local diff_tab = M.show_proposal(params.soba, ctx and ctx.client_id)
     local done, choice = false, nil
     vim.ui.select(actions, {
       prompt = tostring(params.message),
@@ -168,12 +171,54 @@ M.handlers = {
         return done
       end, 20)
     end
+    if diff_tab and vim.api.nvim_tabpage_is_valid(diff_tab) and #vim.api.nvim_list_tabpages() > 1 then
+      vim.cmd('tabclose ' .. vim.api.nvim_tabpage_get_number(diff_tab))
+    end
     if choice == nil then
       return vim.NIL
     end
     return choice
   end,
 }
+
+-- show_proposal opens a tab with a diff split: the workspace file (empty
+-- when it does not exist yet) beside a scratch buffer holding the content a
+-- write or an edit proposes. It returns the tab, or nil when the request
+-- carries no proposal.
+function M.show_proposal(soba, client_id)
+  if type(soba) ~= 'table' or type(soba.path) ~= 'string' or type(soba.proposed) ~= 'string' then
+    return nil
+  end
+  local c = client_id and vim.lsp.get_client_by_id(client_id)
+  local root = (c and c.config and c.config.root_dir) or vim.fn.getcwd()
+  local file = root .. '/' .. soba.path
+  local ok = pcall(function()
+    vim.cmd('tabnew')
+    if vim.fn.filereadable(file) == 1 then
+      vim.cmd('edit ' .. vim.fn.fnameescape(file))
+    else
+      vim.bo.buftype = 'nofile'
+      vim.bo.bufhidden = 'wipe'
+    end
+    vim.cmd('diffthis')
+    vim.cmd('vnew')
+    local buf = vim.api.nvim_get_current_buf()
+    vim.bo[buf].buftype = 'nofile'
+    vim.bo[buf].bufhidden = 'wipe'
+    local lines = vim.split(soba.proposed, '\n', { plain = true })
+    if lines[#lines] == '' then
+      table.remove(lines)
+    end
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    pcall(vim.api.nvim_buf_set_name, buf, 'soba://proposed/' .. soba.path)
+    vim.bo[buf].modifiable = false
+    vim.cmd('diffthis')
+  end)
+  if not ok then
+    return nil
+  end
+  return vim.api.nvim_get_current_tabpage()
+end
 
 local function flush(client_id)
   local q = queued[client_id] or {}

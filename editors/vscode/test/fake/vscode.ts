@@ -111,6 +111,9 @@ export class Uri {
   static file(p: string) {
     return new Uri('file', p);
   }
+  static untitled(p: string) {
+    return new Uri('untitled', p);
+  }
   static joinPath(base: Uri, ...parts: string[]) {
     return new Uri(base.scheme, [base.fsPath, ...parts].join('/'));
   }
@@ -260,7 +263,8 @@ export const workspace = {
   workspaceFolders: undefined as { uri: Uri }[] | undefined,
   openTextDocument(options: { language?: string; content: string }) {
     fake.documents.push(options);
-    return Promise.resolve({ languageId: options.language, getText: () => options.content });
+    const uri = Uri.untitled(`Untitled-${fake.documents.length}`);
+    return Promise.resolve({ uri, languageId: options.language, getText: () => options.content });
   },
   getConfiguration(section: string) {
     const full = (k: string) => `${section}.${k}`;

@@ -1,5 +1,8 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { fake, ProgressLocation, ThemeColor } from '../fake/vscode';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { commands, fake, ProgressLocation, ThemeColor, Uri, workspace } from '../fake/vscode';
 import { showMessageRequestModal } from '../../src/approvals';
 import { BarrierProgress, type ProgressHost } from '../../src/progress';
 import { BudgetStatusBar } from '../../src/statusBar';
@@ -59,6 +62,35 @@ describe('approvals are modal (window/showMessageRequest)', () => {
     expect(fake.messages[0]).toMatchObject({ level: 'warning', modal: true, message: 'SOBA wants to run bash' });
     expect(fake.messages[0].detail).toBe('command:\necho checking build status[300 spaces]; rm -rf ~/important');
     expect(fake.messages[0].items).toEqual([{ title: 'Deny', isCloseAffordance: true }, { title: 'Allow once' }, { title: 'Allow for session' }]);
+  });
+
+  it('a write opens a diff of the file against the proposed content before asking (R-W3)', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'soba-diff-'));
+    fs.mkdirSync(path.join(root, 'src'));
+    fs.writeFileSync(path.join(root, 'src', 'a.go'), 'package a\n');
+    const opened: unknown[][] = [];
+    const reg = commands.registerCommand('vscode.diff', (...args: unknown[]) => opened.push(args));
+    workspace.workspaceFolders = [{ uri: Uri.file(root) }];
+    try {
+      const proposed = 'package a\n\nfunc A() {}\n';
+      await showMessageRequestModal({
+        type: 2,
+        message: 'SOBA wants to run write_file\nwrite src/a.go (23 bytes):\n' + proposed,
+        actions: [{ title: 'Deny' }, { title: 'Allow once' }, { title: 'Allow for session' }],
+        soba: { tool: 'write_file', path: 'src/a.go', proposed },
+      });
+      expect(opened).toHaveLength(1);
+      const [left, right, title] = opened[0] as [{ scheme: string; fsPath: string }, { scheme: string }, string];
+      expect(left).toMatchObject({ scheme: 'file', fsPath: path.join(root, 'src', 'a.go') });
+      expect(right.scheme).toBe('untitled');
+      expect(fake.documents.map((d) => d.content)).toContain(proposed);
+      expect(title).toBe('SOBA proposes: src/a.go');
+      expect(fake.messages[0]).toMatchObject({ modal: true, message: 'SOBA wants to run write_file' });
+    } finally {
+      reg.dispose();
+      workspace.workspaceFolders = undefined;
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('a dismissed dialog answers null (the server denies)', async () => {
