@@ -3,6 +3,7 @@ package workspace
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -391,23 +392,27 @@ func parentRel(rel string) string {
 	return "."
 }
 
-// watchTree walks the tree at abs, watching every directory that is not
-// ignored, and calls file with each file (any non-directory) found, when
-// file is set. An unreadable or vanished entry is skipped; the only error is
-// failing to watch the root itself.
+// watchTree walks the tree at abs through the door (Root.Walk: symlinks are
+// never followed, directories are opened non-blocking), watching every
+// directory that is not ignored, and calls file with each file (any
+// non-directory) found, when file is set. An unreadable or vanished entry is
+// skipped; the only error is failing to watch the root itself.
 func (w *Watcher) watchTree(abs string, file func(rel string, d fs.DirEntry)) error {
 	rootDir := w.root.Dir()
-	return filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == abs && p == rootDir {
-				return fmt.Errorf("file watcher: %w", err)
-			}
-			return nil // vanished or unreadable: its events cannot matter
+	start, ok := w.root.within(filepath.Clean(abs))
+	if !ok {
+		return nil
+	}
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// A link is a name in the tree, never a tree to watch.
+		if file != nil && !w.ignore.Match(start, false) {
+			file(start, fs.FileInfoToDirEntry(fi))
 		}
-		rel, ok := w.root.within(p)
-		if !ok {
-			return filepath.SkipDir
-		}
+		return nil
+	}
+	var rootErr error
+	err := w.root.Walk(context.Background(), start, func(rel string, d fs.DirEntry) error {
+		p := filepath.Join(rootDir, filepath.FromSlash(rel))
 		if !d.IsDir() {
 			if file != nil && !w.ignore.Match(rel, false) {
 				file(rel, d)
@@ -415,23 +420,31 @@ func (w *Watcher) watchTree(abs string, file func(rel string, d fs.DirEntry)) er
 			return nil
 		}
 		if w.ignore.Match(rel, true) {
-			return filepath.SkipDir
+			return fs.SkipDir
 		}
 		more, err := w.addWatch(p, rel)
 		if err != nil {
 			if p == rootDir {
-				return fmt.Errorf("file watcher: watch %s: %w", p, err)
+				rootErr = fmt.Errorf("file watcher: watch %s: %w", p, err)
+				return rootErr
 			}
 			if !errors.Is(err, fs.ErrNotExist) {
 				w.warn(fmt.Sprintf("file watcher: cannot watch %s: %v", rel, err))
 			}
-			return filepath.SkipDir
+			return fs.SkipDir
 		}
 		if !more && file == nil {
-			return filepath.SkipAll
+			return fs.SkipAll
 		}
 		return nil
 	})
+	if rootErr != nil {
+		return rootErr
+	}
+	if err != nil && filepath.Clean(abs) == rootDir {
+		return fmt.Errorf("file watcher: %w", err)
+	}
+	return nil
 }
 
 type change uint8
