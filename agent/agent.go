@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -284,7 +285,15 @@ func (a *Agent) openExisting(path string) (*state, *session.OpenReport, error) {
 }
 
 func (a *Agent) initState(s *session.Store, id string, undecodable map[string]bool) (*state, error) {
-	ff, err := compaction.OpenFlightFile(filepath.Join(a.opt.FlightDir, id+".jsonl"))
+	flight := filepath.Join(a.opt.FlightDir, id+".jsonl")
+	// A flight file committed as a link (outside, to a device) would have
+	// the flight records appended there: only a regular file or none is
+	// opened (R-W1, R-W2).
+	if fi, err := os.Lstat(flight); err == nil && !fi.Mode().IsRegular() {
+		s.Close()
+		return nil, fmt.Errorf("flight records %s: not a regular file (%s); SOBA appends only to its own regular files", flight, fi.Mode().Type())
+	}
+	ff, err := compaction.OpenFlightFile(flight)
 	if err != nil {
 		s.Close()
 		return nil, err

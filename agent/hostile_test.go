@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
+	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
 	"github.com/soba-agent/soba-lsp/workspace"
@@ -468,4 +469,35 @@ func TestApprovalRequestProposesTheChange_RW3(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFlightFileLinkRefused_RW2: resuming a session whose flight file was
+// committed as a link to an outside file fails naming it, and nothing is
+// appended outside.
+func TestFlightFileLinkRefused_RW2(t *testing.T) {
+	env, outside := hostileEnv(t)
+	sessions := filepath.Join(env.dir, ".soba", "sessions")
+	s, err := session.Create(sessions, session.SessionHeader{Version: 1, SessionID: "s_flight", Workspace: env.dir}, session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	flight := filepath.Join(env.dir, ".soba", "flight")
+	if err := os.MkdirAll(flight, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(flight, "s_flight.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	opt := Options{Root: env.dir, Resolver: env.root, SessionDir: sessions, FlightDir: flight,
+		Compaction: compaction.DefaultConfig(), Counter: quarterCounter{}, EntryTokens: entryTokens}
+	a, _, err := Resume(opt, filepath.Join(sessions, "s_flight.jsonl"))
+	if err == nil {
+		a.Close()
+		t.Fatal("resume with a linked flight file succeeded")
+	}
+	if !strings.Contains(err.Error(), "s_flight.jsonl: not a regular file") {
+		t.Errorf("error %q does not name the flight file", err)
+	}
+	assertOutside(t, outside)
 }
