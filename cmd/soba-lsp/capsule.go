@@ -9,6 +9,7 @@ import (
 	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/workspace"
 )
 
 // runCapsule is the offline capsule command (issue: capsules work without
@@ -63,16 +64,9 @@ func runCapsule(_ context.Context, env *cmdEnv, args []string) int {
 			env.stdout.Write(capsule.Render(doc))
 			return 0
 		}
-		info, err := os.Stat(file)
-		if err != nil {
-			fmt.Fprintln(env.stderr, "soba-lsp capsule show:", err)
-			return 1
-		}
-		if info.Size() > capsule.MaxSize {
-			fmt.Fprintf(env.stderr, "soba-lsp capsule show: %s is %d bytes, over the %d-byte limit\n", file, info.Size(), capsule.MaxSize)
-			return 1
-		}
-		data, err := os.ReadFile(file)
+		// A non-blocking open of a regular file, bounded: a .capsule.md that
+		// links to /dev/zero or is a FIFO is refused, never read (R-W1).
+		data, err := workspace.ReadRegularFile(file, capsule.MaxSize)
 		if err != nil {
 			fmt.Fprintln(env.stderr, "soba-lsp capsule show:", err)
 			return 1

@@ -86,3 +86,36 @@ func TestHostileWorkspaceRealBinary_RW1(t *testing.T) {
 		t.Errorf("exit code %d, want 0", code)
 	}
 }
+
+// TestCapsuleShowHostileFile_RW1: `capsule show` of /dev/zero, a link to it,
+// a FIFO or a sparse giant exits 1 at once with an error naming the file.
+func TestCapsuleShowHostileFile_RW1(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero.capsule.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.capsule.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Create(filepath.Join(dir, "big.capsule.md"))
+	f.Truncate(64 << 30)
+	f.Close()
+	for _, c := range []struct{ file, has string }{
+		{"/dev/zero", "/dev/zero is not a regular file"},
+		{filepath.Join(dir, "zero.capsule.md"), "zero.capsule.md is not a regular file"},
+		{filepath.Join(dir, "pipe.capsule.md"), "pipe.capsule.md is not a regular file (a named pipe)"},
+		{filepath.Join(dir, "big.capsule.md"), "big.capsule.md is 68719476736 bytes, over the"},
+	} {
+		var out, errb strings.Builder
+		done := make(chan int, 1)
+		go func() { done <- run([]string{"capsule", "show", c.file}, strings.NewReader(""), &out, &errb) }()
+		select {
+		case code := <-done:
+			if code != 1 || !strings.Contains(errb.String(), c.has) {
+				t.Errorf("capsule show %s: exit %d, %q; want 1 saying %q", c.file, code, errb.String(), c.has)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("capsule show %s did not return within 10s", c.file)
+		}
+	}
+}
