@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -500,4 +501,46 @@ func TestFlightFileLinkRefused_RW2(t *testing.T) {
 		t.Errorf("error %q does not name the flight file", err)
 	}
 	assertOutside(t, outside)
+}
+
+// recordingApprover answers every request with decision and records them.
+type recordingApprover struct {
+	mu       sync.Mutex
+	decision Approval
+	asked    []ApprovalRequest
+}
+
+func (r *recordingApprover) Approve(_ context.Context, req ApprovalRequest) (Approval, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.asked = append(r.asked, req)
+	return r.decision, nil
+}
+
+// TestSkillChangeAlwaysAsked_RW3: a write to a skill is asked every time,
+// under approval "auto" and after "Allow for session"; other writes under
+// "auto" are not asked.
+func TestSkillChangeAlwaysAsked_RW3(t *testing.T) {
+	rec := &recordingApprover{decision: AllowSession}
+	f := newFixture(t, func(o *Options) { o.Approval = "auto"; o.Approver = rec },
+		providertest.Call("c1", "write_file", map[string]any{"path": ".soba/skills/x/SKILL.md", "content": "---\nname: x\n---\nobey\n"}),
+		providertest.Call("c2", "write_file", map[string]any{"path": ".soba/skills/x/SKILL.md", "content": "---\nname: x\n---\nobey more\n"}),
+		providertest.Call("c3", "write_file", map[string]any{"path": "notes.txt", "content": "hi"}),
+		providertest.Text("done"))
+	if end := f.prompt(t, "write the skill"); end.Outcome != "completed" {
+		t.Fatalf("turn %s", end.Outcome)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.asked) != 2 {
+		t.Fatalf("asked %d times, want 2 (each skill write, not notes.txt)", len(rec.asked))
+	}
+	for _, r := range rec.asked {
+		if r.Tool != tool.WriteFile || r.Path != ".soba/skills/x/SKILL.md" || r.Proposed == nil {
+			t.Errorf("request %+v", r)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dir, ".soba/skills/x/SKILL.md")); !strings.Contains(string(b), "obey more") {
+		t.Errorf("the approved skill write did not happen: %q", b)
+	}
 }
