@@ -2,56 +2,12 @@ package compaction
 
 import (
 	"encoding/json"
-	"regexp"
+	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
-)
-
-// verificationPattern matches commands that verify the work: tests, builds,
-// type checks and linters across common toolchains.
-var verificationPattern = regexp.MustCompile(`(?i)(^|[\s;&|(/])(` +
-	`go (test|build|vet)|gofmt|golangci-lint|staticcheck|` +
-	`(npm|pnpm|yarn|bun) (run )?(test|build|lint|check|typecheck)|npx (tsc|vitest|jest|eslint|mocha)|tsc|vitest|jest|eslint|mocha|` +
-	`pytest|python3? -m (pytest|unittest|mypy)|mypy|ruff|tox|` +
-	`cargo (test|build|check|clippy)|make( [\w-]*test[\w-]*| check| build| lint)?|ctest|` +
-	`mvn (test|verify|package)|gradle(w)? (test|build|check)|\./gradlew (test|build|check)|` +
-	`dotnet (test|build)|rspec|bundle exec (rspec|rake)|mix test|swift (test|build)|zig build|bazel (test|build)` +
-	`)($|[\s;&|)])`)
-
-// verificationSeen memoises IsVerificationCommand: sessions run the same
-// few commands over and over, and the pattern is costly.
-var (
-	verificationSeen  sync.Map // command → bool
-	verificationCount atomic.Int32
-)
-
-// maxVerificationMemo bounds the memo in a long-running server.
-const maxVerificationMemo = 4096
-
-// IsVerificationCommand reports whether a shell command verifies the work
-// (tests, build, lint), so its last outcome belongs in the capsule (R-C1).
-func IsVerificationCommand(cmd string) bool {
-	if v, ok := verificationSeen.Load(cmd); ok {
-		return v.(bool)
-	}
-	ok := verificationPattern.MatchString(strings.TrimSpace(cmd))
-	if len(cmd) <= 512 && verificationCount.Load() < maxVerificationMemo {
-		verificationCount.Add(1)
-		verificationSeen.Store(cmd, ok)
-	}
-	return ok
-}
-
-// Outcome names for verification commands.
-const (
-	OutcomePassed      = "passed"
-	OutcomeFailedCmd   = "failed"
-	OutcomeInterrupted = "interrupted"
 )
 
 // artifactSet accumulates the exact artifacts of R-C2 in first-seen order.
@@ -60,6 +16,11 @@ type artifactSet struct {
 	seenRead, seenMod      map[string]bool
 	seenSkill              map[string]bool
 	checks                 checkRuns // the latest run of each check
+	// edits counts successful file changes, for stale passes (R-C5).
+	edits int
+	// consequential holds the latest run of each consequential command
+	// (R-C5), in the order of their latest runs.
+	consequential []consequentialRun
 }
 
 func newArtifactSet() *artifactSet {
@@ -74,6 +35,9 @@ func (a *artifactSet) addRead(p string) {
 }
 
 func (a *artifactSet) addModified(p string) {
+	if p != "" {
+		a.edits++
+	}
 	if p != "" && !a.seenMod[p] {
 		a.seenMod[p] = true
 		a.modified = append(a.modified, p)
@@ -87,13 +51,59 @@ func (a *artifactSet) addSkill(s string) {
 	}
 }
 
-// addVerification records a run; a check run again moves to the end with
-// its new outcome, so the list ends with the most recent runs (checks.go).
-func (a *artifactSet) addVerification(cmd string, exit int, outcome string) {
+// addCommand records the checks and consequential commands of a shell
+// command line that ran with the exit status exit (nil: interrupted or not
+// told) and printed output.
+func (a *artifactSet) addCommand(cmd string, exit *int, pipefail bool, output string) {
 	if cmd == "" {
 		return
 	}
-	a.checks.add(capsule.Verification{Command: cmd, ExitCode: exit, Outcome: outcome})
+	for _, r := range outcomesOf(cmd, exit, pipefail, output) {
+		a.checks.addRun(checkRun{
+			check:  r.group.display,
+			v:      capsule.Verification{Command: r.group.display, ExitCode: r.exit, Outcome: r.outcome},
+			note:   r.note,
+			filter: r.group.filter,
+			edits:  a.edits,
+		})
+	}
+	for _, c := range parsedLine(cmd).ofKind(kindConsequential) {
+		if exit == nil || c.status == statusMasked {
+			continue
+		}
+		key := consequentialKey(c)
+		a.consequential = slices.DeleteFunc(a.consequential, func(r consequentialRun) bool { return r.key == key })
+		run := consequentialRun{key: key, display: c.display(), exit: *exit, failed: *exit != 0 && c.status == statusOwn}
+		if run.failed {
+			run.line = whyFailed(output)
+			if c.words[0] == "git" && strings.Contains(output, "nothing to commit") {
+				run.failed = false // nothing was refused
+			}
+		}
+		a.consequential = append(a.consequential, run)
+	}
+}
+
+// whyFailed is the line of a failed command's output that says why: its
+// tool's failure text, else its first line that mentions an error, else
+// its last non-empty line.
+func whyFailed(out string) string {
+	if l := failureLine(out); l != "" {
+		return l
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, l := range lines {
+		ll := strings.ToLower(l)
+		if strings.Contains(ll, "error") || strings.Contains(ll, "rejected") || strings.Contains(ll, "denied") || strings.Contains(ll, "fatal") {
+			return strings.TrimSpace(l)
+		}
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "Exit code") && !strings.HasPrefix(l, "Command exited") {
+			return l
+		}
+	}
+	return ""
 }
 
 // toolArgs are the argument fields the engine reads from recorded calls when
@@ -115,17 +125,7 @@ func (a *artifactSet) addResult(r *session.ToolResult, call *session.ToolCall) {
 			a.addModified(p)
 		}
 		a.addSkill(art.Skill)
-		if art.Command != "" && IsVerificationCommand(art.Command) {
-			exit, outcome := -1, OutcomeInterrupted
-			if art.ExitCode != nil {
-				exit = *art.ExitCode
-				outcome = OutcomePassed
-				if exit != 0 {
-					outcome = OutcomeFailedCmd
-				}
-			}
-			a.addVerification(recordedCommand(art.Command, exit, art.Pipefail), exit, outcome)
-		}
+		a.addCommand(art.Command, art.ExitCode, art.Pipefail, r.Content)
 		return
 	}
 	if call == nil {
@@ -147,12 +147,10 @@ func (a *artifactSet) addResult(r *session.ToolResult, call *session.ToolCall) {
 			a.addSkill(args.Name)
 		}
 	case tool.Command:
-		if IsVerificationCommand(args.Command) {
-			exit, outcome := 0, OutcomePassed
-			if !r.OK {
-				exit, outcome = 1, OutcomeFailedCmd
-			}
-			a.addVerification(args.Command, exit, outcome)
+		exit := 0
+		if !r.OK {
+			exit = 1
 		}
+		a.addCommand(args.Command, &exit, false, r.Content)
 	}
 }

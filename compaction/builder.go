@@ -3,6 +3,7 @@ package compaction
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/capsule"
@@ -158,7 +159,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 	verification := arts.checks.list()
 	for _, v := range verification {
 		if !conclusive(v) {
-			continue // its exit status is an output filter's
+			continue // inconclusive or interrupted: it says nothing (R-C5)
 		}
 		switch v.Outcome {
 		case OutcomeFailedCmd:
@@ -166,6 +167,19 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			st.NextSteps = append(st.NextSteps, "Make `"+v.Command+"` pass")
 		case OutcomePassed:
 			st.Done = append(st.Done, "`"+v.Command+"` passes")
+		}
+	}
+	st.Notes = append(st.Notes, arts.checks.notes(arts.edits)...)
+	for _, cmd := range arts.checks.unsure() {
+		st.NextSteps = append(st.NextSteps, "Run `"+cmd+"` with its own exit status: it failed, and later runs hid theirs")
+	}
+	for _, c := range arts.consequential {
+		if c.failed {
+			b := "`" + text.Clip(c.display, maxItemChars) + "` failed (exit " + strconv.Itoa(c.exit) + ")"
+			if c.line != "" {
+				b += ": " + text.Clip(c.line, maxItemChars)
+			}
+			st.Blockers = append(st.Blockers, b)
 		}
 	}
 	st.Blockers = append(st.Blockers, lastN(failures, 5)...)
@@ -280,9 +294,15 @@ func Roll(prev, next capsule.State) capsule.State {
 			passing[check] = true
 		}
 	}
-	resolved := func(blocker string) bool {
-		cmd, ok := strings.CutSuffix(strings.TrimPrefix(blocker, "`"), "` fails")
-		if !ok || !strings.HasPrefix(blocker, "`") {
+	// An item about a check (its command in the first code span: "`X`
+	// fails", "Make `X` pass") is resolved once the check passes.
+	resolved := func(item string) bool {
+		_, rest, ok := strings.Cut(item, "`")
+		if !ok {
+			return false
+		}
+		cmd, _, ok := strings.Cut(rest, "`")
+		if !ok {
 			return false
 		}
 		check, _ := CheckOf(cmd)
@@ -292,6 +312,8 @@ func Roll(prev, next capsule.State) capsule.State {
 	// work: it is history, not a current blocker.
 	prevBlockers := slices.DeleteFunc(slices.Clone(prev.Blockers), func(s string) bool { return toolFailure.MatchString(s) })
 	out.Blockers = slices.DeleteFunc(union(prevBlockers, next.Blockers), func(s string) bool { return doneSet[s] || resolved(s) })
+	out.NextSteps = slices.DeleteFunc(out.NextSteps, resolved)
+	out.InProgress = slices.DeleteFunc(out.InProgress, resolved)
 	out.FilesRead = union(prev.FilesRead, next.FilesRead)
 	out.FilesModified = union(prev.FilesModified, next.FilesModified)
 	out.ActiveSkills = union(prev.ActiveSkills, next.ActiveSkills)

@@ -3,195 +3,261 @@ package compaction
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/internal/text"
 )
 
-// A verification command is often run with its output trimmed for reading:
-// `npm run check 2>&1 | tail -5`, `go test ./... | grep FAIL`, `make; echo
-// $?`. Those are runs of one check (`npm run check`), and their exit status
-// is the filter's, not the check's (a shell without pipefail reports the
-// last stage; grep exits 1 when nothing failed). So the capsule keeps one
-// line per check, and only a run without an output filter says whether the
-// check passes.
+// Verification is truthful (R-C5). A check is a command that verifies the
+// work (checkkinds.go), identified by what it runs and where: `cd pkg &&
+// npm run check 2>&1 | tail -5`, `npm --prefix pkg run check` and `cd pkg;
+// npm run check` are runs of one check, `cd pkg && npm run check`. A run
+// says whether the check passed only when the command line's exit status is
+// the check's own (shell.go); otherwise it is inconclusive, unless its
+// output carries the tool's own failure text, which makes it failed. The
+// capsule keeps one line per check with the outcome of its latest
+// conclusive run.
 
-// outputFilters are the commands that, as the last stages of a pipeline,
-// only select or reformat what the check printed.
-var outputFilters = map[string]bool{
-	"tail": true, "head": true, "grep": true, "egrep": true, "fgrep": true, "rg": true, "wc": true,
-	"sort": true, "uniq": true, "cat": true, "less": true, "more": true, "tee": true, "cut": true,
-	"awk": true, "sed": true, "tr": true, "column": true, "jq": true, "nl": true, "fold": true,
+// Outcome names for verification commands.
+const (
+	OutcomePassed       = "passed"
+	OutcomeFailedCmd    = "failed"
+	OutcomeInterrupted  = "interrupted"
+	OutcomeInconclusive = "inconclusive"
+)
+
+// IsVerificationCommand reports whether a shell command line runs a check
+// (tests, build, type check, lint), so its last outcome belongs in the
+// capsule (R-C1, R-C5). Words inside quotes, heredocs and commit messages
+// are never commands.
+func IsVerificationCommand(cmd string) bool {
+	return len(parsedLine(cmd).ofKind(kindCheck)) > 0
 }
 
+// lineMemo memoises parsed command lines: sessions run the same few commands
+// over and over.
 var (
-	// echoStatus is a trailing `; echo …$?…`, which prints the status and
-	// exits 0 itself.
-	echoStatus = regexp.MustCompile(`\s*(;|&&)\s*echo\b[^;&|]*\$\?[^;&|]*$`)
-	// redirections are trailing stream redirections: they change where the
-	// output goes, not what is checked.
-	redirections = regexp.MustCompile(`(\s+(\d?>&\d|&>>?\s*\S+|\d?>>?\s*\S+|<\s*\S+))+\s*$`)
-	blanks       = regexp.MustCompile(`\s+`)
+	lineMemo      sync.Map // command → shellLine
+	lineMemoCount atomic.Int32
 )
 
-// CheckOf returns the check a shell command runs — the command without its
-// trailing output filters, status echo and redirections, blanks collapsed —
-// and whether anything that hides the check's exit status was removed. The
-// capsule's Verification section has one line per check: its latest run
-// whose exit status is the check's own, else its latest run.
+const maxLineMemo = 4096
+
+func parsedLine(cmd string) shellLine {
+	if v, ok := lineMemo.Load(cmd); ok {
+		return v.(shellLine)
+	}
+	l := parseShell(cmd)
+	if len(cmd) <= 1024 && lineMemoCount.Load() < maxLineMemo {
+		lineMemoCount.Add(1)
+		lineMemo.Store(cmd, l)
+	}
+	return l
+}
+
+// CheckOf returns the check a shell command line runs — its checks whose
+// exit status is the line's, with their directory, without wrappers, output
+// filters and redirections — and whether the line's status is not the
+// check's own (filtered). A line with no check is returned with its blanks
+// collapsed.
 func CheckOf(cmd string) (check string, filtered bool) {
-	check, piped, masked := checkParts(cmd)
-	return check, piped || masked
+	g := checkGroups(parsedLine(cmd), false)
+	if len(g) == 0 {
+		return strings.Join(strings.Fields(cmd), " "), false
+	}
+	return g[0].display, g[0].status != statusOwn
 }
 
-// checkParts is CheckOf with what was found: output-filter stages removed
-// from the last pipeline (piped), or a status that is not the check's at
-// all (masked: a trailing `; echo $?`, `|| true`, `; exit 0`, a background
-// `&` — the list's exit status is then whatever follows the check).
-func checkParts(cmd string) (check string, piped, masked bool) {
-	s := strings.TrimSpace(cmd)
-	if loc := echoStatus.FindStringIndex(s); loc != nil {
-		s, masked = s[:loc[0]], true
-	}
-	head, op, last := lastListSegment(s)
-	if op == ";" && strings.TrimSpace(last) == "" {
-		head, op, last = lastListSegment(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(head), ";")))
-	}
-	runsCheck := verificationPattern.MatchString(strings.TrimSpace(last))
-	if op != "" && !runsCheck {
-		// The check is before the operator: judge it there. After `;`,
-		// `||` or `&` the list's status is not the check's; `check && echo
-		// ok` fails when the check does.
-		check, piped, m := checkParts(strings.TrimSuffix(strings.TrimSpace(head), op))
-		return check, piped, masked || m || op != "&&"
-	}
-	stages := pipeStages(last)
-	for len(stages) > 1 {
-		words := strings.Fields(stages[len(stages)-1])
-		if len(words) == 0 || !outputFilters[words[0]] {
-			break
+// checkGroup is one check of a line: the line's own-status checks joined
+// (`go build ./... && go test ./...` is one check), or one check whose
+// status the line hides.
+type checkGroup struct {
+	display string
+	status  statusKind
+	filter  string
+}
+
+// checkGroups returns the line's checks: first the group of checks whose
+// status is the line's (under pipefail, a piped one counts when pipefail),
+// then each other check on its own.
+func checkGroups(l shellLine, pipefail bool) []checkGroup {
+	var own []string
+	var others []checkGroup
+	for _, c := range l.ofKind(kindCheck) {
+		st := c.status
+		if st == statusPiped && pipefail {
+			st = statusPipefail
 		}
-		stages, piped = stages[:len(stages)-1], true
+		if st == statusOwn {
+			own = append(own, c.display())
+			continue
+		}
+		others = append(others, checkGroup{display: c.display(), status: st, filter: c.filter})
 	}
-	s = head + strings.Join(stages, "|")
-	s = redirections.ReplaceAllString(s, "")
-	return blanks.ReplaceAllString(strings.TrimSpace(s), " "), piped, masked
+	if len(own) > 0 {
+		return append([]checkGroup{{display: joinChecks(own), status: statusOwn}}, others...)
+	}
+	return others
 }
 
-// lastListSegment splits a shell line at its last top-level list operator
-// (`;`, `&&`, `||` or a background `&`, outside quotes; `2>&1`, `&>` and
-// `|&` are not operators): head is everything up to and including the
-// operator, last what follows it. Without an operator, head and op are "".
-func lastListSegment(s string) (head, op, last string) {
-	at, width := -1, 0
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+// joinChecks joins the displays of one line's checks, sharing a leading
+// `cd DIR && `.
+func joinChecks(ds []string) string {
+	if len(ds) == 1 {
+		return ds[0]
+	}
+	out := ds[0]
+	for _, d := range ds[1:] {
+		prefix := ""
+		if i := strings.Index(out, " && "); strings.HasPrefix(out, "cd ") && i > 0 {
+			prefix = out[:i+4]
+		}
+		out += " && " + strings.TrimPrefix(d, prefix)
+	}
+	return out
+}
+
+// quietFilters never fail on their own: under pipefail a non-zero status
+// of `check | tail` is the check's.
+var quietFilters = map[string]bool{
+	"tail": true, "tee": true, "cat": true, "sort": true, "wc": true, "cut": true, "sed": true, "awk": true,
+	"tr": true, "uniq": true, "nl": true, "column": true, "fold": true, "less": true, "more": true,
+}
+
+// failureText matches lines that only a failing tool prints: npm's and
+// pnpm's errors, TypeScript's diagnostics, Go's and Jest's/Vitest's FAIL, a
+// panic, rustc's errors, pytest's and bun's failure counts, make's error.
+var failureText = regexp.MustCompile(`(?m)^.*(?:\bnpm (?:error|ERR!)|\bERR_PNPM_\w+|\berror TS\d+:|^--- FAIL:|^FAIL\b|^ FAIL |^panic: |^error\[E\d+\]|^error: could not compile|^make(?:\[\d+\])?: \*\*\*|\bELIFECYCLE\b|(?:^|\s)[1-9]\d* (?:failed|fail|errors?)\b(?:[,;.]|\s|$)|^error: script ".*" exited with code [1-9]|Found [1-9]\d* errors?\b).*$`)
+
+// failureLine returns the first line of out that shows a failure of the
+// tool, trimmed.
+func failureLine(out string) string {
+	if out == "" {
+		return ""
+	}
+	m := failureText.FindString(out)
+	return strings.TrimSpace(m)
+}
+
+// runOutcome is what one run of a check says.
+type runOutcome struct {
+	group   checkGroup
+	exit    int
+	outcome string
+	note    string
+}
+
+// outcomesOf judges each check of a command line from its exit status (nil
+// when the run was interrupted or the source does not say) and output.
+func outcomesOf(cmd string, exit *int, pipefail bool, output string) []runOutcome {
+	var out []runOutcome
+	for _, g := range checkGroups(parsedLine(cmd), pipefail) {
+		r := runOutcome{group: g, exit: -1}
+		if exit != nil {
+			r.exit = *exit
+		}
 		switch {
-		case c == '\\' && quote != '\'':
-			i++
-		case quote != 0:
-			if c == quote {
-				quote = 0
+		case exit == nil:
+			r.outcome = OutcomeInterrupted
+		case g.status == statusOwn:
+			r.outcome = OutcomePassed
+			if *exit != 0 {
+				r.outcome = OutcomeFailedCmd
 			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == ';':
-			at, width = i, 1
-		case c == '|' && i+1 < len(s) && s[i+1] == '|':
-			at, width = i, 2
-			i++
-		case c == '&' && i+1 < len(s) && s[i+1] == '&':
-			at, width = i, 2
-			i++
-		case c == '&':
-			prev := byte(0)
-			if i > 0 {
-				prev = s[i-1]
-			}
-			if prev != '>' && prev != '<' && prev != '|' && (i+1 >= len(s) || s[i+1] != '>') {
-				at, width = i, 1
+		case g.status == statusPipefail && *exit == 0:
+			r.outcome = OutcomePassed
+		case g.status == statusPipefail && quietFilters[strings.TrimPrefix(g.filter, "| ")]:
+			r.outcome = OutcomeFailedCmd
+		default:
+			r.outcome = OutcomeInconclusive
+		}
+		if r.outcome == OutcomeInconclusive || r.outcome == OutcomeInterrupted {
+			if line := failureLine(output); line != "" {
+				r.outcome = OutcomeFailedCmd
+				r.note = "failed: `" + text.Clip(line, 160) + "`"
+			} else if r.outcome == OutcomeInconclusive {
+				r.note = "ran with `" + g.filter + "`; its status is unknown"
 			}
 		}
+		out = append(out, r)
 	}
-	if at < 0 {
-		return "", "", s
-	}
-	return s[:at+width], s[at : at+width], s[at+width:]
+	return out
 }
 
-// recordedCommand is the command a verification run is recorded under. A
-// run under pipefail whose pipeline exited 0 passed every stage, the check
-// included, so it is recorded as the check itself (`go test ./... | tail -5`
-// → `go test ./...`) and counts as conclusive; the transcript keeps the
-// command as typed. Any other run keeps its command as it ran.
-func recordedCommand(cmd string, exit int, pipefail bool) string {
-	if check, piped, masked := checkParts(cmd); piped && !masked && pipefail && exit == 0 {
-		return check
+// conclusive reports whether v says whether its check passes: passed or
+// failed. A passed run of a command whose status is not its check's (as
+// capsules before R-C5 recorded them) is not.
+func conclusive(v capsule.Verification) bool {
+	switch v.Outcome {
+	case OutcomeFailedCmd:
+		return true
+	case OutcomePassed:
+		_, filtered := CheckOf(v.Command)
+		return !filtered
 	}
-	return cmd
+	return false
 }
 
-// pipeStages splits a shell line at its top-level pipes (`|` and `|&`, not
-// `||`), outside quotes.
-func pipeStages(s string) []string {
-	var stages []string
-	start := 0
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\' && quote != '\'':
-			i++ // the next byte is escaped
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '|':
-			if i+1 < len(s) && s[i+1] == '|' {
-				i++ // ||: a list, not a pipe
-				continue
-			}
-			stages = append(stages, s[start:i])
-			if i+1 < len(s) && s[i+1] == '&' {
-				i++
-			}
-			start = i + 1
-		}
-	}
-	return append(stages, s[start:])
-}
-
-// checkRuns keeps the latest run of each check, in the order of the checks'
-// latest runs; a run with an output filter stands for its check only until
-// a run without one is recorded, whose exit status is the check's own.
+// checkRuns keeps one run per check: the latest conclusive one, else the
+// latest; in the order of the checks' latest runs.
 type checkRuns struct {
 	runs []checkRun
 }
 
 type checkRun struct {
-	check    string
-	filtered bool
-	v        capsule.Verification
+	check string
+	v     capsule.Verification
+	// note explains an inconclusive run, or quotes the failure text that
+	// made a filtered run failed.
+	note string
+	// edits is the number of successful file changes recorded before the
+	// run (R-C5 stale): edits after a pass make it stale.
+	edits int
+	// filter is what hid the status of an inconclusive run.
+	filter string
+	// failedExit is the exit status of the check's last failure when only
+	// inconclusive runs followed it; later counts those runs.
+	failedExit *int
+	later      int
 }
 
 // add records v as the latest run of its check.
 func (c *checkRuns) add(v capsule.Verification) {
-	check, filtered := CheckOf(v.Command)
-	i := slices.IndexFunc(c.runs, func(r checkRun) bool { return r.check == check })
+	c.addRun(checkRun{v: v})
+}
+
+func (c *checkRuns) addRun(r checkRun) {
+	if r.check == "" {
+		r.check, _ = CheckOf(r.v.Command)
+	}
+	i := slices.IndexFunc(c.runs, func(x checkRun) bool { return x.check == r.check })
 	if i >= 0 {
 		old := c.runs[i]
 		c.runs = slices.Delete(c.runs, i, i+1)
-		if filtered && !old.filtered {
-			// Still the better evidence; the check moves to the end as
-			// the most recently run.
+		switch {
+		case r.v.Outcome == OutcomeInconclusive && (old.v.Outcome == OutcomeFailedCmd || old.failedExit != nil):
+			// Filtered runs after a failure showed no failure text: it
+			// may have been fixed, and saying "failed" could be false.
+			r.failedExit, r.later = old.failedExit, old.later+1
+			if r.failedExit == nil {
+				exit := old.v.ExitCode
+				r.failedExit = &exit
+			}
+			r.note = "failed (exit " + strconv.Itoa(*r.failedExit) + "), then ran " + plural(r.later, "time") +
+				" with its status hidden (`" + r.filter + "`) and no failure text: run it unfiltered to know"
+		case conclusive(r.v) || !conclusive(old.v):
+		default:
+			// The latest conclusive run still decides; the check moves
+			// to the end as the most recently run.
 			c.runs = append(c.runs, old)
 			return
 		}
 	}
-	c.runs = append(c.runs, checkRun{check: check, filtered: filtered, v: v})
+	c.runs = append(c.runs, r)
 }
 
 // list is the capsule's Verification section.
@@ -203,9 +269,73 @@ func (c *checkRuns) list() []capsule.Verification {
 	return out
 }
 
-// conclusive reports whether v's exit status is its check's own (no output
-// filter hides it), so the capsule may say the check passes or fails.
-func conclusive(v capsule.Verification) bool {
-	_, filtered := CheckOf(v.Command)
-	return !filtered
+// notes are what the Verification lines cannot say: why a run is
+// inconclusive, the failure text of a filtered failed run, and a pass made
+// stale by later edits (total is the session's count of file changes).
+func (c *checkRuns) notes(total int) []string {
+	var out []string
+	for _, r := range c.runs {
+		cmd := "`" + r.v.Command + "`"
+		switch {
+		case r.note != "":
+			out = append(out, "Verification: "+cmd+" "+r.note)
+		case r.v.Outcome == OutcomePassed && total > r.edits:
+			n := total - r.edits
+			out = append(out, "Verification: "+cmd+" is stale: passed before "+plural(n, "later edit"))
+		}
+	}
+	return out
+}
+
+// unsure lists the checks that failed and then ran only with their status
+// hidden: the next step is to run them so their status shows.
+func (c *checkRuns) unsure() []string {
+	var out []string
+	for _, r := range c.runs {
+		if r.failedExit != nil {
+			out = append(out, r.v.Command)
+		}
+	}
+	return out
+}
+
+func plural(n int, what string) string {
+	s := strconv.Itoa(n) + " " + what
+	if n != 1 {
+		s += "s"
+	}
+	return s
+}
+
+// recordedCommand is the command a run is recorded under: its check.
+func recordedCommand(cmd string, exit int, pipefail bool) string {
+	g := checkGroups(parsedLine(cmd), pipefail)
+	if len(g) == 0 {
+		return cmd
+	}
+	return g[0].display
+}
+
+// consequentialRun is the latest run of a consequential command (R-C5):
+// publish, deploy, push, commit, merge, migrate.
+type consequentialRun struct {
+	key, display string
+	exit         int
+	failed       bool
+	line         string // the first line of its output that says why
+}
+
+// consequentialKey identifies a consequential command: git's by its
+// subcommand (a commit's message is not part of what failed), others by
+// their words.
+func consequentialKey(c shellCmd) string {
+	words := c.words
+	if len(words) > 2 && (words[0] == "git" || words[0] == "gh") {
+		words = positional(words)[:1]
+		words = append([]string{c.words[0]}, words...)
+		if c.words[0] == "gh" && len(positional(c.words[1:])) > 1 {
+			words = append(words, positional(c.words[1:])[1])
+		}
+	}
+	return c.dir + "\x00" + strings.Join(words, " ")
 }

@@ -3,6 +3,7 @@ package compaction
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/capsule"
@@ -10,7 +11,12 @@ import (
 	"github.com/soba-agent/soba-lsp/tool"
 )
 
-func TestCheckOf(t *testing.T) {
+// TestCheckIdentity_RC5: a check is what it runs and where, read from the
+// command line's syntax tree: output filters, redirections, wrappers and
+// status echoes are not part of it; `cd X &&`, `cd X;`, `-C X`, `--prefix
+// X` name its directory; filtered says the line's status is not the
+// check's own.
+func TestCheckIdentity_RC5(t *testing.T) {
 	for _, tc := range []struct {
 		cmd, check string
 		filtered   bool
@@ -24,27 +30,160 @@ func TestCheckOf(t *testing.T) {
 		{`npm run check 2>&1 | grep "error TS" | wc -l`, "npm run check", true},
 		{"go test ./... |& tee log.txt", "go test ./...", true},
 		{"make; echo $?", "make", true},
-		{`make && echo "exit: $?"`, "make", true},
+		{`make && echo "exit: $?"`, "make", false}, // a failing make fails the line
 		{"go test ./... || true", "go test ./...", true},
 		{"go test ./... 2>&1 | tail -5 || true", "go test ./...", true},
 		{"go test ./... | tail -20; true", "go test ./...", true},
-		{"go test ./... | grep -v ok; make lint", "go test ./... | grep -v ok; make lint", false}, // make lint is a check: judged as the last one
+		{"go test ./... | grep -v ok; make lint", "make lint", false}, // the line's status is make lint's
 		{"npm test | tee out.log; exit 0", "npm test", true},
 		{"go test ./... &", "go test ./...", true},
 		{"go test ./...;", "go test ./...", false},
-		{"cd pkg; go test ./... | tail -5", "cd pkg; go test ./...", true},
+		{"cd pkg; go test ./... | tail -5", "cd pkg && go test ./...", true},
 		{"cd pkg && go test ./... 2>&1 | tail -5 && echo ok", "cd pkg && go test ./...", true},
 		{"go build ./... && go test ./...", "go build ./... && go test ./...", false},
+		{"cd pkg && go build ./... && go test ./...", "cd pkg && go build ./... && go test ./...", false},
 		{"go test ./... > out.txt 2>&1 &", "go test ./...", true},
-		{"go vet ./... | xargs -n1 echo", "go vet ./... | xargs -n1 echo", false},
+		{"go vet ./... | xargs -n1 echo", "go vet ./...", true},
 		{`go test -run 'A|B' ./...`, `go test -run 'A|B' ./...`, false},
 		{`go test -run "A|B" ./... | tail -3`, `go test -run "A|B" ./...`, true},
-		{`grep -r foo . | wc -l`, `grep -r foo .`, true},
+		{"make -C pkg test", "cd pkg && make test", false},
+		{"npm --prefix pkg run check", "cd pkg && npm run check", false},
+		{"cd a && cd b && npm test", "cd a/b && npm test", false},
+		{"cd ./pkg/ && npm test", "cd pkg && npm test", false},
+		{"timeout 300 go test ./...", "go test ./...", false},
+		{"CI=1 npx vitest run", "npx vitest run", false},
+		{"set -o pipefail; go test ./... | tail -5", "go test ./...", true},
+		{`bash -lc "cd web && npm test | tail -3"`, "cd web && npm test", true},
+		{"pnpm --filter api test", "pnpm --filter api test", false},
+		{"docker build -t x .", "docker build -t x .", false},
+		{"! go test ./...", "go test ./...", true},
+		// Not checks: the line comes back with its blanks collapsed.
+		{`rg --files | rg "config|vitest|test"`, `rg --files | rg "config|vitest|test"`, false},
+		{`git add a.ts && git commit -m "vitest config and go test fixes"`, `git add a.ts && git commit -m "vitest config and go test fixes"`, false},
+		{`grep -r foo . | wc -l`, `grep -r foo . | wc -l`, false},
+		{"echo go test ./...", "echo go test ./...", false},
 	} {
 		check, filtered := CheckOf(tc.cmd)
 		if check != tc.check || filtered != tc.filtered {
 			t.Errorf("CheckOf(%q) = %q, %v; want %q, %v", tc.cmd, check, filtered, tc.check, tc.filtered)
 		}
+	}
+}
+
+// TestCheckKinds_RC5: the table of check kinds and consequential commands.
+func TestCheckKinds_RC5(t *testing.T) {
+	for cmd, want := range map[string]cmdKind{
+		"go test ./...": kindCheck, "go vet ./...": kindCheck, "go build ./...": kindCheck, "gofmt -l .": kindCheck,
+		"npm test": kindCheck, "npm run check": kindCheck, "npm run type-check": kindCheck, "pnpm typecheck": kindCheck,
+		"pnpm --filter api test": kindCheck, "pnpm -F web run build": kindCheck, "yarn workspace web test": kindCheck,
+		"bun test": kindCheck, "bun run lint": kindCheck, "npm run test:unit": kindCheck, "npm run check-types": kindCheck,
+		"turbo run test": kindCheck, "turbo build": kindCheck, "nx run-many -t test": kindCheck, "nx run app:lint": kindCheck,
+		"npx tsc --noEmit": kindCheck, "npx vitest run": kindCheck, "pytest -q": kindCheck, "python -m pytest": kindCheck,
+		"tox": kindCheck, "cargo test": kindCheck, "cargo clippy": kindCheck, "cargo fmt --check": kindCheck,
+		"make": kindCheck, "make test": kindCheck, "make check": kindCheck, "mvn verify": kindCheck, "./gradlew test": kindCheck,
+		"docker build .": kindCheck, "docker compose build": kindCheck, "prettier --check .": kindCheck, "ruff check .": kindCheck,
+		"npm publish": kindConsequential, "npm run publish": kindConsequential, "pnpm run release": kindConsequential,
+		"git push origin main": kindConsequential, `git commit -m "x"`: kindConsequential, "cargo publish": kindConsequential,
+		"npx prisma migrate deploy": kindNone, // npx runs prisma: a migration…
+		"prisma migrate deploy":     kindConsequential,
+		"gh pr merge 12 --squash":   kindConsequential,
+		"npm run lint:fix":          kindNone, "npm install": kindNone, "npm run dev": kindNone, "prettier --write .": kindNone,
+		"cargo fmt": kindNone, "gofmt -w .": kindNone, "go run .": kindNone, "git status": kindNone, "ls -la": kindNone,
+		"cat go.mod": kindNone, "echo testing": kindNone, "rg test": kindNone, "docker run x": kindNone, "make clean": kindNone,
+	} {
+		words := parseShell(cmd).cmds
+		got := kindNone
+		if len(words) > 0 {
+			got = words[0].kind
+		}
+		if cmd == "npx prisma migrate deploy" {
+			// npx hands its words to the tool it runs.
+			if got != kindConsequential {
+				t.Errorf("%q: kind %v, want consequential", cmd, got)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("%q: kind %v, want %v", cmd, got, want)
+		}
+	}
+}
+
+// TestVerificationStates_RC5: a run is passed or failed only when the line's
+// status is the check's own; a filtered or masked run is inconclusive unless
+// its output carries the tool's failure text; an interrupted run says so.
+func TestVerificationStates_RC5(t *testing.T) {
+	zero, one, two := 0, 1, 2
+	for _, tc := range []struct {
+		name, cmd string
+		exit      *int
+		pipefail  bool
+		output    string
+		want      string
+	}{
+		{"own pass", "npm run check", &zero, false, "", OutcomePassed},
+		{"own failure", "npm run check", &two, false, "", OutcomeFailedCmd},
+		{"piped, exit 0", "npm run check 2>&1 | tail -5", &zero, false, "done", OutcomeInconclusive},
+		{"piped, npm error in output", "npm run check 2>&1 | tail -5", &zero, false, "npm error command failed\nnpm error code 2", OutcomeFailedCmd},
+		{"piped, TS errors", "npx tsc --noEmit | head -20", &zero, false, "src/a.ts(3,1): error TS2304: Cannot find name 'x'.", OutcomeFailedCmd},
+		{"masked by || true", "go test ./... || true", &zero, false, "ok", OutcomeInconclusive},
+		{"masked, go FAIL", "go test ./... || true", &zero, false, "--- FAIL: TestX (0.00s)\nFAIL", OutcomeFailedCmd},
+		{"echo $?", "make; echo $?", &zero, false, "2", OutcomeInconclusive},
+		{"pipefail pass", "go test ./... | tail -5", &zero, true, "ok", OutcomePassed},
+		{"pipefail, tail cannot fail", "go test ./... | tail -5", &one, true, "", OutcomeFailedCmd},
+		{"pipefail, grep may find nothing", "go test ./... | grep FAIL", &one, true, "", OutcomeInconclusive},
+		{"interrupted", "npm test", nil, false, "", OutcomeInterrupted},
+		{"bun 0 fail is no failure", "bun test | tail -3", &zero, false, " 12 pass\n 0 fail", OutcomeInconclusive},
+		{"bun failures", "bun test | tail -3", &zero, false, " 11 pass\n 1 fail", OutcomeFailedCmd},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := outcomesOf(tc.cmd, tc.exit, tc.pipefail, tc.output)
+			if len(rs) != 1 {
+				t.Fatalf("%d checks in %q", len(rs), tc.cmd)
+			}
+			if rs[0].outcome != tc.want {
+				t.Errorf("outcome %q (note %q), want %q", rs[0].outcome, rs[0].note, tc.want)
+			}
+			if tc.want == OutcomeInconclusive && !strings.Contains(rs[0].note, "status is unknown") {
+				t.Errorf("an inconclusive run does not say why: note %q", rs[0].note)
+			}
+		})
+	}
+}
+
+// TestLatestConclusiveRunWins_RC5: the last outcome is that of the latest
+// conclusive run: a check that failed once and passed later passes, with no
+// blocker; a later filtered run neither clears nor claims anything.
+func TestLatestConclusiveRunWins_RC5(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		runs     []string // "exit cmd"
+		want     string
+		blockers int
+	}{
+		{"fail then pass", []string{"2 npm run check", "0 npm run check"}, OutcomePassed, 0},
+		{"fail, then passes filtered", []string{"2 npm run check", "0 npm run check 2>&1 | tail -3", "0 npm run check | grep error"}, OutcomeInconclusive, 0},
+		{"pass, then filtered", []string{"0 npm run check", "0 npm run check 2>&1 | tail -3"}, OutcomePassed, 0},
+		{"fail, filtered, fail", []string{"2 npm run check", "0 npm run check | tail", "1 npm run check"}, OutcomeFailedCmd, 1},
+		{"pass then fail", []string{"0 npm run check", "2 npm run check"}, OutcomeFailedCmd, 1},
+		{"under cd and -C", []string{"2 cd web && npm run check", "0 npm --prefix web run check"}, OutcomePassed, 0},
+		{"only filtered", []string{"0 npm run check | tail"}, OutcomeInconclusive, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			b.user("make the checks pass", 10)
+			for _, r := range tc.runs {
+				exit, cmd, _ := strings.Cut(r, " ")
+				b.bash(cmd, int(exit[0]-'0'), 10)
+			}
+			st := b.capsule(t)
+			if len(st.Verification) != 1 || st.Verification[0].Outcome != tc.want {
+				t.Fatalf("verification %+v, want one check %s", st.Verification, tc.want)
+			}
+			if len(st.Blockers) != tc.blockers {
+				t.Errorf("blockers %q, want %d", st.Blockers, tc.blockers)
+			}
+		})
 	}
 }
 
@@ -63,14 +202,18 @@ func TestVerificationOneLinePerCheck_RC2(t *testing.T) {
 	b.bash("go vet ./... | tail -3", 0, 10)
 	st := b.capsule(t)
 	want := []capsule.Verification{
-		{Command: "cd pkg && npm run check", ExitCode: 1, Outcome: OutcomeFailedCmd},
-		{Command: "go vet ./... | tail -3", ExitCode: 0, Outcome: OutcomePassed},
+		{Command: "cd pkg && npm run check", ExitCode: 0, Outcome: OutcomeInconclusive},
+		{Command: "go vet ./...", ExitCode: 0, Outcome: OutcomeInconclusive},
 	}
 	if !slices.Equal(st.Verification, want) {
 		t.Fatalf("verification %+v\nwant %+v", st.Verification, want)
 	}
-	if !slices.Equal(st.Blockers, []string{"`cd pkg && npm run check` fails"}) {
+	// Neither "fails" (the filtered runs showed no failure) nor "passes".
+	if len(st.Blockers) != 0 {
 		t.Errorf("blockers %q", st.Blockers)
+	}
+	if !slices.Contains(st.NextSteps, "Run `cd pkg && npm run check` with its own exit status: it failed, and later runs hid theirs") {
+		t.Errorf("next steps %q", st.NextSteps)
 	}
 	for _, d := range st.Done {
 		if d == "`go vet ./... | tail -3` passes" {
@@ -84,10 +227,10 @@ func TestVerificationOneLinePerCheck_RC2(t *testing.T) {
 	b2.bash("cd pkg && npm run check 2>&1", 0, 10)
 	next := b2.capsule(t)
 	rolled := Roll(st, next)
-	if len(rolled.Blockers) != 0 {
+	if len(rolled.Blockers) != 0 || len(rolled.NextSteps) != 0 && strings.Contains(rolled.NextSteps[0], "npm run check") {
 		t.Errorf("blockers after the check passed: %q", rolled.Blockers)
 	}
-	if len(rolled.Verification) != 2 || rolled.Verification[1].Command != "cd pkg && npm run check 2>&1" || rolled.Verification[1].Outcome != OutcomePassed {
+	if len(rolled.Verification) != 2 || rolled.Verification[1].Command != "cd pkg && npm run check" || rolled.Verification[1].Outcome != OutcomePassed {
 		t.Errorf("rolled verification %+v", rolled.Verification)
 	}
 }
@@ -141,8 +284,8 @@ func TestPipefailRunsAreConclusive_RC2(t *testing.T) {
 		{"pipefail, passed", true, 0, []capsule.Verification{{Command: "go test ./...", ExitCode: 0, Outcome: OutcomePassed}}, nil},
 		{"pipefail, failed: grep may have found nothing", true, 1,
 			[]capsule.Verification{{Command: "go test ./...", ExitCode: 1, Outcome: OutcomeFailedCmd}}, []string{"`go test ./...` fails"}},
-		{"no pipefail", false, 0,
-			[]capsule.Verification{{Command: "go test ./...", ExitCode: 1, Outcome: OutcomeFailedCmd}}, []string{"`go test ./...` fails"}},
+		{"no pipefail: the failure may be fixed, unknown", false, 0,
+			[]capsule.Verification{{Command: "go test ./...", ExitCode: 0, Outcome: OutcomeInconclusive}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBuilder()
@@ -158,20 +301,27 @@ func TestPipefailRunsAreConclusive_RC2(t *testing.T) {
 			}
 		})
 	}
-	// A failing run, then the same check with its status masked: still failing.
+	// A failing run, then the same check with its status masked and no
+	// failure text: the failure may be fixed; neither failed nor passed.
 	b := newBuilder()
 	run(b, "go test ./...", 1, true)
 	run(b, "go test ./... 2>&1 | tail -5 || true", 0, true)
 	st := b.capsule(t)
-	if want := []capsule.Verification{{Command: "go test ./...", ExitCode: 1, Outcome: OutcomeFailedCmd}}; !slices.Equal(st.Verification, want) {
+	if want := []capsule.Verification{{Command: "go test ./...", ExitCode: 0, Outcome: OutcomeInconclusive}}; !slices.Equal(st.Verification, want) {
 		t.Errorf("masked run: verification %+v, want %+v", st.Verification, want)
 	}
-	if !slices.Equal(st.Blockers, []string{"`go test ./...` fails"}) {
+	if len(st.Blockers) != 0 {
 		t.Errorf("masked run: blockers %q", st.Blockers)
 	}
+	if !slices.ContainsFunc(st.Notes, func(n string) bool {
+		return strings.Contains(n, "failed (exit 1), then ran 1 time with its status hidden")
+	}) {
+		t.Errorf("masked run: notes %q do not say the check failed before", st.Notes)
+	}
 	for _, cmd := range []string{"make; echo $?", "go test ./... 2>&1 | tail -5 || true", "go test ./... | tail -20; true", "npm test | tee out.log; exit 0"} {
-		if got := recordedCommand(cmd, 0, true); got != cmd {
-			t.Errorf("%q: a masked exit status is not made conclusive by pipefail: recorded as %q", cmd, got)
+		zero := 0
+		if rs := outcomesOf(cmd, &zero, true, "ok"); len(rs) != 1 || rs[0].outcome != OutcomeInconclusive {
+			t.Errorf("%q: a masked exit status is not made conclusive by pipefail: %+v", cmd, rs)
 		}
 	}
 }

@@ -348,11 +348,6 @@ func TestImportPiDeterministicCapsule_RC1_RC2(t *testing.T) {
 				}
 			}
 			wantFiles := map[string]bool{}
-			type checkRun struct {
-				cmd, outcome string
-				filtered     bool
-			}
-			lastRun := map[string]checkRun{}
 			for id, c := range src.call {
 				if !before[id] || !c.hasRes {
 					continue
@@ -364,14 +359,18 @@ func TestImportPiDeterministicCapsule_RC1_RC2(t *testing.T) {
 					}
 				}
 			}
-			// Last outcome per check (compaction.CheckOf: a command without
-			// its output filters), in source order: the latest run whose
-			// exit status is the check's own, else the latest run.
+			// Each check's runs in source order (R-C5): the capsule says
+			// passed or failed only as the latest run whose exit status
+			// is the check's own says, and never passed when that run is
+			// followed by runs whose status was hidden and nothing else.
 			ids := make([]string, 0, len(before))
 			for id := range before {
 				ids = append(ids, id)
 			}
 			slices.SortFunc(ids, func(a, b string) int { return src.call[a].ordinal - src.call[b].ordinal })
+			type checkRuns struct{ own, last string }
+			runs := map[string]*checkRuns{}
+			var order []string
 			for _, id := range ids {
 				c := src.call[id]
 				if c.name != "bash" || !c.hasRes {
@@ -390,29 +389,46 @@ func TestImportPiDeterministicCapsule_RC1_RC2(t *testing.T) {
 					outcome = "passed"
 				}
 				check, filtered := compaction.CheckOf(cmd)
-				if prev, ok := lastRun[check]; ok && filtered && !prev.filtered {
-					continue // the unfiltered run's status stays the evidence
+				r := runs[check]
+				if r == nil {
+					r = &checkRuns{}
+					runs[check] = r
+					order = append(order, check)
 				}
-				lastRun[check] = checkRun{cmd: cmd, outcome: outcome, filtered: filtered}
+				if filtered {
+					outcome = "hidden"
+				} else if outcome != "interrupted" {
+					r.own = outcome
+				}
+				r.last = outcome
 			}
-			if len(wantFiles) == 0 || len(lastRun) == 0 {
-				t.Fatalf("the oracle found %d files and %d verification commands before the cut: the test would prove nothing", len(wantFiles), len(lastRun))
+			if len(wantFiles) == 0 || len(runs) == 0 {
+				t.Fatalf("the oracle found %d files and %d checks before the cut: the test would prove nothing", len(wantFiles), len(runs))
 			}
 			for f := range wantFiles {
 				if !slices.Contains(st.FilesModified, f) {
 					t.Errorf("capsule does not list modified file %s", f)
 				}
 			}
-			for _, run := range lastRun {
-				i := slices.IndexFunc(st.Verification, func(v capsule.Verification) bool { return v.Command == run.cmd })
+			for _, check := range order {
+				r := runs[check]
+				i := slices.IndexFunc(st.Verification, func(v capsule.Verification) bool { return v.Command == check })
 				if i < 0 {
-					t.Errorf("capsule does not list verification %q", run.cmd)
-				} else if st.Verification[i].Outcome != run.outcome {
-					t.Errorf("verification %q: %s, last run %s", run.cmd, st.Verification[i].Outcome, run.outcome)
+					t.Errorf("capsule does not list check %q", check)
+					continue
+				}
+				got := st.Verification[i].Outcome
+				switch {
+				case r.last == r.own && got != r.own:
+					t.Errorf("check %q: %s, its latest run %s", check, got, r.own)
+				case got == "passed" && r.own != "passed":
+					t.Errorf("check %q: passed, but no run with its own status passed last (%+v)", check, *r)
+				case got == "failed" && r.own == "passed" && r.last != "hidden":
+					t.Errorf("check %q: failed, but its latest own run passed (%+v)", check, *r)
 				}
 			}
-			if len(st.Verification) != len(lastRun) {
-				t.Errorf("capsule lists %d verification lines, the source ran %d checks", len(st.Verification), len(lastRun))
+			if len(st.Verification) != len(runs) {
+				t.Errorf("capsule lists %d verification lines, the source ran %d checks", len(st.Verification), len(runs))
 			}
 			t.Logf("%d files modified, %d verification commands, tokens %d → %d", len(st.FilesModified), len(st.Verification), cp.Entry.TokensBefore, cp.TokensAfter)
 		})
