@@ -287,6 +287,7 @@ func Roll(prev, next capsule.State) capsule.State {
 		runs.add(v)
 	}
 	out.Verification = runs.list()
+	out.Notes = verificationNotes(out.Notes, prev, next, out.Verification)
 	passing := map[string]bool{} // checks whose latest conclusive run passed
 	for _, v := range out.Verification {
 		if v.Outcome == OutcomePassed && conclusive(v) {
@@ -318,6 +319,51 @@ func Roll(prev, next capsule.State) capsule.State {
 	out.FilesModified = union(prev.FilesModified, next.FilesModified)
 	out.ActiveSkills = union(prev.ActiveSkills, next.ActiveSkills)
 	out.UserMessages = boundUserMessages(union(next.UserMessages, prev.UserMessages), UserMessagesBudget)
+	return out
+}
+
+// verificationNotes keeps the notes about checks true after a roll: a note
+// about a run whose status was unknown goes when the rolled outcome of its
+// check is conclusive, and a pass carried from prev while next changed
+// files is said to be stale (R-C5).
+func verificationNotes(notes []string, prev, next capsule.State, rolled []capsule.Verification) []string {
+	outcome := map[string]string{}
+	for _, v := range rolled {
+		check, _ := CheckOf(v.Command)
+		outcome[check] = v.Outcome
+	}
+	out := slices.DeleteFunc(slices.Clone(notes), func(n string) bool {
+		rest, ok := strings.CutPrefix(n, verificationNote+"`")
+		if !ok {
+			return false
+		}
+		cmd, why, ok := strings.Cut(rest, "`")
+		if !ok {
+			return false
+		}
+		check, _ := CheckOf(cmd)
+		o := outcome[check]
+		return strings.Contains(why, "status is unknown") && (o == OutcomePassed || o == OutcomeFailedCmd)
+	})
+	if len(next.FilesModified) == 0 {
+		return out
+	}
+	ranNext := map[string]bool{}
+	for _, v := range next.Verification {
+		if conclusive(v) {
+			check, _ := CheckOf(v.Command)
+			ranNext[check] = true
+		}
+	}
+	for _, v := range prev.Verification {
+		check, _ := CheckOf(v.Command)
+		if v.Outcome == OutcomePassed && !ranNext[check] && outcome[check] == OutcomePassed {
+			n := verificationNote + "`" + v.Command + "` is stale: passed before later changes to " + plural(len(next.FilesModified), "file")
+			if !slices.ContainsFunc(out, func(x string) bool { return strings.HasPrefix(x, verificationNote+"`"+v.Command+"` is stale") }) {
+				out = append(out, n)
+			}
+		}
+	}
 	return out
 }
 

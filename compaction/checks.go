@@ -247,7 +247,11 @@ func (c *checkRuns) addRun(r checkRun) {
 				exit := old.v.ExitCode
 				r.failedExit = &exit
 			}
-			r.note = "failed (exit " + strconv.Itoa(*r.failedExit) + "), then ran " + plural(r.later, "time") +
+			failed := "failed"
+			if *r.failedExit != 0 {
+				failed += " (exit " + strconv.Itoa(*r.failedExit) + ")"
+			}
+			r.note = failed + ", then ran " + plural(r.later, "time") +
 				" with its status hidden (`" + r.filter + "`) and no failure text: run it unfiltered to know"
 		case conclusive(r.v) || !conclusive(old.v):
 		default:
@@ -278,10 +282,10 @@ func (c *checkRuns) notes(total int) []string {
 		cmd := "`" + r.v.Command + "`"
 		switch {
 		case r.note != "":
-			out = append(out, "Verification: "+cmd+" "+r.note)
+			out = append(out, verificationNote+cmd+" "+r.note)
 		case r.v.Outcome == OutcomePassed && total > r.edits:
 			n := total - r.edits
-			out = append(out, "Verification: "+cmd+" is stale: passed before "+plural(n, "later edit"))
+			out = append(out, verificationNote+cmd+" is stale: passed before "+plural(n, "later edit"))
 		}
 	}
 	return out
@@ -298,6 +302,9 @@ func (c *checkRuns) unsure() []string {
 	}
 	return out
 }
+
+// verificationNote starts the notes about checks.
+const verificationNote = "Verification: "
 
 func plural(n int, what string) string {
 	s := strconv.Itoa(n) + " " + what

@@ -211,7 +211,7 @@ func TestImportPiToolMapping_RC2(t *testing.T) {
 				t.Fatalf("bash %s: timeout %v s became %v", c.ID, to, args["timeoutMs"])
 			}
 			a := r.Artifacts
-			if a == nil || a.Command != s.args["command"] {
+			if a == nil || a.Command != commandInCwd(src.cwd, "", s.args["command"].(string)) {
 				t.Fatalf("bash %s: artifacts %+v", c.ID, a)
 			}
 			code, interrupted := sourceExit(s)
@@ -376,7 +376,7 @@ func TestImportPiDeterministicCapsule_RC1_RC2(t *testing.T) {
 				if c.name != "bash" || !c.hasRes {
 					continue
 				}
-				cmd := c.args["command"].(string)
+				cmd := commandInCwd(src.cwd, "", c.args["command"].(string))
 				if !compaction.IsVerificationCommand(cmd) {
 					continue
 				}

@@ -3,6 +3,7 @@ package importer
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -132,7 +133,7 @@ func (b *builder) mapCall(specs map[string]toolSpec, name string, raw json.RawMe
 	if p := jsonString(args[spec.path]); p != "" {
 		c.paths = []string{b.rel(p)}
 	}
-	c.command = jsonString(args[spec.command])
+	c.command = commandInCwd(b.res.Cwd, jsonString(args["workdir"]), jsonString(args[spec.command]))
 	if spec.name == "" {
 		return c
 	}
@@ -168,6 +169,47 @@ func (b *builder) mapCall(specs map[string]toolSpec, name string, raw json.RawMe
 	}
 	c.name, c.args, c.mapped = spec.name, marshal(out), true
 	return c
+}
+
+// commandInCwd is a shell command as run from the session's directory cwd,
+// for its artifacts: a command given its own working directory (Codex's
+// workdir) gets a leading `cd DIR && `, and a leading `cd` to an absolute
+// path under cwd is made relative (`cd /repo && npm test` is `npm test` in
+// /repo), so one check run both ways is one check (R-C5). The call itself
+// keeps the command as the agent ran it.
+func commandInCwd(cwd, workdir, cmd string) string {
+	if cmd == "" || cwd == "" {
+		return cmd
+	}
+	cwd = filepath.Clean(cwd)
+	if workdir != "" && filepath.IsAbs(workdir) && filepath.Clean(workdir) != cwd && !strings.HasPrefix(cmd, "cd ") {
+		cmd = "cd " + workdir + " && " + cmd
+	}
+	rest, ok := strings.CutPrefix(cmd, "cd ")
+	if !ok {
+		return cmd
+	}
+	end := strings.IndexAny(rest, " ;&|\n'\"")
+	if end < 0 {
+		end = len(rest)
+	}
+	dir, tail := rest[:end], rest[end:]
+	if !filepath.IsAbs(dir) {
+		return cmd
+	}
+	r, err := filepath.Rel(cwd, filepath.Clean(dir))
+	if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return cmd
+	}
+	if r != "." {
+		return "cd " + r + tail
+	}
+	for _, sep := range []string{" && ", "; ", ";", "\n"} {
+		if t, ok := strings.CutPrefix(tail, sep); ok && strings.TrimSpace(t) != "" {
+			return strings.TrimLeft(t, " ")
+		}
+	}
+	return cmd
 }
 
 // jsonString returns a JSON string's value, or "" for anything else.
