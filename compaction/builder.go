@@ -90,17 +90,24 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		if err != nil {
 			return capsule.State{}, err
 		}
+		var words string
+		if e.User != nil {
+			words = userWords(e.User.Text)
+		}
 		switch {
-		case e.User != nil && isAgentCommand(e.User.Text):
+		case e.User != nil && words == "":
+			// Context only: an editor's selection, an interrupt marker,
+			// another agent's command output (R-C8).
+		case e.User != nil && isAgentCommand(words):
 			// A command to the agent itself (`/model`, `/theme`), recorded by
 			// another agent: the user's words, not a request for the work.
-			said = append(said, e.User.Text)
+			said = append(said, words)
 		case e.User != nil:
-			said = append(said, e.User.Text)
+			said = append(said, words)
 			if turnPending && len(users) > 0 && !isChatter(users[len(users)-1]) {
 				done = append(done, workedOn+firstLine(users[len(users)-1], maxItemChars))
 			}
-			users = append(users, e.User.Text)
+			users = append(users, words)
 			turnPending = true
 		case e.Assistant != nil:
 			for j := range e.Assistant.ToolCalls {
@@ -428,7 +435,8 @@ func constraintsFrom(users []string) []string {
 	var out []string
 	for _, u := range users {
 		for _, s := range sentences(ownWords(u)) {
-			if s = leadingAside.ReplaceAllString(s, ""); isConstraint(s) && !hasOpaqueID(s) {
+			if s = leadingAside.ReplaceAllString(s, ""); isConstraint(s) && !hasOpaqueID(s) && !isQuestionOrComplaint(s) {
+				s = strings.TrimRight(s, ".")
 				out = append(out, text.Clip(s, maxItemChars))
 			}
 		}
@@ -496,18 +504,6 @@ func dedupeFold(xs []string) []string {
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, x)
-		}
-	}
-	return out
-}
-
-var sentenceEnd = regexp.MustCompile(`[.!?\n]+\s*`)
-
-func sentences(s string) []string {
-	var out []string
-	for _, p := range sentenceEnd.Split(s, -1) {
-		if p = strings.TrimSpace(p); len(p) >= 8 {
-			out = append(out, p)
 		}
 	}
 	return out

@@ -1,0 +1,100 @@
+package compaction
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Context is not a request (R-C8). Editors and agents wrap what they add
+// to a user message in markers: the file the editor has open, the
+// selection, the environment, system reminders, interrupt markers, another
+// agent's slash command and its output. The capsule's goal, work items and
+// latest request come from the user's own words only.
+
+// contextTags are the wrappers editors and agents put around context they
+// add to a user message; the tag and everything inside it is context.
+var contextTags = []string{
+	"ide_opened_file", "ide_selection", "ide_diagnostics", "system-reminder", "environment_context",
+	"user_instructions", "turn_aborted", "command-name", "command-message", "command-args",
+	"local-command-stdout", "local-command-stderr", "local-command-caveat", "user-prompt-submit-hook",
+	"bash-input", "bash-stdout", "bash-stderr", "task-notification", "INSTRUCTIONS", "context",
+}
+
+var contextTagPattern = func() *regexp.Regexp {
+	alts := make([]string, len(contextTags))
+	for i, t := range contextTags {
+		alts[i] = regexp.QuoteMeta(t)
+	}
+	names := strings.Join(alts, "|")
+	// An element, or an opening tag left unclosed (the rest is context).
+	return regexp.MustCompile(`(?s)<(` + names + `)(\s[^>]*)?>.*?</(` + names + `)>|<(` + names + `)(\s[^>]*)?>.*$`)
+}()
+
+// interruptMarker matches Claude Code's interrupt markers and the like.
+var interruptMarker = regexp.MustCompile(`\[Request interrupted by user[^\]]*\]`)
+
+// codexIDEContext is the preamble Codex's IDE extension puts before the
+// user's request; the request follows "## My request for Codex:".
+const (
+	codexIDEContext = "# Context from my IDE setup:"
+	codexMyRequest  = "## My request for Codex:"
+)
+
+// userWords is a user message without the context wrapped around it; ""
+// when the message is context only (R-C8).
+func userWords(msg string) string {
+	s := msg
+	if strings.Contains(s, codexIDEContext) {
+		if _, req, ok := strings.Cut(s, codexMyRequest); ok {
+			s = req
+		} else {
+			s, _, _ = strings.Cut(s, codexIDEContext)
+		}
+	}
+	if strings.Contains(s, "<") {
+		s = contextTagPattern.ReplaceAllString(s, "")
+	}
+	if strings.Contains(s, "[Request interrupted") {
+		s = interruptMarker.ReplaceAllString(s, "")
+	}
+	return strings.TrimSpace(s)
+}
+
+// isQuestionOrComplaint reports whether a sentence asks or complains rather
+// than states a rule: it ends with "?", or opens like a question or a
+// reproach ("why did you", "you forgot").
+func isQuestionOrComplaint(s string) bool {
+	t := strings.ToLower(strings.TrimSpace(s))
+	if strings.HasSuffix(t, "?") {
+		return true
+	}
+	for _, p := range []string{"why ", "how come", "what ", "how ", "can you", "could you", "would you", "do you", "does ", "is it ", "is there", "are there",
+		"you didn't", "you did not", "you forgot", "you still", "you broke", "you keep", "this is wrong", "that's wrong", "this is still", "still not", "it still"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// sentenceEnd ends a sentence: terminal punctuation followed by a blank (so
+// `AGENTS.md`, `v1.2` and `e.g.x` stay whole), or a line break.
+var sentenceEnd = regexp.MustCompile(`[.!?]+(?:["')\]]*)(?:[ \t]+|$)|\n+`)
+
+// sentences splits text into sentences, each with its terminator kept (a
+// question keeps its "?"); fragments under 8 bytes are dropped.
+func sentences(s string) []string {
+	var out []string
+	start := 0
+	for _, loc := range sentenceEnd.FindAllStringIndex(s, -1) {
+		part := strings.TrimSpace(s[start:loc[1]])
+		start = loc[1]
+		if len(part) >= 8 {
+			out = append(out, part)
+		}
+	}
+	if part := strings.TrimSpace(s[start:]); len(part) >= 8 {
+		out = append(out, part)
+	}
+	return out
+}
