@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strconv"
@@ -75,7 +76,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		said        []string // every user message, commands included
 		done        []string
 		decisions   []capsule.Decision
-		failures    []string
+		failures    []toolFailureItem
 		lastReply   string
 		turnPending bool
 	)
@@ -109,6 +110,9 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			}
 			users = append(users, words)
 			turnPending = true
+			// A tool failure of an earlier turn was followed by more
+			// work and a new request: history, not a blocker (R-C8).
+			failures = failures[:0]
 		case e.Assistant != nil:
 			for j := range e.Assistant.ToolCalls {
 				c := &e.Assistant.ToolCalls[j]
@@ -125,9 +129,25 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			}
 		case e.ToolResult != nil:
 			r := e.ToolResult
-			arts.addResult(r, calls[r.ToolCallID])
-			if !r.OK && r.ToolName != tool.Bash {
-				failures = append(failures, "`"+r.ToolName+"` failed: "+firstLine(r.Content, maxItemChars))
+			call := calls[r.ToolCallID]
+			arts.addResult(r, call)
+			target := callPath(r, call)
+			switch {
+			case r.ToolName == tool.Bash:
+			case !r.OK && isDenial(r.Content):
+				// The user's decision, not a failure (R-C6).
+				d := "The user denied `" + r.ToolName + "`"
+				if target != "" {
+					d += " on `" + target + "`"
+				}
+				decisions = append(decisions, capsule.Decision{Decision: d, Rationale: "denied in the approval prompt; not done"})
+			case !r.OK:
+				failures = append(failures, toolFailureItem{text: "`" + r.ToolName + "` failed: " + firstLine(r.Content, maxItemChars), tool: r.ToolName, path: target})
+			case target != "":
+				// A later success on the same file resolves its failures.
+				failures = slices.DeleteFunc(failures, func(f toolFailureItem) bool {
+					return f.path != "" && (f.path == target || strings.HasPrefix(target, strings.TrimSuffix(f.path, "/")+"/"))
+				})
 			}
 		case e.Checkpoint != nil:
 			ck := e.Checkpoint
@@ -160,7 +180,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		st.InProgress = []string{"Latest request: " + latest}
 	}
 	if lastReply != "" {
-		st.Notes = append(st.Notes, lastReplyNote+firstLine(lastReply, maxItemChars))
+		st.Notes = append(st.Notes, lastReplyNote+text.Clip(strings.TrimSpace(lastReply), maxLastReplyChars))
 	}
 	st.Decisions = decisions
 	verification := arts.checks.list()
@@ -189,7 +209,9 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			st.Blockers = append(st.Blockers, b)
 		}
 	}
-	st.Blockers = append(st.Blockers, lastN(failures, 5)...)
+	for _, f := range lastNItems(failures, 5) {
+		st.Blockers = append(st.Blockers, f.text)
+	}
 	if latest != "" && turnPending {
 		st.NextSteps = append(st.NextSteps, "Continue with: "+latest)
 	}
@@ -202,6 +224,48 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		return rollKeepingGoal(*prev, st), nil
 	}
 	return st, nil
+}
+
+// maxLastReplyChars bounds the model's last reply kept in the notes: whole
+// up to this size, so a list it announced is not cut after its first line.
+const maxLastReplyChars = 1500
+
+// toolFailureItem is a failed tool call that may be a blocker: its text,
+// the tool and the file it was about.
+type toolFailureItem struct {
+	text, tool, path string
+}
+
+func lastNItems[T any](xs []T, n int) []T {
+	if len(xs) > n {
+		return xs[len(xs)-n:]
+	}
+	return xs
+}
+
+// callPath is the file a file tool's call was about: from its recorded
+// artifacts, else its arguments.
+func callPath(r *session.ToolResult, call *session.ToolCall) string {
+	if a := r.Artifacts; a != nil {
+		if len(a.FilesModified) > 0 {
+			return a.FilesModified[0]
+		}
+		if len(a.FilesRead) > 0 {
+			return a.FilesRead[0]
+		}
+	}
+	if call == nil {
+		return ""
+	}
+	var args toolArgs
+	_ = json.Unmarshal(call.Arguments, &args)
+	return args.Path
+}
+
+// isDenial reports whether a tool result is the user's refusal of the call
+// in the approval prompt, as the agent records it.
+func isDenial(content string) bool {
+	return strings.HasPrefix(strings.TrimSpace(content), "denied: ")
 }
 
 // isChatter reports whether a user message is an acknowledgement or an

@@ -1,9 +1,13 @@
 package compaction
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/tool"
 )
 
 // TestContextIsNotARequest_RC8: editor and agent context wrappers,
@@ -64,5 +68,77 @@ func TestConstraintsAreTheUsersRules_RC8(t *testing.T) {
 	want := []string{"Make sure to add an AGENTS.md file with the layout", "Never push to main!"}
 	if !slices.Equal(st.Constraints, want) {
 		t.Errorf("constraints %q, want %q", st.Constraints, want)
+	}
+}
+
+// TestBlockersDropWhatWasResolved_RC8: a failed edit followed by a
+// successful edit of the same file is no blocker; nor is a failure of an
+// earlier turn; a failure in the final turn is.
+func TestBlockersDropWhatWasResolved_RC8(t *testing.T) {
+	edit := func(b *builder, path string, ok bool, content string) {
+		b.calls++
+		id := "call_e" + string(rune('a'+b.calls))
+		b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: tool.EditFile, Arguments: json.RawMessage(`{"path":"` + path + `"}`)}}}}, 10)
+		var art *session.Artifacts
+		if ok {
+			art = &session.Artifacts{FilesModified: []string{path}}
+		}
+		b.result(id, tool.EditFile, ok, content, 10, art)
+	}
+	for _, tc := range []struct {
+		name  string
+		build func(b *builder)
+		want  []string
+	}{
+		{"fixed by a later edit", func(b *builder) {
+			edit(b, "a.go", false, "old_text not found in a.go")
+			edit(b, "a.go", true, "ok")
+		}, nil},
+		{"another file still failing", func(b *builder) {
+			edit(b, "a.go", false, "old_text not found in a.go")
+			edit(b, "b.go", true, "ok")
+		}, []string{"`edit_file` failed: old_text not found in a.go"}},
+		{"an earlier turn", func(b *builder) {
+			edit(b, "a.go", false, "old_text not found in a.go")
+			b.reply("I could not edit a.go; moving on.", 10)
+			b.user("now update the docs", 10)
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			b.user("fix a.go", 10)
+			tc.build(b)
+			if st := b.capsule(t); !slices.Equal(st.Blockers, tc.want) {
+				t.Errorf("blockers %q, want %q", st.Blockers, tc.want)
+			}
+		})
+	}
+}
+
+// TestDenialIsADecision_RC6: a write the user denied is not modified and
+// not a failure: it is the user's decision.
+func TestDenialIsADecision_RC6(t *testing.T) {
+	b := newBuilder()
+	b.user("rewrite the config loader", 10)
+	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: "c1", Name: tool.WriteFile, Arguments: json.RawMessage(`{"path":"config.go","content":"x"}`)}}}}, 10)
+	b.result("c1", tool.WriteFile, false, "denied: the user did not allow this write_file call", 10, nil)
+	st := b.capsule(t)
+	if len(st.FilesModified) != 0 || len(st.Blockers) != 0 {
+		t.Errorf("files modified %q, blockers %q", st.FilesModified, st.Blockers)
+	}
+	if len(st.Decisions) != 1 || st.Decisions[0].Decision != "The user denied `write_file` on `config.go`" {
+		t.Errorf("decisions %+v", st.Decisions)
+	}
+}
+
+// TestLastReplyKeptWhole_RC1: the model's last reply is kept whole up to a
+// bound, so a list it announced is not cut after its first line.
+func TestLastReplyKeptWhole_RC1(t *testing.T) {
+	b := newBuilder()
+	b.user("what fails?", 10)
+	b.reply("Three tests fail. Let me enumerate them before fixing:\n1. TestA\n2. TestB\n3. TestC", 10)
+	st := b.capsule(t)
+	if !slices.Contains(st.Notes, "Last reply: Three tests fail. Let me enumerate them before fixing:\n1. TestA\n2. TestB\n3. TestC") {
+		t.Errorf("notes %q", st.Notes)
 	}
 }
