@@ -133,7 +133,9 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			arts.addResult(r, call)
 			target := callPath(r, call)
 			switch {
-			case r.ToolName == tool.Bash:
+			case r.ToolName == tool.Bash, r.Artifacts != nil && r.Artifacts.Command != "":
+				// A command: its outcome is in Verification or, when it
+				// is consequential, in Blockers (R-C5).
 			case !r.OK && isDenial(r.Content):
 				// The user's decision, not a failure (R-C6).
 				d := "The user denied `" + r.ToolName + "`"

@@ -1,6 +1,14 @@
 package importer
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
+)
 
 // TestCommandInCwd_RC5: a check run as `cd <session dir> && X`, as X, or
 // with Codex's workdir is one check (R-C5): its artifact command is what
@@ -23,5 +31,40 @@ func TestCommandInCwd_RC5(t *testing.T) {
 		if got := commandInCwd(cwd, tc.workdir, tc.cmd); got != tc.want {
 			t.Errorf("commandInCwd(%q, %q) = %q, want %q", tc.workdir, tc.cmd, got, tc.want)
 		}
+	}
+}
+
+// TestCodexPollsJoinTheirCommand_RC5: a Codex command that outlives its
+// exec_command call is finished by write_stdin polls of its session; the
+// poll that reports the exit carries the command's outcome, and neither the
+// running call nor a poll is a failure of its own.
+func TestCodexPollsJoinTheirCommand_RC5(t *testing.T) {
+	rollout := strings.Join([]string{
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"s","cwd":"/repo"}}`,
+		`{"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"run the type check"}]}}`,
+		`{"timestamp":"2026-01-01T00:00:02Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","call_id":"c1","arguments":"{\"cmd\":\"bun run typecheck\",\"workdir\":\"/repo\"}"}}`,
+		`{"timestamp":"2026-01-01T00:00:32Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"Chunk ID: a1\nWall time: 30.0 seconds\nProcess running with session ID 55202\nOutput:\n$ tsc\n"}}`,
+		`{"timestamp":"2026-01-01T00:00:33Z","type":"response_item","payload":{"type":"function_call","name":"write_stdin","call_id":"c2","arguments":"{\"session_id\":55202,\"chars\":\"\"}"}}`,
+		`{"timestamp":"2026-01-01T00:01:03Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c2","output":"Chunk ID: a2\nWall time: 30.0 seconds\nProcess running with session ID 55202\nOutput:\n"}}`,
+		`{"timestamp":"2026-01-01T00:01:04Z","type":"response_item","payload":{"type":"function_call","name":"write_stdin","call_id":"c3","arguments":"{\"session_id\":55202,\"chars\":\"\"}"}}`,
+		`{"timestamp":"2026-01-01T00:01:10Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c3","output":"Chunk ID: 5f30ba\nWall time: 6.0 seconds\nProcess exited with code 2\nOutput:\nsrc/a.ts(1,1): error TS2304: Cannot find name 'x'.\n"}}`,
+	}, "\n") + "\n"
+	res, err := Convert([]byte(rollout), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var es compaction.Entries
+	es = append(es, session.Entry{ID: "h", Type: session.TypeSession, Session: &session.SessionHeader{Version: 1, SessionID: "s"}})
+	es = append(es, res.Entries...)
+	st, err := compaction.BuildDeterministic(es, 1, len(es), nil, compaction.Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []capsule.Verification{{Command: "bun run typecheck", ExitCode: 2, Outcome: compaction.OutcomeFailedCmd}}
+	if !slices.Equal(st.Verification, want) {
+		t.Errorf("verification %+v, want %+v", st.Verification, want)
+	}
+	if !slices.Equal(st.Blockers, []string{"`bun run typecheck` fails"}) {
+		t.Errorf("blockers %q", st.Blockers)
 	}
 }

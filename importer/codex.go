@@ -3,6 +3,7 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -121,6 +122,10 @@ type codexState struct {
 	// ends the response.
 	response      string
 	lastAssistant string
+	// running holds the command of each exec_command session still
+	// running, by its session id, until a write_stdin poll of it reports
+	// its exit (R-C5: the poll's result is the command's).
+	running map[string]string
 }
 
 func (c *codexState) line(no, ord int, typ string, ts time.Time, it *codexItem) {
@@ -197,8 +202,11 @@ func (c *codexState) line(no, ord int, typ string, ts time.Time, it *codexItem) 
 		content, exit := codexOutput(it.Output)
 		ok := exit == nil || *exit == 0
 		var art *int
-		if call := b.calls[it.CallID]; call != nil && call.kind == kindShell {
-			art = exit
+		if call := b.calls[it.CallID]; call != nil {
+			c.joinSession(call, content, exit)
+			if call.kind == kindShell {
+				art = exit
+			}
 		}
 		if id := b.addResult(no, it.CallID, "", ok, content, art, ts, c.last, ord); id != "" {
 			c.last = id
@@ -206,6 +214,43 @@ func (c *codexState) line(no, ord int, typ string, ts time.Time, it *codexItem) 
 		c.response = ""
 	default:
 		b.skip("response_item " + it.Type) // reasoning, web_search_call, …
+	}
+}
+
+// codexRunning is how exec_command reports a command still running.
+var codexRunning = regexp.MustCompile(`(?m)^Process running with session ID (\d+)`)
+
+// joinSession joins a command that outlived its exec_command call to the
+// write_stdin polls of its session: the exec_command result of a running
+// command and the polls that find it still running leave no artifacts, and
+// the poll that reports its exit carries the command with that exit.
+func (c *codexState) joinSession(call *mappedCall, content string, exit *int) {
+	if c.running == nil {
+		c.running = map[string]string{}
+	}
+	if call.name == "write_stdin" {
+		var a struct {
+			SessionID json.RawMessage `json:"session_id"`
+		}
+		_ = jsondec.Unmarshal(call.args, &a)
+		sid := strings.Trim(string(a.SessionID), `"`)
+		cmd, ok := c.running[sid]
+		if !ok {
+			return
+		}
+		if exit == nil {
+			return // still running
+		}
+		delete(c.running, sid)
+		call.kind, call.command = kindShell, cmd
+		return
+	}
+	if call.kind != kindShell || exit != nil {
+		return
+	}
+	if m := codexRunning.FindStringSubmatch(content); m != nil {
+		c.running[m[1]] = call.command
+		call.pending = true // not finished: its outcome comes with a poll
 	}
 }
 

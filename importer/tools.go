@@ -33,12 +33,18 @@ type mappedCall struct {
 	kind    toolKind
 	paths   []string
 	command string
+	// pending marks a command still running when its call returned: its
+	// result records no outcome (empty artifacts), a later poll does.
+	pending bool
 }
 
 // artifacts are the result's artifacts: files read or modified when the call
 // succeeded, the command and its exit code (nil when the source does not
 // tell it or the command was interrupted).
 func (c *mappedCall) artifacts(ok bool, exit *int) *session.Artifacts {
+	if c.pending {
+		return &session.Artifacts{}
+	}
 	switch c.kind {
 	case kindRead:
 		if ok && len(c.paths) > 0 {
