@@ -356,7 +356,21 @@ func Roll(prev, next capsule.State) capsule.State {
 	for _, v := range prev.Verification {
 		runs.add(v)
 	}
+	// A check that failed in next and then ran only with its status
+	// hidden is unknown, whatever prev said (its note says so).
+	unsure := map[string]bool{}
+	for _, n := range next.Notes {
+		if rest, ok := strings.CutPrefix(n, verificationNote+"`"); ok && strings.Contains(n, "then ran") {
+			if cmd, _, ok := strings.Cut(rest, "`"); ok {
+				unsure[cmd] = true
+			}
+		}
+	}
 	for _, v := range next.Verification {
+		if unsure[v.Command] {
+			runs.replace(v)
+			continue
+		}
 		runs.add(v)
 	}
 	out.Verification = runs.list()

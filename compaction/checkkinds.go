@@ -71,6 +71,11 @@ func classify(words []string) cmdKind {
 		return classifyPackageManager(name, args)
 	case "turbo", "nx", "lerna", "moon":
 		return classifyTaskRunner(args)
+	case "mise":
+		// `mise run test`, `mise r lint`, `mise run test ::: lint`.
+		if (sub == "run" || sub == "r") && len(positional(args)) > 1 {
+			return scriptKind(positional(args)[1])
+		}
 	case "deno":
 		switch sub {
 		case "test", "check", "lint":

@@ -230,6 +230,13 @@ func (c *checkRuns) add(v capsule.Verification) {
 	c.addRun(checkRun{v: v})
 }
 
+// replace records v as its check's run, whatever the earlier run said.
+func (c *checkRuns) replace(v capsule.Verification) {
+	check, _ := CheckOf(v.Command)
+	c.runs = slices.DeleteFunc(c.runs, func(x checkRun) bool { return x.check == check })
+	c.runs = append(c.runs, checkRun{check: check, v: v})
+}
+
 func (c *checkRuns) addRun(r checkRun) {
 	if r.check == "" {
 		r.check, _ = CheckOf(r.v.Command)

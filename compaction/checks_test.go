@@ -81,6 +81,7 @@ func TestCheckKinds_RC5(t *testing.T) {
 		"npx tsc --noEmit": kindCheck, "npx vitest run": kindCheck, "pytest -q": kindCheck, "python -m pytest": kindCheck,
 		"tox": kindCheck, "cargo test": kindCheck, "cargo clippy": kindCheck, "cargo fmt --check": kindCheck,
 		"make": kindCheck, "make test": kindCheck, "make check": kindCheck, "mvn verify": kindCheck, "./gradlew test": kindCheck,
+		"mise run test": kindCheck, "mise run lint": kindCheck, "mise run fmt": kindNone,
 		"docker build .": kindCheck, "docker compose build": kindCheck, "prettier --check .": kindCheck, "ruff check .": kindCheck,
 		"npm publish": kindConsequential, "npm run publish": kindConsequential, "pnpm run release": kindConsequential,
 		"git push origin main": kindConsequential, `git commit -m "x"`: kindConsequential, "cargo publish": kindConsequential,
@@ -323,5 +324,25 @@ func TestPipefailRunsAreConclusive_RC2(t *testing.T) {
 		if rs := outcomesOf(cmd, &zero, true, "ok"); len(rs) != 1 || rs[0].outcome != OutcomeInconclusive {
 			t.Errorf("%q: a masked exit status is not made conclusive by pipefail: %+v", cmd, rs)
 		}
+	}
+}
+
+// TestRollKeepsAnUnsureCheckUnsure_RC5: a check that passed before the
+// previous capsule, then failed and ran only filtered, is not "passed"
+// after a roll (R-M4, R-C5).
+func TestRollKeepsAnUnsureCheckUnsure_RC5(t *testing.T) {
+	b := newBuilder()
+	b.bash("npm run check", 0, 10)
+	prev := b.capsule(t)
+	b3 := newBuilder()
+	b3.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: "c1", Name: tool.Bash, Arguments: json.RawMessage(`{}`)}}}}, 10)
+	zero := 0
+	b3.result("c1", tool.Bash, true, "src/a.ts(1,1): error TS2307: Cannot find module './x.js'", 10, &session.Artifacts{Command: "npm run check 2>&1 | grep error", ExitCode: &zero})
+	b3.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: "c2", Name: tool.Bash, Arguments: json.RawMessage(`{}`)}}}}, 10)
+	b3.result("c2", tool.Bash, true, "done", 10, &session.Artifacts{Command: "npm run check 2>&1 | tail -3", ExitCode: &zero})
+	next := b3.capsule(t)
+	rolled := Roll(prev, next)
+	if len(rolled.Verification) != 1 || rolled.Verification[0].Outcome != OutcomeInconclusive {
+		t.Errorf("rolled verification %+v, want npm run check inconclusive", rolled.Verification)
 	}
 }
