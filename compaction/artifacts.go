@@ -21,6 +21,9 @@ type artifactSet struct {
 	// consequential holds the latest run of each consequential command
 	// (R-C5), in the order of their latest runs.
 	consequential []consequentialRun
+	// chains holds the latest run of each chain of checks (`a && b`),
+	// whose failure does not say which check failed.
+	chains []consequentialRun
 }
 
 func newArtifactSet() *artifactSet {
@@ -59,13 +62,23 @@ func (a *artifactSet) addCommand(cmd string, exit *int, pipefail bool, output st
 		return
 	}
 	for _, r := range outcomesOf(cmd, exit, pipefail, output) {
-		a.checks.addRun(checkRun{
-			check:  r.group.display,
-			v:      capsule.Verification{Command: r.group.display, ExitCode: r.exit, Outcome: r.outcome},
-			note:   r.note,
-			filter: r.group.filter,
-			edits:  a.edits,
-		})
+		run := checkRun{
+			check:   r.group.display,
+			v:       capsule.Verification{Command: r.group.display, ExitCode: r.exit, Outcome: r.outcome},
+			note:    r.note,
+			filter:  r.group.filter,
+			edits:   a.edits,
+			suspect: r.suspect,
+		}
+		if r.suspect {
+			e := r.exit
+			run.failedExit = &e
+		}
+		a.checks.addRun(run)
+		if c := r.group.chain; c != "" && exit != nil && !slices.ContainsFunc(a.chains, func(x consequentialRun) bool { return x.key == c && x.exit == *exit }) {
+			a.chains = slices.DeleteFunc(a.chains, func(x consequentialRun) bool { return x.key == c })
+			a.chains = append(a.chains, consequentialRun{key: c, display: c, exit: *exit, failed: *exit != 0})
+		}
 	}
 	for _, c := range parsedLine(cmd).ofKind(kindConsequential) {
 		if exit == nil || c.status == statusMasked {

@@ -202,6 +202,25 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 	for _, cmd := range arts.checks.unsure() {
 		st.NextSteps = append(st.NextSteps, "Run `"+cmd+"` with its own exit status: it failed, and later runs hid theirs")
 	}
+	outcome := map[string]string{}
+	for _, v := range verification {
+		outcome[v.Command] = v.Outcome
+	}
+	for _, c := range arts.chains {
+		if !c.failed {
+			continue
+		}
+		// Resolved once each check of the chain passed on its own since.
+		open := false
+		for _, g := range checkGroups(parsedLine(c.display), false) {
+			if outcome[g.display] != OutcomePassed {
+				open = true
+			}
+		}
+		if open {
+			st.Blockers = append(st.Blockers, "`"+text.Clip(c.display, maxItemChars)+"` failed (exit "+strconv.Itoa(c.exit)+"); which of its checks failed, the status does not say")
+		}
+	}
 	for _, c := range arts.consequential {
 		if c.failed {
 			b := "`" + text.Clip(c.display, maxItemChars) + "` failed (exit " + strconv.Itoa(c.exit) + ")"

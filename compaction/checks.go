@@ -72,36 +72,44 @@ func CheckOf(cmd string) (check string, filtered bool) {
 	return g[0].display, g[0].status != statusOwn
 }
 
-// checkGroup is one check of a line: the line's own-status checks joined
-// (`go build ./... && go test ./...` is one check), or one check whose
-// status the line hides.
+// checkGroup is one check of a line with whose status the line reports.
+// Checks whose status is the line's together (`go build ./... && go test
+// ./...`) name that list as their chain: a 0 says each passed, a failure
+// says only that one of them failed.
 type checkGroup struct {
 	display string
 	status  statusKind
 	filter  string
+	chain   string
 }
 
-// checkGroups returns the line's checks: first the group of checks whose
-// status is the line's (under pipefail, a piped one counts when pipefail),
-// then each other check on its own.
+// checkGroups returns the line's checks: first those whose status is the
+// line's (under pipefail, a piped one counts as pipefail), then the others.
 func checkGroups(l shellLine, pipefail bool) []checkGroup {
-	var own []string
-	var others []checkGroup
+	var own, others []checkGroup
 	for _, c := range l.ofKind(kindCheck) {
 		st := c.status
 		if st == statusPiped && pipefail {
 			st = statusPipefail
 		}
+		g := checkGroup{display: c.display(), status: st, filter: c.filter}
 		if st == statusOwn {
-			own = append(own, c.display())
+			own = append(own, g)
 			continue
 		}
-		others = append(others, checkGroup{display: c.display(), status: st, filter: c.filter})
+		others = append(others, g)
 	}
-	if len(own) > 0 {
-		return append([]checkGroup{{display: joinChecks(own), status: statusOwn}}, others...)
+	if len(own) > 1 {
+		ds := make([]string, len(own))
+		for i, g := range own {
+			ds[i] = g.display
+		}
+		chain := joinChecks(ds)
+		for i := range own {
+			own[i].chain = chain
+		}
 	}
-	return others
+	return append(own, others...)
 }
 
 // joinChecks joins the displays of one line's checks, sharing a leading
@@ -149,6 +157,8 @@ type runOutcome struct {
 	exit    int
 	outcome string
 	note    string
+	// suspect: the run's chain failed, so this check may have.
+	suspect bool
 }
 
 // outcomesOf judges each check of a command line from its exit status (nil
@@ -163,6 +173,11 @@ func outcomesOf(cmd string, exit *int, pipefail bool, output string) []runOutcom
 		switch {
 		case exit == nil:
 			r.outcome = OutcomeInterrupted
+		case g.status == statusOwn && g.chain != "" && *exit != 0:
+			// One of the chain failed; which one, the status does not say.
+			r.outcome = OutcomeInconclusive
+			r.suspect = true
+			r.note = "ran in `" + g.chain + "`, which failed (exit " + strconv.Itoa(*exit) + ")"
 		case g.status == statusOwn:
 			r.outcome = OutcomePassed
 			if *exit != 0 {
@@ -175,7 +190,7 @@ func outcomesOf(cmd string, exit *int, pipefail bool, output string) []runOutcom
 		default:
 			r.outcome = OutcomeInconclusive
 		}
-		if r.outcome == OutcomeInconclusive || r.outcome == OutcomeInterrupted {
+		if (r.outcome == OutcomeInconclusive || r.outcome == OutcomeInterrupted) && !r.suspect {
 			if line := failureLine(output); line != "" {
 				r.outcome = OutcomeFailedCmd
 				r.note = "failed: `" + text.Clip(line, 160) + "`"
@@ -223,6 +238,9 @@ type checkRun struct {
 	// inconclusive runs followed it; later counts those runs.
 	failedExit *int
 	later      int
+	// suspect marks a run whose chain of checks failed; inChain carries
+	// that to the inconclusive runs after it.
+	suspect, inChain bool
 }
 
 // add records v as the latest run of its check.
@@ -246,6 +264,8 @@ func (c *checkRuns) addRun(r checkRun) {
 		old := c.runs[i]
 		c.runs = slices.Delete(c.runs, i, i+1)
 		switch {
+		case r.suspect:
+			// Evidence against an earlier pass: the check may have failed.
 		case r.v.Outcome == OutcomeInconclusive && (old.v.Outcome == OutcomeFailedCmd || old.failedExit != nil):
 			// Filtered runs after a failure showed no failure text: it
 			// may have been fixed, and saying "failed" could be false.
@@ -257,6 +277,13 @@ func (c *checkRuns) addRun(r checkRun) {
 			failed := "failed"
 			if *r.failedExit != 0 {
 				failed += " (exit " + strconv.Itoa(*r.failedExit) + ")"
+			}
+			if old.suspect || old.inChain {
+				failed = "ran in a chain of checks that failed"
+				if *r.failedExit != 0 {
+					failed += " (exit " + strconv.Itoa(*r.failedExit) + ")"
+				}
+				r.inChain = true
 			}
 			r.note = failed + ", then ran " + plural(r.later, "time") +
 				" with its status hidden (`" + r.filter + "`) and no failure text: run it unfiltered to know"

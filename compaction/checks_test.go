@@ -40,8 +40,8 @@ func TestCheckIdentity_RC5(t *testing.T) {
 		{"go test ./...;", "go test ./...", false},
 		{"cd pkg; go test ./... | tail -5", "cd pkg && go test ./...", true},
 		{"cd pkg && go test ./... 2>&1 | tail -5 && echo ok", "cd pkg && go test ./...", true},
-		{"go build ./... && go test ./...", "go build ./... && go test ./...", false},
-		{"cd pkg && go build ./... && go test ./...", "cd pkg && go build ./... && go test ./...", false},
+		{"go build ./... && go test ./...", "go build ./...", false}, // each check of the chain is its own
+		{"cd pkg && go build ./... && go test ./...", "cd pkg && go build ./...", false},
 		{"go test ./... > out.txt 2>&1 &", "go test ./...", true},
 		{"go vet ./... | xargs -n1 echo", "go vet ./...", true},
 		{`go test -run 'A|B' ./...`, `go test -run 'A|B' ./...`, false},
@@ -166,6 +166,9 @@ func TestLatestConclusiveRunWins_RC5(t *testing.T) {
 		{"fail, then passes filtered", []string{"2 npm run check", "0 npm run check 2>&1 | tail -3", "0 npm run check | grep error"}, OutcomeInconclusive, 0},
 		{"pass, then filtered", []string{"0 npm run check", "0 npm run check 2>&1 | tail -3"}, OutcomePassed, 0},
 		{"fail, filtered, fail", []string{"2 npm run check", "0 npm run check | tail", "1 npm run check"}, OutcomeFailedCmd, 1},
+		{"a chain that failed makes an earlier pass unknown", []string{"0 npm test", "1 npm test && npm run lint"}, OutcomeInconclusive, 1},
+		{"a failed chain resolved by its checks", []string{"1 npm test && npm run lint", "0 npm test", "0 npm run lint"}, OutcomePassed, 0},
+		{"a chain that passed passes each", []string{"1 npm test", "0 npm run lint && npm test"}, OutcomePassed, 0},
 		{"pass then fail", []string{"0 npm run check", "2 npm run check"}, OutcomeFailedCmd, 1},
 		{"under cd and -C", []string{"2 cd web && npm run check", "0 npm --prefix web run check"}, OutcomePassed, 0},
 		{"only filtered", []string{"0 npm run check | tail"}, OutcomeInconclusive, 0},
@@ -178,8 +181,11 @@ func TestLatestConclusiveRunWins_RC5(t *testing.T) {
 				b.bash(cmd, int(exit[0]-'0'), 10)
 			}
 			st := b.capsule(t)
-			if len(st.Verification) != 1 || st.Verification[0].Outcome != tc.want {
-				t.Fatalf("verification %+v, want one check %s", st.Verification, tc.want)
+			_, first, _ := strings.Cut(tc.runs[0], " ")
+			check, _ := CheckOf(first)
+			i := slices.IndexFunc(st.Verification, func(v capsule.Verification) bool { return v.Command == check })
+			if i < 0 || st.Verification[i].Outcome != tc.want {
+				t.Fatalf("verification %+v, want %q %s", st.Verification, check, tc.want)
 			}
 			if len(st.Blockers) != tc.blockers {
 				t.Errorf("blockers %q, want %d", st.Blockers, tc.blockers)
