@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/capsule"
@@ -335,7 +336,9 @@ func MergeSummary(det, summary capsule.State) capsule.State {
 	out.Pending = union(summary.Pending, nil)
 	out.Blockers = orElse(summary.Blockers, det.Blockers)
 	out.NextSteps = orElse(summary.NextSteps, det.NextSteps)
-	out.Notes = union(summary.Notes, nil)
+	// The notes about checks come from the recorded runs (R-C5), like the
+	// Verification lines they explain: they stay next to a model's notes.
+	out.Notes = union(summary.Notes, slices.DeleteFunc(slices.Clone(det.Notes), func(n string) bool { return !strings.HasPrefix(n, verificationNote) }))
 	out.Decisions = append([]capsule.Decision(nil), summary.Decisions...)
 	for _, d := range det.Decisions {
 		found := false
