@@ -266,6 +266,9 @@ func (c *checkRuns) addRun(r checkRun) {
 		switch {
 		case r.suspect:
 			// Evidence against an earlier pass: the check may have failed.
+		case r.v.Outcome == OutcomeInterrupted && old.failedExit != nil:
+			// An interrupted run says nothing: what was known stays.
+			r.failedExit, r.later, r.note, r.inChain, r.filter = old.failedExit, old.later, old.note, old.inChain, old.filter
 		case r.v.Outcome == OutcomeInconclusive && (old.v.Outcome == OutcomeFailedCmd || old.failedExit != nil):
 			// Filtered runs after a failure showed no failure text: it
 			// may have been fixed, and saying "failed" could be false.

@@ -352,3 +352,22 @@ func TestRollKeepsAnUnsureCheckUnsure_RC5(t *testing.T) {
 		t.Errorf("rolled verification %+v, want npm run check inconclusive", rolled.Verification)
 	}
 }
+
+// TestInterruptedRunKeepsWhatWasKnown_RC5: an interrupted run between a
+// failure and filtered runs does not make the failure forgotten.
+func TestInterruptedRunKeepsWhatWasKnown_RC5(t *testing.T) {
+	b := newBuilder()
+	b.user("fix the check", 10)
+	b.bash("npm run check", 2, 10)
+	b.bash("npm run check | tail", 0, 10)
+	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: "ci", Name: tool.Bash, Arguments: json.RawMessage(`{}`)}}}}, 10)
+	b.result("ci", tool.Bash, false, "Command aborted", 10, &session.Artifacts{Command: "npm run check | tail"})
+	b.bash("npm run check | tail", 0, 10)
+	st := b.capsule(t)
+	if len(st.Verification) != 1 || st.Verification[0].Outcome != OutcomeInconclusive {
+		t.Errorf("verification %+v", st.Verification)
+	}
+	if !slices.Contains(st.NextSteps, "Run `npm run check` with its own exit status: it failed, and later runs hid theirs") {
+		t.Errorf("the failure before the interrupted run is forgotten: next steps %q", st.NextSteps)
+	}
+}
