@@ -438,6 +438,20 @@ func verificationNotes(notes []string, prev, next capsule.State, rolled []capsul
 		check, _ := CheckOf(v.Command)
 		outcome[check] = v.Outcome
 	}
+	// The newest note about a check replaces older ones.
+	seen := map[string]bool{}
+	for i := len(notes) - 1; i >= 0; i-- {
+		rest, ok := strings.CutPrefix(notes[i], verificationNote+"`")
+		if !ok {
+			continue
+		}
+		cmd, _, _ := strings.Cut(rest, "`")
+		if seen[cmd] {
+			notes = slices.Delete(slices.Clone(notes), i, i+1)
+			continue
+		}
+		seen[cmd] = true
+	}
 	out := slices.DeleteFunc(slices.Clone(notes), func(n string) bool {
 		rest, ok := strings.CutPrefix(n, verificationNote+"`")
 		if !ok {

@@ -1,0 +1,271 @@
+package importer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/compaction/tokens"
+)
+
+// The fidelity harness (R-C5, R-C6, R-C8): each real transcript in
+// ../shared/transcripts has a fact file in testdata/fidelity, written by
+// reading the transcript — the files it modified, each check with its true
+// last outcome, the final blocker, the goal's key words, commands that are
+// not checks. The transcript is imported and compacted with the
+// deterministic builder, once with keepRecentTokens 0 (the capsule alone
+// must carry the truth) and once with the default, and the capsule is
+// scored against the facts. docs/capsule-fidelity.md shows the scores.
+
+// facts is a testdata/fidelity/*.facts.json file.
+type facts struct {
+	Transcript    string   `json:"transcript"`
+	About         string   `json:"about"`
+	FilesModified []string `json:"filesModified"`
+	Checks        []struct {
+		Command string `json:"command"`
+		// Last is "passed", "failed" or "unknown" (the transcript does
+		// not show it).
+		Last string `json:"last"`
+		Why  string `json:"why"`
+	} `json:"checks"`
+	// FinalBlocker is a text a Blockers item must hold ("" when the
+	// session ended unblocked).
+	FinalBlocker string   `json:"finalBlocker"`
+	GoalWords    []string `json:"goalWords"`
+	// NotChecks are commands the transcript runs that are not checks: no
+	// Verification line may start with them.
+	NotChecks []string `json:"notChecks"`
+}
+
+// contextMarkers are the wrappers of R-C8: never in the goal or a work item.
+var contextMarkers = []string{"<ide_", "<system-reminder", "<environment_context", "# Context from my IDE setup",
+	"[Request interrupted", "<turn_aborted", "<command-name", "<local-command"}
+
+// fidelityScore is one capsule's score.
+type fidelityScore struct {
+	name, mode                  string
+	filesRecall                 string
+	falsePositives              []string
+	checksListed, checksTotal   int
+	checksRight                 int // the capsule's outcome is the true one
+	falsePassed, falseFailed    []string
+	notChecksCounted            []string
+	finalBlocker                string // "yes", "no" or "—"
+	wrappers                    []string
+	goalWords, goalWordsTotal   int
+	capsuleTokens, sourceTokens int
+	missingFiles                []string
+	keptTailChecks              map[string]bool
+}
+
+func TestCapsuleFidelity_RC5_RC6_RC8(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "fidelity", "*.facts.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fact files in testdata/fidelity (%v)", err)
+	}
+	var rows []fidelityScore
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fx facts
+		if err := json.Unmarshal(raw, &fx); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".facts.json")
+		t.Run(name, func(t *testing.T) {
+			data := transcript(t, fx.Transcript)
+			res, err := Convert(data, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &builder{res: res, index: map[string]int{}}
+			for i, e := range res.Entries {
+				b.index[e.ID] = i
+			}
+			path := b.pathTo(res.Leaf)
+			for _, mode := range []string{"keepRecentTokens 0", "default"} {
+				cfg := compaction.DefaultConfig()
+				if mode != "default" {
+					cfg.KeepRecentTokens = 0
+				}
+				counter := tokens.Default()
+				p, err := compaction.MakePlan(path, counter, compaction.PlanRequest{OperationID: "op", CheckpointID: "ck_fidelity",
+					Trigger: compaction.TriggerUser, Config: cfg, ExpectedLeaf: res.Leaf})
+				if err != nil && mode == "default" {
+					// The whole session fits the keep window: nothing to score.
+					rows = append(rows, fidelityScore{name: name, mode: mode + " (nothing to compact)", finalBlocker: "—"})
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				cp, err := compaction.BuildCapsule(path, counter, p, nil, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Checks run in the kept tail are judged there, not in the
+				// capsule: their outcome at the cut may differ from the end.
+				tail := map[string]bool{}
+				for _, e := range path[p.Cut.FirstKept:] {
+					if r := e.ToolResult; r != nil && r.Artifacts != nil && r.Artifacts.Command != "" {
+						for _, c := range fx.Checks {
+							if sameCheck(c.Command, r.Artifacts.Command, res.Cwd) {
+								tail[c.Command] = true
+							}
+						}
+					}
+				}
+				s := scoreCapsule(fx, cp.Entry.State, res.Cwd, mode, tail)
+				s.name = name
+				s.capsuleTokens, s.sourceTokens = cp.TokensAfter, cp.Entry.TokensBefore
+				rows = append(rows, s)
+				if len(s.falsePassed) > 0 {
+					t.Errorf("%s: false passed: %q", mode, s.falsePassed)
+				}
+				if len(s.falseFailed) > 0 {
+					t.Errorf("%s: false failed: %q", mode, s.falseFailed)
+				}
+				if s.finalBlocker == "no" {
+					t.Errorf("%s: the final blocker %q is missing: %q", mode, fx.FinalBlocker, cp.Entry.State.Blockers)
+				}
+				if len(s.wrappers) > 0 {
+					t.Errorf("%s: context taken as a request: %q", mode, s.wrappers)
+				}
+				if len(s.missingFiles) > 0 {
+					t.Errorf("%s: files modified missing: %q", mode, s.missingFiles)
+				}
+				if len(s.falsePositives) > 0 {
+					t.Errorf("%s: files listed as modified that were not: %q", mode, s.falsePositives)
+				}
+				if len(s.notChecksCounted) > 0 {
+					t.Errorf("%s: commands counted as checks that are not: %q", mode, s.notChecksCounted)
+				}
+			}
+		})
+	}
+	t.Log("\n" + fidelityTable(rows))
+}
+
+// scoreCapsule scores one capsule against the facts. With the default keep
+// window the capsule covers only the history before the cut: recall of
+// files and of the final blocker are judged with keepRecentTokens 0 only,
+// false claims always, and checks run again in the kept tail not at all.
+func scoreCapsule(fx facts, st capsule.State, cwd, mode string, tail map[string]bool) fidelityScore {
+	s := fidelityScore{mode: mode, keptTailChecks: tail, finalBlocker: "—"}
+	full := mode != "default"
+	truth := map[string]bool{}
+	for _, f := range fx.FilesModified {
+		truth[f] = true
+	}
+	got := map[string]bool{}
+	for _, f := range st.FilesModified {
+		got[f] = true
+		if !truth[f] {
+			s.falsePositives = append(s.falsePositives, f)
+		}
+	}
+	found := 0
+	for _, f := range fx.FilesModified {
+		if got[f] {
+			found++
+		} else if full {
+			s.missingFiles = append(s.missingFiles, f)
+		}
+	}
+	s.filesRecall = fmt.Sprintf("%d/%d", found, len(fx.FilesModified))
+	for _, c := range fx.Checks {
+		if tail[c.Command] {
+			continue
+		}
+		s.checksTotal++
+		i := slices.IndexFunc(st.Verification, func(v capsule.Verification) bool { return sameCheck(c.Command, v.Command, cwd) })
+		if i < 0 {
+			continue
+		}
+		s.checksListed++
+		if st.Verification[i].Outcome == c.Last {
+			s.checksRight++
+		}
+		switch o := st.Verification[i].Outcome; {
+		case o == compaction.OutcomePassed && c.Last != "passed":
+			s.falsePassed = append(s.falsePassed, c.Command)
+		case o == compaction.OutcomeFailedCmd && c.Last != "failed":
+			s.falseFailed = append(s.falseFailed, c.Command)
+		}
+	}
+	for _, v := range st.Verification {
+		for _, n := range fx.NotChecks {
+			if strings.HasPrefix(strings.TrimSpace(stripCd(v.Command)), n) {
+				s.notChecksCounted = append(s.notChecksCounted, v.Command)
+			}
+		}
+	}
+	if fx.FinalBlocker != "" && full {
+		s.finalBlocker = "no"
+		if slices.ContainsFunc(st.Blockers, func(b string) bool { return strings.Contains(b, fx.FinalBlocker) }) {
+			s.finalBlocker = "yes"
+		}
+	}
+	items := append([]string{st.Goal}, st.InProgress...)
+	items = append(items, st.Done...)
+	items = append(items, st.NextSteps...)
+	for _, it := range items {
+		for _, m := range contextMarkers {
+			if strings.Contains(it, m) {
+				s.wrappers = append(s.wrappers, it)
+			}
+		}
+	}
+	s.goalWordsTotal = len(fx.GoalWords)
+	for _, w := range fx.GoalWords {
+		if strings.Contains(strings.ToLower(st.Goal), strings.ToLower(w)) {
+			s.goalWords++
+		}
+	}
+	return s
+}
+
+// sameCheck reports whether a recorded command runs the fact's check: the
+// same check once output filters, redirections and a `cd` to the session's
+// own directory are set aside.
+func sameCheck(fact, cmd, cwd string) bool {
+	check, _ := compaction.CheckOf(cmd)
+	if cwd != "" {
+		check = strings.TrimPrefix(check, "cd "+cwd+" && ")
+	}
+	return strings.Join(strings.Fields(check), " ") == strings.Join(strings.Fields(fact), " ")
+}
+
+// stripCd is a command without a leading `cd DIR && `.
+func stripCd(cmd string) string {
+	if strings.HasPrefix(cmd, "cd ") {
+		if _, rest, ok := strings.Cut(cmd, " && "); ok {
+			return rest
+		}
+	}
+	return cmd
+}
+
+// fidelityTable renders the scores as the Markdown table of
+// docs/capsule-fidelity.md.
+func fidelityTable(rows []fidelityScore) string {
+	var b strings.Builder
+	b.WriteString("| transcript | capsule | files modified (recall) | false positives | checks listed | outcome right | false passed | false failed | non-checks counted | final blocker | wrappers as requests | goal words | tokens |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d/%d | %d | %d | %d | %d | %s | %d | %d/%d | %d → %d |\n",
+			r.name, r.mode, r.filesRecall, len(r.falsePositives), r.checksListed, r.checksTotal, r.checksRight, len(r.falsePassed),
+			len(r.falseFailed), len(r.notChecksCounted), r.finalBlocker, len(r.wrappers), r.goalWords, r.goalWordsTotal,
+			r.sourceTokens, r.capsuleTokens)
+	}
+	return b.String()
+}
