@@ -179,7 +179,15 @@ func renderHistoryItem(e *session.Entry) string {
 // expected sections; the barrier turns it into the deterministic fallback.
 var ErrUnusableSummary = errors.New("the summary model's answer has none of the capsule's sections")
 
-var headingPattern = regexp.MustCompile(`^\s{0,3}(#{1,6}\s+|\*\*)(.+?)(\*\*)?\s*:?\s*$`)
+// Headings of a summary: a Markdown heading; a bold line that stands alone
+// (`**Next steps**`, `**Next steps:**`); a numbered line that is only a
+// title and a colon, as Claude Code numbers its nine sections ("7. Pending
+// Tasks:"). The last two count only when they name a section.
+var (
+	headingPattern     = regexp.MustCompile(`^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$`)
+	boldHeadingPattern = regexp.MustCompile(`^\s{0,3}\*\*([^*]{2,60}?)\s*:?\s*\*\*\s*:?\s*$`)
+	numberedHeading    = regexp.MustCompile(`^\s{0,3}\d{1,2}\.\s+([A-Z][^:]{2,60}):\s*$`)
+)
 var bulletPattern = regexp.MustCompile(`^\s*([-*+]|\d+[.)])\s+(.*)$`)
 
 // ParseSummary reads the summary model's Markdown into the narrative fields
@@ -205,15 +213,44 @@ func ParseSummary(md string) (capsule.State, error) {
 			if name, ok := sectionName(m[2]); ok {
 				section = name
 				found++
+			} else {
+				section = "" // an unknown heading: its text goes under notes
+			}
+			continue
+		}
+		if m := boldHeadingPattern.FindStringSubmatch(line); m != nil {
+			if name, ok := sectionName(m[1]); ok {
+				section = name
+				found++
 				continue
 			}
-			if strings.HasPrefix(strings.TrimSpace(m[1]), "#") {
-				section = "" // an unknown heading: its text goes under notes
+		}
+		if m := numberedHeading.FindStringSubmatch(line); m != nil {
+			if name, ok := sectionName(m[1]); ok {
+				section = name
+				found++
 				continue
 			}
 		}
 		text := strings.TrimSpace(line)
-		if text == "" || text == "```" {
+		if fence, ok := fenceOpen(text); ok {
+			// A code block or a tree is one item, as it was written.
+			var block []string
+			for i++; i < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[i]), fence); i++ {
+				block = append(block, lines[i])
+			}
+			text = strings.Trim(strings.Join(block, "\n"), "\n")
+			if strings.TrimSpace(text) == "" {
+				continue
+			}
+			if section == "Goal" {
+				goal = append(goal, text)
+			} else {
+				st = appendItem(st, section, text)
+			}
+			continue
+		}
+		if text == "" {
 			continue
 		}
 		if m := bulletPattern.FindStringSubmatch(line); m != nil {
@@ -222,32 +259,53 @@ func ParseSummary(md string) (capsule.State, error) {
 		if isNone(text) {
 			continue
 		}
-		switch section {
-		case "Goal":
+		if section == "Goal" {
 			goal = append(goal, text)
-		case "Constraints":
-			st.Constraints = append(st.Constraints, text)
-		case "Done":
-			st.Done = append(st.Done, text)
-		case "In progress":
-			st.InProgress = append(st.InProgress, text)
-		case "Pending":
-			st.Pending = append(st.Pending, text)
-		case "Decisions":
-			st.Decisions = append(st.Decisions, parseDecision(text))
-		case "Blockers":
-			st.Blockers = append(st.Blockers, text)
-		case "Next steps":
-			st.NextSteps = append(st.NextSteps, text)
-		default: // Notes, an unknown heading's text, or text before any heading
-			st.Notes = append(st.Notes, text)
+			continue
 		}
+		st = appendItem(st, section, text)
 	}
 	if found == 0 {
 		return capsule.State{}, ErrUnusableSummary
 	}
 	st.Goal = strings.Join(goal, " ")
 	return st, nil
+}
+
+// fenceOpen reports whether a trimmed line opens a code fence, and the
+// fence that closes it.
+func fenceOpen(t string) (string, bool) {
+	for _, f := range []string{"```", "~~~"} {
+		if strings.HasPrefix(t, f) {
+			n := len(t) - len(strings.TrimLeft(t, f[:1]))
+			return t[:n], true
+		}
+	}
+	return "", false
+}
+
+// appendItem adds one item of a summary's section to st; text outside the
+// capsule's sections goes under Notes.
+func appendItem(st capsule.State, section, text string) capsule.State {
+	switch section {
+	case "Constraints":
+		st.Constraints = append(st.Constraints, text)
+	case "Done":
+		st.Done = append(st.Done, text)
+	case "In progress":
+		st.InProgress = append(st.InProgress, text)
+	case "Pending":
+		st.Pending = append(st.Pending, text)
+	case "Decisions":
+		st.Decisions = append(st.Decisions, parseDecision(text))
+	case "Blockers":
+		st.Blockers = append(st.Blockers, text)
+	case "Next steps":
+		st.NextSteps = append(st.NextSteps, text)
+	default: // Notes, an unknown heading's text, or text before any heading
+		st.Notes = append(st.Notes, text)
+	}
+	return st
 }
 
 // Markdown tables, which models (and pi's own summaries) use for work
@@ -294,6 +352,11 @@ func sectionName(h string) (string, bool) {
 // sectionAliases map words in a free heading to a section, most specific
 // first.
 var sectionAliases = []struct{ word, section string }{
+	// Claude Code's nine numbered sections and pi's headings.
+	{"primary request", "Goal"}, {"intent", "Goal"},
+	{"key technical concept", "Notes"}, {"files and code", "Notes"}, {"errors and fix", "Notes"},
+	{"problem solving", "Notes"}, {"all user messages", "Notes"}, {"critical context", "Notes"},
+	{"blocked", "Blockers"},
 	{"next step", "Next steps"}, {"next", "Next steps"},
 	{"in progress", "In progress"}, {"in-progress", "In progress"}, {"current work", "In progress"}, {"progress", "In progress"},
 	{"pending", "Pending"}, {"todo", "Pending"}, {"remaining", "Pending"},
