@@ -186,6 +186,10 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 		}
 	}
 	if ok, why := p.Accept(cp); !ok {
+		if !IsSoft(p.Trigger) {
+			// Forced or asked for: not done is a failure, said with why (R-C7).
+			return CompactionResult{Outcome: OutcomeFailed, Reason: why, TokensBefore: p.TokensBefore}
+		}
 		return CompactionResult{Outcome: OutcomeSkipped, Reason: why, TokensBefore: p.TokensBefore,
 			Declined: &Declined{Before: p.TokensBefore, After: cp.TokensAfter}, NativeOutcome: nativeOutcome, NativeDurationMs: nativeMs}
 	}

@@ -236,8 +236,8 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 	if latest != "" && turnPending {
 		st.NextSteps = append(st.NextSteps, "Continue with: "+latest)
 	}
-	st.FilesRead = arts.read
-	st.FilesModified = arts.modified
+	st.FilesRead = foldPaths(arts.read, MaxFileItems)
+	st.FilesModified = foldPaths(arts.modified, MaxFileItems)
 	st.Verification = verification
 	st.ActiveSkills = arts.skills
 	st.UserMessages = boundUserMessages(reversed(said), UserMessagesBudget)
@@ -249,7 +249,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 
 // maxLastReplyChars bounds the model's last reply kept in the notes: whole
 // up to this size, so a list it announced is not cut after its first line.
-const maxLastReplyChars = 1500
+const maxLastReplyChars = 600
 
 // toolFailureItem is a failed tool call that may be a blocker: its text,
 // the tool and the file it was about.
@@ -421,8 +421,8 @@ func Roll(prev, next capsule.State) capsule.State {
 	out.Blockers = slices.DeleteFunc(union(prevBlockers, next.Blockers), func(s string) bool { return doneSet[s] || resolved(s) })
 	out.NextSteps = slices.DeleteFunc(out.NextSteps, resolved)
 	out.InProgress = slices.DeleteFunc(out.InProgress, resolved)
-	out.FilesRead = union(prev.FilesRead, next.FilesRead)
-	out.FilesModified = union(prev.FilesModified, next.FilesModified)
+	out.FilesRead = foldPaths(union(prev.FilesRead, next.FilesRead), MaxFileItems)
+	out.FilesModified = foldPaths(union(prev.FilesModified, next.FilesModified), MaxFileItems)
 	out.ActiveSkills = union(prev.ActiveSkills, next.ActiveSkills)
 	out.UserMessages = boundUserMessages(union(next.UserMessages, prev.UserMessages), UserMessagesBudget)
 	return out

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -174,7 +175,12 @@ func BuildCapsule(t Transcript, c Counter, p Plan, summary *capsule.State, degra
 }
 
 // Accept applies the post-generation gate (R-R2) to a built capsule.
+// Whatever the trigger, a continuation that is not smaller than the input it
+// replaces is never accepted (R-C7).
 func (p Plan) Accept(c Capsule) (bool, string) {
+	if p.TokensBefore > 0 && c.TokensAfter >= p.TokensBefore {
+		return false, fmt.Sprintf("the capsule would leave %s tokens, not fewer than the %s it replaces", text.Thousands(c.TokensAfter), text.Thousands(p.TokensBefore))
+	}
 	return PostGenerationROI(p.Trigger, p.TokensBefore, c.TokensAfter, p.Config)
 }
 
