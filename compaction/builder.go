@@ -358,9 +358,9 @@ func Roll(prev, next capsule.State) capsule.State {
 		Goal:        firstNonEmpty(next.Goal, prev.Goal),
 		Constraints: lastN(dedupeFold(union(prev.Constraints, next.Constraints)), maxListItems),
 		Done:        lastN(keepRecentTurns(union(prev.Done, next.Done), maxTurnItems), 2*maxListItems),
-		InProgress:  orElse(next.InProgress, prev.InProgress),
-		NextSteps:   orElse(next.NextSteps, prev.NextSteps),
-		Notes:       lastN(union(notesBefore(prev.Notes, next.Notes), next.Notes), maxListItems),
+		InProgress:  orElse(next.InProgress, stillOpen(prev.InProgress, next)),
+		NextSteps:   orElse(next.NextSteps, stillOpen(prev.NextSteps, next)),
+		Notes:       boundNotes(union(notesBefore(prev.Notes, next.Notes), next.Notes), maxNotes),
 	}
 	doneSet := setOf(out.Done)
 	out.Pending = slices.DeleteFunc(union(prev.Pending, next.Pending), func(s string) bool { return doneSet[s] })
@@ -426,6 +426,99 @@ func Roll(prev, next capsule.State) capsule.State {
 	out.ActiveSkills = union(prev.ActiveSkills, next.ActiveSkills)
 	out.UserMessages = boundUserMessages(union(next.UserMessages, prev.UserMessages), UserMessagesBudget)
 	return out
+}
+
+// maxNotes bounds the notes a rolled capsule keeps; the oldest beyond it
+// are counted, not silently dropped (R-C7).
+const maxNotes = 40
+
+// moreNotes starts the note that counts the notes left out.
+const moreNotes = "… "
+
+// boundNotes keeps the first and the newest notes within max, with one note
+// saying how many between them are left to the transcript: the first notes
+// of a session carry its layout and branch, the newest what happened last.
+func boundNotes(notes []string, max int) []string {
+	left := 0 // notes an earlier roll left to the transcript
+	notes = slices.DeleteFunc(slices.Clone(notes), func(n string) bool {
+		num, ok := strings.CutSuffix(strings.TrimPrefix(n, moreNotes), " more notes are in the transcript")
+		if !ok || !strings.HasPrefix(n, moreNotes) {
+			return false
+		}
+		if k, err := strconv.Atoi(num); err == nil {
+			left += k
+		}
+		return true
+	})
+	if len(notes)+min(left, 1) <= max {
+		if left == 0 {
+			return notes
+		}
+		head := min(max/4, len(notes))
+		out := slices.Clone(notes[:head])
+		out = append(out, moreNotes+strconv.Itoa(left)+" more notes are in the transcript")
+		return append(out, notes[head:]...)
+	}
+	head := max / 4
+	tail := max - head - 1
+	out := slices.Clone(notes[:head])
+	out = append(out, moreNotes+strconv.Itoa(left+len(notes)-head-tail)+" more notes are in the transcript")
+	return append(out, notes[len(notes)-tail:]...)
+}
+
+// stillOpen is prev's in-progress or next-step items that what happened
+// since did not resolve (R-C8): an item about a check that has run since, or
+// whose files (its code spans that name paths) have all been changed since,
+// is done.
+func stillOpen(items []string, next capsule.State) []string {
+	if len(items) == 0 {
+		return nil
+	}
+	ran := map[string]bool{}
+	for _, v := range next.Verification {
+		check, _ := CheckOf(v.Command)
+		ran[check] = true
+	}
+	changed := func(p string) bool {
+		p = strings.TrimPrefix(p, "./")
+		for _, f := range next.FilesModified {
+			if f == p || strings.HasSuffix(f, "/"+p) || strings.HasPrefix(f, strings.TrimSuffix(p, "/")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	return slices.DeleteFunc(slices.Clone(items), func(item string) bool {
+		spans := codeSpans(item)
+		paths, allChanged := 0, true
+		for _, sp := range spans {
+			if check, _ := CheckOf(sp); IsVerificationCommand(sp) && ran[check] {
+				return true
+			}
+			if strings.ContainsAny(sp, "/.") && !strings.ContainsAny(sp, " \t") {
+				paths++
+				allChanged = allChanged && changed(sp)
+			}
+		}
+		return paths > 0 && allChanged
+	})
+}
+
+// codeSpans returns the `code spans` of a Markdown line.
+func codeSpans(s string) []string {
+	var out []string
+	for {
+		_, rest, ok := strings.Cut(s, "`")
+		if !ok {
+			return out
+		}
+		span, after, ok := strings.Cut(rest, "`")
+		if !ok {
+			return out
+		}
+		out = append(out, span)
+		s = after
+	}
 }
 
 // verificationNotes keeps the notes about checks true after a roll: a note

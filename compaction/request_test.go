@@ -3,9 +3,11 @@ package compaction
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
 )
@@ -140,5 +142,54 @@ func TestLastReplyKeptWhole_RC1(t *testing.T) {
 	st := b.capsule(t)
 	if !slices.Contains(st.Notes, "Last reply: Three tests fail. Let me enumerate them before fixing:\n1. TestA\n2. TestB\n3. TestC") {
 		t.Errorf("notes %q", st.Notes)
+	}
+}
+
+// TestRollDropsResolvedSteps_RC8: a step carried from the previous capsule
+// is dropped once what happened since resolved it: its check ran, or all the
+// files it names were changed.
+func TestRollDropsResolvedSteps_RC8(t *testing.T) {
+	prev := capsule.State{NextSteps: []string{
+		"Update ALL imports in `src/main.ts` and `src/modes/rpc.ts`",
+		"Run `npm run check` to verify",
+		"Test via `npx tsx src/cli.ts`",
+		"Write the changelog",
+	}}
+	next := capsule.State{
+		FilesModified: []string{"packages/agent/src/main.ts", "packages/agent/src/modes/rpc.ts"},
+		Verification:  []capsule.Verification{{Command: "npm run check", ExitCode: 2, Outcome: OutcomeFailedCmd}},
+	}
+	rolled := Roll(prev, next)
+	want := []string{"Test via `npx tsx src/cli.ts`", "Write the changelog"}
+	if !slices.Equal(rolled.NextSteps, want) {
+		t.Errorf("next steps %q, want %q", rolled.NextSteps, want)
+	}
+}
+
+// TestNotesBoundedWithCount_RC7: a roll keeps the first notes (layout,
+// branch) and the newest within the bound, and says how many it left out.
+func TestNotesBoundedWithCount_RC7(t *testing.T) {
+	var prev capsule.State
+	prev.Notes = append(prev.Notes, "Branch: refactor", "Layout: src/core, src/modes")
+	for i := range 60 {
+		prev.Notes = append(prev.Notes, "finding "+strconv.Itoa(i))
+	}
+	rolled := Roll(prev, capsule.State{Notes: []string{"newest finding"}})
+	if len(rolled.Notes) != maxNotes || rolled.Notes[0] != "Branch: refactor" || rolled.Notes[1] != "Layout: src/core, src/modes" ||
+		rolled.Notes[len(rolled.Notes)-1] != "newest finding" {
+		t.Fatalf("notes %q", rolled.Notes)
+	}
+	if !slices.Contains(rolled.Notes, "… 24 more notes are in the transcript") {
+		t.Errorf("the notes left out are not counted: %q", rolled.Notes)
+	}
+	again := Roll(rolled, capsule.State{Notes: []string{"one more"}})
+	n := 0
+	for _, x := range again.Notes {
+		if strings.HasSuffix(x, "more notes are in the transcript") {
+			n++
+		}
+	}
+	if n != 1 || len(again.Notes) != maxNotes || !slices.Contains(again.Notes, "… 25 more notes are in the transcript") {
+		t.Errorf("rolled twice: %d count notes in %d notes: %q", n, len(again.Notes), again.Notes)
 	}
 }
