@@ -79,6 +79,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		failures    []toolFailureItem
 		lastReply   string
 		turnPending bool
+		plan        []planItem // the latest todo list or plan the model wrote
 	)
 	for i := from; i < to; i++ {
 		nd := t.Node(i)
@@ -117,6 +118,9 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			for j := range e.Assistant.ToolCalls {
 				c := &e.Assistant.ToolCalls[j]
 				calls[c.ID] = c
+				if items, ok := planOf(c.Name, c.Arguments); ok {
+					plan = items
+				}
 			}
 			if e.Assistant.Text != "" {
 				lastReply = e.Assistant.Text
@@ -180,6 +184,16 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 	latest := latestRequest(users)
 	if latest != "" {
 		st.InProgress = []string{"Latest request: " + latest}
+	}
+	// The final plan state (TodoWrite, update_plan, todowrite) says what
+	// was under way and what was left.
+	for _, it := range plan {
+		switch it.status {
+		case "in_progress", "in-progress", "active":
+			st.InProgress = append(st.InProgress, text.Clip(it.text, maxItemChars))
+		case "pending", "todo", "not_started":
+			st.Pending = append(st.Pending, text.Clip(it.text, maxItemChars))
+		}
 	}
 	if lastReply != "" {
 		st.Notes = append(st.Notes, lastReplyNote+text.Clip(strings.TrimSpace(lastReply), maxLastReplyChars))
@@ -245,6 +259,35 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		return rollKeepingGoal(*prev, st), nil
 	}
 	return st, nil
+}
+
+// planItem is one entry of a todo list or plan the model wrote.
+type planItem struct{ text, status string }
+
+// planOf reads a call of a todo or plan tool — Claude Code's TodoWrite and
+// opencode's todowrite ({"todos": [{"content", "status"}]}), Codex's
+// update_plan ({"plan": [{"step", "status"}]}) — as the list it sets.
+func planOf(name string, args json.RawMessage) ([]planItem, bool) {
+	switch strings.ToLower(name) {
+	case "todowrite", "update_plan", "todo_write":
+	default:
+		return nil, false
+	}
+	var a struct {
+		Todos []struct{ Content, Status string } `json:"todos"`
+		Plan  []struct{ Step, Status string }    `json:"plan"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return nil, false
+	}
+	var out []planItem
+	for _, t := range a.Todos {
+		out = append(out, planItem{strings.TrimSpace(t.Content), t.Status})
+	}
+	for _, p := range a.Plan {
+		out = append(out, planItem{strings.TrimSpace(p.Step), p.Status})
+	}
+	return out, true
 }
 
 // maxLastReplyChars bounds the model's last reply kept in the notes: whole

@@ -193,3 +193,24 @@ func TestNotesBoundedWithCount_RC7(t *testing.T) {
 		t.Errorf("rolled twice: %d count notes in %d notes: %q", n, len(again.Notes), again.Notes)
 	}
 }
+
+// TestFinalPlanIsInProgressAndPending_RC1: the last todo list or plan the
+// model wrote gives In progress and Pending, in each agent's format.
+func TestFinalPlanIsInProgressAndPending_RC1(t *testing.T) {
+	for _, tc := range []struct{ name, args string }{
+		{"TodoWrite", `{"todos":[{"content":"Extend the struct","status":"completed","activeForm":"x"},{"content":"Fix the test fixture","status":"in_progress"},{"content":"Update the docs","status":"pending"}]}`},
+		{"todowrite", `{"todos":[{"content":"Extend the struct","status":"completed","priority":"high"},{"content":"Fix the test fixture","status":"in_progress"},{"content":"Update the docs","status":"pending"}]}`},
+		{"update_plan", `{"plan":[{"step":"Extend the struct","status":"completed"},{"step":"Fix the test fixture","status":"in_progress"},{"step":"Update the docs","status":"pending"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			b.user("finish the attribution work", 10)
+			b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: "p0", Name: tc.name, Arguments: json.RawMessage(`{"todos":[{"content":"Old item","status":"pending"}],"plan":[]}`)}}}}, 10)
+			b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: "p1", Name: tc.name, Arguments: json.RawMessage(tc.args)}}}}, 10)
+			st := b.capsule(t)
+			if !slices.Equal(st.InProgress, []string{"Latest request: finish the attribution work", "Fix the test fixture"}) || !slices.Equal(st.Pending, []string{"Update the docs"}) {
+				t.Errorf("in progress %q, pending %q", st.InProgress, st.Pending)
+			}
+		})
+	}
+}
