@@ -1,9 +1,12 @@
 package importer
 
 import (
+	"bytes"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
@@ -66,5 +69,50 @@ func TestCodexPollsJoinTheirCommand_RC5(t *testing.T) {
 	}
 	if !slices.Equal(st.Blockers, []string{"`bun run typecheck` fails"}) {
 		t.Errorf("blockers %q", st.Blockers)
+	}
+}
+
+// TestClaudeSubagentLogImports_RT1: a Claude Code subagent log, where every
+// entry is a sidechain, imports as its own conversation and says so.
+func TestClaudeSubagentLogImports_RT1(t *testing.T) {
+	log := strings.Join([]string{
+		`{"type":"user","uuid":"u1","parentUuid":null,"isSidechain":true,"sessionId":"s","cwd":"/repo","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"Find where the parser is tested"}}`,
+		`{"type":"assistant","uuid":"a1","parentUuid":"u1","isSidechain":true,"sessionId":"s","cwd":"/repo","timestamp":"2026-01-01T00:00:01Z","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"In parser_test.go."}]}}`,
+	}, "\n") + "\n"
+	res, err := Convert([]byte(log), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stats.UserMessages != 1 || res.Stats.Assistants != 1 {
+		t.Errorf("stats %+v", res.Stats)
+	}
+	if !slices.ContainsFunc(res.Problems, func(p Problem) bool { return strings.Contains(p.Message, "subagent log") }) {
+		t.Errorf("the import does not say it is a subagent log: %v", res.Problems)
+	}
+}
+
+// TestImportedCapsuleKeepsSourceTime_RT1: a foreign compaction imported as
+// a capsule keeps the time the source recorded it, not the import's.
+func TestImportedCapsuleKeepsSourceTime_RT1(t *testing.T) {
+	data := transcript(t, "pi-mono__before-compaction.jsonl")
+	var want []time.Time
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var l struct{ Type, Timestamp string }
+		if json.Unmarshal(line, &l) == nil && l.Type == "compaction" {
+			want = append(want, parseTime(l.Timestamp))
+		}
+	}
+	res, err := Convert(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Time
+	for _, e := range res.Entries {
+		if e.Capsule != nil {
+			got = append(got, e.Timestamp)
+		}
+	}
+	if len(want) != 2 || !slices.EqualFunc(got, want, time.Time.Equal) {
+		t.Errorf("capsule times %v, source's %v", got, want)
 	}
 }

@@ -114,6 +114,17 @@ func convertClaude(b *builder, data []byte) error {
 			break
 		}
 	}
+	if leaf < 0 {
+		// A subagent's own log (every entry isSidechain): its conversation
+		// is the one to import.
+		for i := len(lines) - 1; i >= 0; i-- {
+			if l := lines[i]; l.UUID != "" && l.IsSidechain && (l.Type == "user" || l.Type == "assistant") {
+				leaf = i
+				b.problem(0, "a Claude Code subagent log (every entry isSidechain): imported as its own conversation")
+				break
+			}
+		}
+	}
 	onPath := make([]bool, len(lines))
 	var path []int
 	for i := leaf; i >= 0; {
@@ -206,7 +217,7 @@ func (c *claudeState) entry(ord int, l *claudeLine) {
 	text, blocks := piText(l.Message.Content)
 	switch {
 	case l.IsCompactSummary:
-		fc := foreignCompaction{summary: text, keepFrom: -1, trigger: compaction.TriggerAutoThreshold, title: "Imported Claude Code compaction"}
+		fc := foreignCompaction{summary: text, keepFrom: -1, trigger: compaction.TriggerAutoThreshold, title: "Imported Claude Code compaction", ts: ts}
 		if c.boundary != nil && c.boundary.CompactMetadata != nil {
 			fc.tokensBefore = c.boundary.CompactMetadata.PreTokens
 			if c.boundary.CompactMetadata.Trigger == "manual" {

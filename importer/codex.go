@@ -143,7 +143,7 @@ func (c *codexState) line(no, ord int, typ string, ts time.Time, it *codexItem) 
 		return
 	case "compacted":
 		c.last = b.addCapsule(c.last, ord, foreignCompaction{summary: it.Message, keepFrom: -1,
-			trigger: compaction.TriggerAutoThreshold, title: "Imported Codex compaction", native: codexNative(it.ReplacementHistory, c.model)})
+			trigger: compaction.TriggerAutoThreshold, title: "Imported Codex compaction", native: codexNative(it.ReplacementHistory, c.model), ts: ts})
 		c.response = ""
 		return
 	case "event_msg":

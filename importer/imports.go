@@ -401,6 +401,9 @@ type foreignCompaction struct {
 	// native is the foreign compaction's provider-side continuation, if it
 	// recorded one.
 	native *capsule.Native
+	// ts is when the source recorded the compaction: the capsule keeps it,
+	// not the time of the import.
+	ts time.Time
 }
 
 // addCapsule turns a foreign compaction into a capsule entry hanging from
@@ -455,7 +458,7 @@ func (b *builder) addCapsule(parent string, ord int, fc foreignCompaction) strin
 	c.TokensBefore = fc.tokensBefore
 	c.Title = fc.title
 	c.Native = fc.native
-	return b.add(session.Entry{Type: session.TypeCapsule, Capsule: &c}, parent, ord)
+	return b.add(session.Entry{Type: session.TypeCapsule, Timestamp: fc.ts, Capsule: &c}, parent, ord)
 }
 
 func modelEntry(t string) bool {

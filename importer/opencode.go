@@ -1022,7 +1022,7 @@ func (c *ocState) compaction(ord int, m *ocMsg) {
 		return
 	}
 	fc := foreignCompaction{summary: strings.Join(text, "\n\n"), keepFrom: -1, tokensBefore: c.context,
-		trigger: compaction.TriggerAutoThreshold, title: "Imported opencode compaction"}
+		trigger: compaction.TriggerAutoThreshold, title: "Imported opencode compaction", ts: ocTime(m.info.Time.Created)}
 	if req := c.requests[m.info.ParentID]; req != nil {
 		switch {
 		case !req.Auto:

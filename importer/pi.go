@@ -205,7 +205,7 @@ func (b *builder) piEntry(no, ord int, l *piLine, parent string, ordOf map[strin
 		// pi does not record whether a compaction was automatic; its
 		// automatic one runs near the window's end, which is the usual case.
 		return b.addCapsule(parent, ord, foreignCompaction{summary: l.Summary, keepFrom: keep, tokensBefore: l.TokensBefore,
-			trigger: compaction.TriggerAutoThreshold, title: "Imported pi compaction"})
+			trigger: compaction.TriggerAutoThreshold, title: "Imported pi compaction", ts: ts})
 	case "branch_summary":
 		// The summary of an abandoned branch, recorded where the session
 		// changed direction.
