@@ -37,14 +37,32 @@ func (a *artifactSet) addRead(p string) {
 	}
 }
 
+// How Files modified lists a rename and a deletion (R-C6).
+const (
+	RenameSep     = " → "
+	DeletedSuffix = " (deleted)"
+)
+
 func (a *artifactSet) addModified(p string) {
 	if p != "" {
 		a.edits++
+	}
+	// A file deleted is listed as deleted, not also as modified; one
+	// written again after its deletion exists again.
+	if base, ok := strings.CutSuffix(p, DeletedSuffix); ok && a.seenMod[base] {
+		a.dropModified(base)
+	} else if a.seenMod[p+DeletedSuffix] {
+		a.dropModified(p + DeletedSuffix)
 	}
 	if p != "" && !a.seenMod[p] {
 		a.seenMod[p] = true
 		a.modified = append(a.modified, p)
 	}
+}
+
+func (a *artifactSet) dropModified(p string) {
+	delete(a.seenMod, p)
+	a.modified = slices.DeleteFunc(a.modified, func(x string) bool { return x == p })
 }
 
 func (a *artifactSet) addSkill(s string) {

@@ -465,10 +465,24 @@ func Roll(prev, next capsule.State) capsule.State {
 	out.NextSteps = slices.DeleteFunc(out.NextSteps, resolved)
 	out.InProgress = slices.DeleteFunc(out.InProgress, resolved)
 	out.FilesRead = foldPaths(union(prev.FilesRead, next.FilesRead), MaxFileItems)
-	out.FilesModified = foldPaths(union(prev.FilesModified, next.FilesModified), MaxFileItems)
+	out.FilesModified = foldPaths(replayModified(prev.FilesModified, next.FilesModified), MaxFileItems)
 	out.ActiveSkills = union(prev.ActiveSkills, next.ActiveSkills)
 	out.UserMessages = boundUserMessages(union(next.UserMessages, prev.UserMessages), UserMessagesBudget)
 	return out
+}
+
+// replayModified is prev's files modified followed by next's, a deletion in
+// next replacing the file's earlier entry and a write after a deletion
+// replacing the deletion (R-C6).
+func replayModified(prev, next []string) []string {
+	a := newArtifactSet()
+	for _, p := range prev {
+		a.addModified(p)
+	}
+	for _, p := range next {
+		a.addModified(p)
+	}
+	return a.modified
 }
 
 // maxNotes bounds the notes a rolled capsule keeps; the oldest beyond it

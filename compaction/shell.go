@@ -111,6 +111,8 @@ type walkCtx struct {
 type shellWalker struct {
 	src string
 	out []shellCmd
+	// files collects file effects when FilesOfCommand asks for them.
+	files *ShellFiles
 }
 
 // mask returns ctx with the status masked by what, unless it is already
@@ -150,11 +152,15 @@ func (w *shellWalker) stmt(st *syntax.Stmt, ctx, after walkCtx) walkCtx {
 	case st.Negated:
 		ctx = ctx.mask(statusMasked, "!")
 	}
+	w.redirs(st.Redirs, ctx.dir)
 	switch x := st.Cmd.(type) {
 	case *syntax.CallExpr:
 		words := w.literalWords(x.Args)
 		if len(words) == 0 {
 			return after
+		}
+		if start := unwrap(words); start < len(words) {
+			w.callFiles(words[start:], ctx.dir)
 		}
 		switch words[0] {
 		case "cd", "pushd":

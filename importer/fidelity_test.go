@@ -28,7 +28,11 @@ type facts struct {
 	Transcript    string   `json:"transcript"`
 	About         string   `json:"about"`
 	FilesModified []string `json:"filesModified"`
-	Checks        []struct {
+	// FilesModifiedByShell are files shell commands changed (renames as
+	// "old → new", deletions as "path (deleted)"), R-C6.
+	FilesModifiedByShell []string `json:"filesModifiedByShell"`
+	ShellNote            string   `json:"shellNote"`
+	Checks               []struct {
 		Command string `json:"command"`
 		// Last is "passed", "failed" or "unknown" (the transcript does
 		// not show it).
@@ -162,26 +166,29 @@ func TestCapsuleFidelity_RC5_RC6_RC8(t *testing.T) {
 func scoreCapsule(fx facts, st capsule.State, cwd, mode string, tail map[string]bool) fidelityScore {
 	s := fidelityScore{mode: mode, keptTailChecks: tail, finalBlocker: "—"}
 	full := mode != "default"
+	all := append(slices.Clone(fx.FilesModified), fx.FilesModifiedByShell...)
 	truth := map[string]bool{}
-	for _, f := range fx.FilesModified {
+	for _, f := range all {
 		truth[f] = true
 	}
 	got := map[string]bool{}
 	for _, f := range st.FilesModified {
 		got[f] = true
-		if !truth[f] {
+		// With a keep window, a file deleted in the kept tail was still
+		// there at the cut.
+		if !truth[f] && !(mode == "default" && truth[f+compaction.DeletedSuffix]) {
 			s.falsePositives = append(s.falsePositives, f)
 		}
 	}
 	found := 0
-	for _, f := range fx.FilesModified {
+	for _, f := range all {
 		if got[f] {
 			found++
 		} else if full {
 			s.missingFiles = append(s.missingFiles, f)
 		}
 	}
-	s.filesRecall = fmt.Sprintf("%d/%d", found, len(fx.FilesModified))
+	s.filesRecall = fmt.Sprintf("%d/%d", found, len(all))
 	for _, c := range fx.Checks {
 		if tail[c.Command] {
 			continue

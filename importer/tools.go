@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/internal/jsondec"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
@@ -36,6 +37,45 @@ type mappedCall struct {
 	// pending marks a command still running when its call returned: its
 	// result records no outcome (empty artifacts), a later poll does.
 	pending bool
+	// shellRead and shellModified are the files the command reads and
+	// changes (renames as "old → new", deletions as "path (deleted)"),
+	// recorded when it succeeds (R-C6).
+	shellRead, shellModified []string
+}
+
+// shellFiles reads a command's file effects, paths relative to the
+// session's directory.
+func (b *builder) shellFiles(cmd string) (read, modified []string) {
+	fs := compaction.FilesOfCommand(cmd)
+	// Only files in the session's directory: scratch files in /tmp or the
+	// home directory are not the work.
+	in := func(p string) (string, bool) {
+		r := b.rel(p)
+		return r, r != "" && !filepath.IsAbs(r) && !strings.HasPrefix(r, "~") && !strings.HasPrefix(r, "../")
+	}
+	for _, p := range fs.Read {
+		if r, ok := in(p); ok {
+			read = append(read, r)
+		}
+	}
+	for _, p := range fs.Written {
+		if r, ok := in(p); ok {
+			modified = append(modified, r)
+		}
+	}
+	for _, mv := range fs.Renamed {
+		from, ok1 := in(mv[0])
+		to, ok2 := in(mv[1])
+		if ok1 && ok2 {
+			modified = append(modified, from+compaction.RenameSep+to)
+		}
+	}
+	for _, p := range fs.Deleted {
+		if r, ok := in(p); ok {
+			modified = append(modified, r+compaction.DeletedSuffix)
+		}
+	}
+	return read, modified
 }
 
 // artifacts are the result's artifacts: files read or modified when the call
@@ -56,7 +96,11 @@ func (c *mappedCall) artifacts(ok bool, exit *int) *session.Artifacts {
 		}
 	case kindShell:
 		if c.command != "" {
-			return &session.Artifacts{Command: c.command, ExitCode: exit}
+			a := &session.Artifacts{Command: c.command, ExitCode: exit}
+			if ok && exit != nil && *exit == 0 {
+				a.FilesRead, a.FilesModified = c.shellRead, c.shellModified
+			}
+			return a
 		}
 	}
 	return nil
@@ -140,6 +184,9 @@ func (b *builder) mapCall(specs map[string]toolSpec, name string, raw json.RawMe
 		c.paths = []string{b.rel(p)}
 	}
 	c.command = commandInCwd(b.res.Cwd, jsonString(args["workdir"]), jsonString(args[spec.command]))
+	if c.command != "" {
+		c.shellRead, c.shellModified = b.shellFiles(c.command)
+	}
 	if spec.name == "" {
 		return c
 	}
