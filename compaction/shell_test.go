@@ -25,6 +25,7 @@ func FuzzShellCommands_RC5(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line string) {
 		_ = parseShell(line)
 		_, _ = CheckOf(line)
+		_ = FilesOfCommand(line)
 		q, err := syntax.Quote(line, syntax.LangBash)
 		if err != nil {
 			return // not quotable (a NUL byte)
@@ -36,6 +37,9 @@ func FuzzShellCommands_RC5(f *testing.F) {
 			}
 			if len(l.ofKind(kindCheck)) != 0 {
 				t.Fatalf("a check found inside a quoted word: %q → %+v", wrapped, l.cmds)
+			}
+			if fs := FilesOfCommand(wrapped); len(fs.Written)+len(fs.Deleted)+len(fs.Renamed)+len(fs.Read) != 0 {
+				t.Fatalf("files found inside a quoted word: %q → %+v", wrapped, fs)
 			}
 		}
 	})
