@@ -711,6 +711,7 @@ func constraintsFrom(users []string) []string {
 // quoted lines. A rule is in the user's words; "must" in a pasted error or
 // log line is not one.
 func ownWords(msg string) string {
+	msg = withoutPaste(msg)
 	if !strings.Contains(msg, "```") && !strings.Contains(msg, "\n>") && !strings.HasPrefix(msg, ">") {
 		return msg
 	}
@@ -728,6 +729,37 @@ func ownWords(msg string) string {
 		}
 	}
 	return b.String()
+}
+
+// minPasteChars is the size from which text after an introducing line is
+// taken as pasted.
+const minPasteChars = 200
+
+// withoutPaste is a message without what it pastes (R-C8): the text after an
+// introducing line that ends with ":" and a blank line ("fix this:\n\n<a
+// review comment>"), and a pasted document — everything from its first
+// Markdown heading when it has two or more.
+func withoutPaste(msg string) string {
+	lines := strings.Split(msg, "\n")
+	for i := 0; i < len(lines)-2 && i < 3; i++ {
+		if strings.HasSuffix(strings.TrimSpace(lines[i]), ":") && strings.TrimSpace(lines[i+1]) == "" &&
+			len(strings.Join(lines[i+2:], "\n")) >= minPasteChars {
+			return strings.Join(lines[:i+1], "\n")
+		}
+	}
+	first, headings := -1, 0
+	for i, l := range lines {
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "#") && strings.HasPrefix(strings.TrimLeft(t, "#"), " ") {
+			headings++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	if headings >= 2 {
+		return strings.Join(lines[:first], "\n")
+	}
+	return msg
 }
 
 // hasOpaqueID reports whether s holds a machine identifier (20 or more

@@ -214,3 +214,22 @@ func TestFinalPlanIsInProgressAndPending_RC1(t *testing.T) {
 		})
 	}
 }
+
+// TestPastedTextIsNotAConstraint_RC8: text the user pastes — a review comment
+// after "fix this:", a specification with headings — is not the user's rule.
+func TestPastedTextIsNotAConstraint_RC8(t *testing.T) {
+	review := "can you look at the changes and tell me what it takes to fix this:\n\n" +
+		"The humanModified calculation uses min(a, b). This must never subtract self-modifications from the agent's lines, " +
+		"and callers should not rely on it. Without this conversion, the per-file tracking data will be lost when session state is saved."
+	spec := "Implement this spec. Never touch the public API.\n# Spec\nThe server must always answer.\n## Limits\nRequests must not exceed 1 MB.\n"
+	b := newBuilder()
+	b.user(review, 10)
+	b.user(spec, 10)
+	st := b.capsule(t)
+	if !slices.Equal(st.Constraints, []string{"Never touch the public API"}) {
+		t.Errorf("constraints %q", st.Constraints)
+	}
+	if !strings.Contains(st.Goal, "humanModified") {
+		t.Errorf("the goal lost what to fix: %q", st.Goal)
+	}
+}
