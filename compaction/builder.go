@@ -176,9 +176,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 	}
 
 	var st capsule.State
-	if len(users) > 0 {
-		st.Goal = text.Clip(strings.TrimSpace(users[0]), maxGoalChars)
-	}
+	st.Goal = goalOf(users)
 	st.Constraints = constraintsFrom(users)
 	st.Done = lastN(done, maxListItems)
 	latest := latestRequest(users)
@@ -288,6 +286,49 @@ func planOf(name string, args json.RawMessage) ([]planItem, bool) {
 		out = append(out, planItem{strings.TrimSpace(p.Step), p.Status})
 	}
 	return out, true
+}
+
+// goalOf is what the user asked for overall (R-C8): the first request
+// without its leading reading steps ("read X in full, then Y. we still need
+// to port Z" is about Z), amended by later requests that add to it ("also
+// …", "now …").
+func goalOf(users []string) string {
+	if len(users) == 0 {
+		return ""
+	}
+	goal := strings.TrimSpace(users[0])
+	ss := sentences(goal)
+	if len(ss) > 1 && len(goal) <= 4*maxGoalChars {
+		i := 0
+		for i < len(ss)-1 && isReadingStep(ss[i]) {
+			i++
+		}
+		if i > 0 {
+			goal = strings.Join(ss[i:], " ")
+		}
+	}
+	for _, u := range users[1:] {
+		t := strings.TrimSpace(u)
+		for _, p := range []string{"and also, ", "and also ", "also, ", "also ", "now, ", "now "} {
+			if len(t) > len(p) && strings.EqualFold(t[:len(p)], p) {
+				goal += " Also: " + firstLine(t[len(p):], maxItemChars)
+				break
+			}
+		}
+	}
+	return text.Clip(goal, maxGoalChars)
+}
+
+// isReadingStep reports whether a sentence only asks to read or look at
+// something first.
+func isReadingStep(s string) bool {
+	l := strings.ToLower(strings.TrimSpace(s))
+	for _, p := range []string{"read ", "look at ", "have a look at ", "check out ", "open ", "study ", "familiarize ", "review the "} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxLastReplyChars bounds the model's last reply kept in the notes: whole

@@ -233,3 +233,18 @@ func TestPastedTextIsNotAConstraint_RC8(t *testing.T) {
 		t.Errorf("the goal lost what to fix: %q", st.Goal)
 	}
 }
+
+// TestGoalIsWhatTheUserAskedFor_RC8: the goal is the first request without
+// its leading reading steps, amended by later "also …"/"now …" requests.
+func TestGoalIsWhatTheUserAskedFor_RC8(t *testing.T) {
+	b := newBuilder()
+	b.user("read packages/coding-agent/docs/theme.md in full, then theme.ts. we still need to port over user-message-selector.ts based on the patterns you find.", 10)
+	b.reply("Ported.", 10)
+	b.user("also add a test for it", 10)
+	b.user("looks good", 10)
+	st := b.capsule(t)
+	want := "we still need to port over user-message-selector.ts based on the patterns you find. Also: add a test for it"
+	if st.Goal != want {
+		t.Errorf("goal %q\nwant %q", st.Goal, want)
+	}
+}
