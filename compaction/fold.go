@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/internal/text"
 )
 
@@ -35,7 +36,10 @@ func foldPaths(paths []string, max int) []string {
 	}
 	parent := func(it item) string {
 		d := path.Dir(strings.TrimSuffix(it.p, "/"))
-		if d == "." || d == "/" {
+		switch d {
+		case ".":
+			return "./"
+		case "/":
 			return d
 		}
 		return d + "/"
@@ -56,7 +60,7 @@ func foldPaths(paths []string, max int) []string {
 			// parent, which moves them up one level.
 			moved := false
 			for i := range items {
-				if d := parent(items[i]); d != "." && d != "/" {
+				if d := parent(items[i]); d != "./" && d != "/" {
 					items[i] = item{d, items[i].n, true}
 					moved = true
 				}
@@ -145,4 +149,37 @@ func parseFolded(s string) (dir string, n int, ok bool) {
 		return "", 0, false
 	}
 	return dir, n, true
+}
+
+// MaxCapsuleShare is the share of the hard limit, in percent, a capsule's
+// model text may take (R-C7, docs/decisions.md): beyond it the file lists
+// fold harder, the user's verbatim words and the notes shrink, each with
+// its count.
+const MaxCapsuleShare = 25
+
+// boundCapsule folds and trims st until its model text counts at most max
+// tokens, or nothing more can be folded. max <= 0 bounds nothing.
+func boundCapsule(st capsule.State, c Counter, max int) capsule.State {
+	if max <= 0 || c == nil {
+		return st
+	}
+	fits := func() bool { return c.Count(ModelText(st)) <= max }
+	if fits() {
+		return st
+	}
+	for _, n := range []int{50, 20, 8} {
+		st.FilesRead, st.FilesModified = foldPaths(st.FilesRead, n), foldPaths(st.FilesModified, n)
+		if fits() {
+			return st
+		}
+	}
+	st.UserMessages = boundUserMessages(st.UserMessages, UserMessagesBudget/4)
+	if fits() {
+		return st
+	}
+	st.Notes = boundNotes(st.Notes, 10)
+	if len(st.Done) > 12 {
+		st.Done = append([]string{moreNotes + strconv.Itoa(len(st.Done)-11) + " earlier items are in the transcript"}, st.Done[len(st.Done)-11:]...)
+	}
+	return st
 }

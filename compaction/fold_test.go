@@ -112,3 +112,40 @@ func TestNotSmallerIsNeverCompleted_RC7(t *testing.T) {
 		}
 	}
 }
+
+// TestCapsuleWithinShareOfHardLimit_RC7: a capsule larger than its share of
+// the hard limit folds its file lists harder and trims the verbatim words
+// and notes, saying how many it left out.
+func TestCapsuleWithinShareOfHardLimit_RC7(t *testing.T) {
+	var st capsule.State
+	for d := range 40 {
+		for f := range 30 {
+			st.FilesModified = append(st.FilesModified, fmt.Sprintf("pkg%02d/sub%02d/file%02d.go", d%8, d, f))
+		}
+	}
+	st.FilesModified = foldPaths(st.FilesModified, MaxFileItems)
+	for i := range 30 {
+		st.Notes = append(st.Notes, fmt.Sprintf("finding %d: %s", i, strings.Repeat("detail ", 20)))
+	}
+	c := quarterCounter{}
+	before := c.Count(ModelText(st))
+	max := before / 3
+	got := boundCapsule(st, c, max)
+	if n := c.Count(ModelText(got)); n > max {
+		t.Errorf("capsule %d tokens, bound %d (was %d)", n, max, before)
+	}
+	total := 0
+	for _, it := range got.FilesModified {
+		if _, k, ok := parseFolded(it); ok {
+			total += k
+		} else {
+			total++
+		}
+	}
+	if total != 1200 {
+		t.Errorf("the folded lists count %d files of 1,200: %q", total, got.FilesModified)
+	}
+	if same := boundCapsule(st, c, before); !slices.Equal(same.FilesModified, st.FilesModified) {
+		t.Errorf("a capsule within its bound was changed")
+	}
+}

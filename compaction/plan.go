@@ -152,6 +152,7 @@ func BuildCapsule(t Transcript, c Counter, p Plan, summary *capsule.State, degra
 			state = rollKeepingGoal(*p.Base.State, state)
 		}
 	}
+	state = boundCapsule(state, c, p.HardLimit*MaxCapsuleShare/100)
 	quality := capsule.QualityFull
 	if degraded {
 		quality = capsule.QualityDegraded
