@@ -116,3 +116,14 @@ func TestImportedCapsuleKeepsSourceTime_RT1(t *testing.T) {
 		t.Errorf("capsule times %v, source's %v", got, want)
 	}
 }
+
+// TestApplyPatchRenamesAndDeletions_RC6: an apply_patch that moves a file
+// lists it as old → new, one that deletes a file as deleted.
+func TestApplyPatchRenamesAndDeletions_RC6(t *testing.T) {
+	b := &builder{res: &Result{Cwd: "/repo"}}
+	patch := "*** Begin Patch\n*** Add File: /repo/new.go\n+package x\n*** Update File: /repo/old.go\n*** Move to: /repo/lib/old.go\n@@\n-a\n+b\n*** Delete File: /repo/gone.go\n*** Update File: src/kept.go\n@@\n-x\n+y\n*** End Patch"
+	want := []string{"new.go", "old.go → lib/old.go", "gone.go (deleted)", "src/kept.go"}
+	if got := b.patchPaths(patch); !slices.Equal(got, want) {
+		t.Errorf("patch paths %q, want %q", got, want)
+	}
+}

@@ -299,9 +299,7 @@ func (b *builder) mapCodexCall(name string, args json.RawMessage) *mappedCall {
 		}
 		c := &mappedCall{name: name, args: args, kind: kindModify}
 		if jsondec.Unmarshal(args, &a) == nil {
-			for _, p := range patchFiles(a.Input) {
-				c.paths = append(c.paths, b.rel(p))
-			}
+			c.paths = append(c.paths, b.patchPaths(a.Input)...)
 		}
 		return c
 	}

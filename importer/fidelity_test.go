@@ -175,8 +175,10 @@ func scoreCapsule(fx facts, st capsule.State, cwd, mode string, tail map[string]
 	for _, f := range st.FilesModified {
 		got[f] = true
 		// With a keep window, a file deleted in the kept tail was still
-		// there at the cut.
-		if !truth[f] && !(mode == "default" && truth[f+compaction.DeletedSuffix]) {
+		// there at the cut, and one written again there was deleted.
+		base, deleted := strings.CutSuffix(f, compaction.DeletedSuffix)
+		atCut := mode == "default" && (truth[f+compaction.DeletedSuffix] || deleted && truth[base])
+		if !truth[f] && !atCut {
 			s.falsePositives = append(s.falsePositives, f)
 		}
 	}

@@ -1061,9 +1061,7 @@ func (b *builder) mapOpencodeCall(name string, input json.RawMessage) *mappedCal
 		if len(bytes.TrimSpace(input)) == 0 {
 			c.args = json.RawMessage(`{}`)
 		}
-		for _, p := range patchFiles(jsonString(a["patchText"])) {
-			c.paths = append(c.paths, b.rel(p))
-		}
+		c.paths = append(c.paths, b.patchPaths(jsonString(a["patchText"]))...)
 		return c
 	}
 	return b.mapCall(opencodeTools, name, input)

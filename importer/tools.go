@@ -339,6 +339,34 @@ func shellLine(argv []string) string {
 	return strings.Join(words, " ")
 }
 
+// patchPaths lists what an apply_patch input did, for Files modified
+// (R-C6): a file added or updated by its path, a file moved as "old → new",
+// a file deleted as "path (deleted)"; paths relative to the session's
+// directory.
+func (b *builder) patchPaths(patch string) []string {
+	var out []string
+	var last string // the file of the latest Update, which a Move renames
+	for _, m := range patchOp.FindAllStringSubmatch(patch, -1) {
+		op, p := m[1], b.rel(strings.TrimSpace(m[2]))
+		switch op {
+		case "Add File", "Update File":
+			out = append(out, p)
+			last = p
+		case "Delete File":
+			out = append(out, p+compaction.DeletedSuffix)
+		case "Move to":
+			if last != "" && len(out) > 0 && out[len(out)-1] == last {
+				out[len(out)-1] = last + compaction.RenameSep + p
+			} else {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+var patchOp = regexp.MustCompile(`(?m)^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)\s*$`)
+
 // patchFiles lists the files an apply_patch input adds, updates, deletes or
 // moves to.
 var patchFilePattern = regexp.MustCompile(`(?m)^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$`)
