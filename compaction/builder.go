@@ -222,10 +222,13 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		if !c.failed {
 			continue
 		}
-		// Resolved once each check of the chain passed on its own since.
+		// Resolved once each check of the chain passed on its own since;
+		// a blocker only while the chain's failure is the latest word on
+		// one of them (later runs with hidden status make it unknown, and
+		// the check's next step says so).
 		open := false
 		for _, g := range checkGroups(parsedLine(c.display), false) {
-			if outcome[g.display] != OutcomePassed {
+			if outcome[g.display] != OutcomePassed && arts.checks.latestIsChainFailure(g.display) {
 				open = true
 			}
 		}

@@ -328,6 +328,17 @@ func (c *checkRuns) notes(total int) []string {
 	return out
 }
 
+// latestIsChainFailure reports whether check's latest run is a failed
+// chain it ran in (no run of it came after).
+func (c *checkRuns) latestIsChainFailure(check string) bool {
+	for _, r := range c.runs {
+		if r.check == check {
+			return r.suspect
+		}
+	}
+	return false
+}
+
 // unsure lists the checks that failed and then ran only with their status
 // hidden: the next step is to run them so their status shows.
 func (c *checkRuns) unsure() []string {

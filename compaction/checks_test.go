@@ -168,6 +168,7 @@ func TestLatestConclusiveRunWins_RC5(t *testing.T) {
 		{"fail, filtered, fail", []string{"2 npm run check", "0 npm run check | tail", "1 npm run check"}, OutcomeFailedCmd, 1},
 		{"a chain that failed makes an earlier pass unknown", []string{"0 npm test", "1 npm test && npm run lint"}, OutcomeInconclusive, 1},
 		{"a failed chain resolved by its checks", []string{"1 npm test && npm run lint", "0 npm test", "0 npm run lint"}, OutcomePassed, 0},
+		{"a failed chain, then filtered runs: unknown, no blocker", []string{"1 npm test && npm run lint", "0 npm test | tail", "0 npm run lint | tail"}, OutcomeInconclusive, 0},
 		{"a chain that passed passes each", []string{"1 npm test", "0 npm run lint && npm test"}, OutcomePassed, 0},
 		{"pass then fail", []string{"0 npm run check", "2 npm run check"}, OutcomeFailedCmd, 1},
 		{"under cd and -C", []string{"2 cd web && npm run check", "0 npm --prefix web run check"}, OutcomePassed, 0},
