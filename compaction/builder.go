@@ -207,7 +207,12 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			st.Blockers = append(st.Blockers, "`"+v.Command+"` fails")
 			st.NextSteps = append(st.NextSteps, "Make `"+v.Command+"` pass")
 		case OutcomePassed:
-			st.Done = append(st.Done, "`"+v.Command+"` passes")
+			if n := arts.checks.editsSince(v.Command, arts.edits); n > 0 {
+				// Not "passes": the work changed since (R-C5 stale).
+				st.Done = append(st.Done, "`"+v.Command+"` passed before "+plural(n, "later edit"))
+			} else {
+				st.Done = append(st.Done, "`"+v.Command+"` passes")
+			}
 		}
 	}
 	st.Notes = append(st.Notes, arts.checks.notes(arts.edits)...)

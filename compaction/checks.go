@@ -328,6 +328,17 @@ func (c *checkRuns) notes(total int) []string {
 	return out
 }
 
+// editsSince is the number of file changes recorded after check's run
+// (total is the session's count).
+func (c *checkRuns) editsSince(check string, total int) int {
+	for _, r := range c.runs {
+		if r.check == check {
+			return max(0, total-r.edits)
+		}
+	}
+	return 0
+}
+
 // latestIsChainFailure reports whether check's latest run is a failed
 // chain it ran in (no run of it came after).
 func (c *checkRuns) latestIsChainFailure(check string) bool {

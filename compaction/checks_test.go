@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -370,5 +371,25 @@ func TestInterruptedRunKeepsWhatWasKnown_RC5(t *testing.T) {
 	}
 	if !slices.Contains(st.NextSteps, "Run `npm run check` with its own exit status: it failed, and later runs hid theirs") {
 		t.Errorf("the failure before the interrupted run is forgotten: next steps %q", st.NextSteps)
+	}
+}
+
+// TestStalePass_RC5: a check whose last pass is older than later edits is
+// not said to pass: Done and the notes say it passed before them.
+func TestStalePass_RC5(t *testing.T) {
+	b := newBuilder()
+	b.user("fix the parser", 10)
+	b.bash("go test ./...", 0, 10)
+	for i := range 3 {
+		id := fmt.Sprintf("e%d", i)
+		b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: tool.EditFile, Arguments: json.RawMessage(`{"path":"p.go"}`)}}}}, 10)
+		b.result(id, tool.EditFile, true, "ok", 10, &session.Artifacts{FilesModified: []string{"p.go"}})
+	}
+	st := b.capsule(t)
+	if slices.Contains(st.Done, "`go test ./...` passes") || !slices.Contains(st.Done, "`go test ./...` passed before 3 later edits") {
+		t.Errorf("done %q", st.Done)
+	}
+	if !slices.Contains(st.Notes, "Verification: `go test ./...` is stale: passed before 3 later edits") {
+		t.Errorf("notes %q", st.Notes)
 	}
 }
