@@ -512,6 +512,26 @@ func Roll(prev, next capsule.State) capsule.State {
 	prevBlockers := slices.DeleteFunc(slices.Clone(prev.Blockers), func(s string) bool { return toolFailure.MatchString(s) })
 	out.Blockers = slices.DeleteFunc(union(prevBlockers, next.Blockers), func(s string) bool { return doneSet[s] || resolved(s) })
 	out.NextSteps = slices.DeleteFunc(out.NextSteps, resolved)
+	// "`X` passes" holds only while X's rolled outcome is a pass and no
+	// newer item says it passed before later edits (R-C5).
+	stale := map[string]bool{}
+	for _, d := range next.Done {
+		if sp := codeSpans(d); len(sp) > 0 && strings.Contains(d, "` passed before ") {
+			stale[sp[0]] = true
+		}
+	}
+	rolledOutcome := map[string]string{}
+	for _, v := range out.Verification {
+		rolledOutcome[v.Command] = v.Outcome
+	}
+	out.Done = slices.DeleteFunc(out.Done, func(d string) bool {
+		cmd, ok := strings.CutSuffix(strings.TrimPrefix(d, "`"), "` passes")
+		if !ok || !strings.HasPrefix(d, "`") {
+			return false
+		}
+		o, known := rolledOutcome[cmd]
+		return stale[cmd] || known && o != OutcomePassed
+	})
 	out.InProgress = slices.DeleteFunc(out.InProgress, resolved)
 	out.FilesRead = foldPaths(union(prev.FilesRead, next.FilesRead), MaxFileItems)
 	out.FilesModified = foldPaths(replayModified(prev.FilesModified, next.FilesModified), MaxFileItems)

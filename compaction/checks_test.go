@@ -393,3 +393,20 @@ func TestStalePass_RC5(t *testing.T) {
 		t.Errorf("notes %q", st.Notes)
 	}
 }
+
+// TestRollDropsPassesNoLongerTrue_RC5: "`X` passes" from the previous
+// capsule goes when X failed since, or passed before later edits.
+func TestRollDropsPassesNoLongerTrue_RC5(t *testing.T) {
+	prev := capsule.State{
+		Done:         []string{"`go test ./...` passes", "`make lint` passes"},
+		Verification: []capsule.Verification{{Command: "go test ./...", Outcome: OutcomePassed}, {Command: "make lint", Outcome: OutcomePassed}},
+	}
+	next := capsule.State{
+		Done:         []string{"`make lint` passed before 2 later edits"},
+		Verification: []capsule.Verification{{Command: "go test ./...", ExitCode: 1, Outcome: OutcomeFailedCmd}, {Command: "make lint", Outcome: OutcomePassed}},
+	}
+	rolled := Roll(prev, next)
+	if !slices.Equal(rolled.Done, []string{"`make lint` passed before 2 later edits"}) {
+		t.Errorf("done %q", rolled.Done)
+	}
+}
