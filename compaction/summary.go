@@ -357,6 +357,8 @@ var sectionAliases = []struct{ word, section string }{
 	{"key technical concept", "Notes"}, {"files and code", "Notes"}, {"errors and fix", "Notes"},
 	{"problem solving", "Notes"}, {"all user messages", "Notes"}, {"critical context", "Notes"},
 	{"blocked", "Blockers"},
+	// opencode's compaction sections.
+	{"discoveries", "Notes"}, {"relevant files", "Notes"}, {"instructions", "Constraints"},
 	{"next step", "Next steps"}, {"next", "Next steps"},
 	{"in progress", "In progress"}, {"in-progress", "In progress"}, {"current work", "In progress"}, {"progress", "In progress"},
 	{"pending", "Pending"}, {"todo", "Pending"}, {"remaining", "Pending"},

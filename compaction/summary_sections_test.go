@@ -64,6 +64,12 @@ Summary:
 	if !slices.Contains(st.Notes, "**lib/api.ts**: posts to NEXT_PUBLIC_API_URL") {
 		t.Errorf("a bold note was taken as a heading: notes %q, next %q", st.Notes, st.NextSteps)
 	}
+	oc := "## Goal\nAdd moon support\n## Instructions\n- use bun\n## Discoveries\n- moon needs a workspace.yml\n## Accomplished\n- core starts\n## Relevant files / directories\n- core/moon.yml\n"
+	st, err = ParseSummary(oc)
+	if err != nil || st.Goal != "Add moon support" || !slices.Equal(st.Constraints, []string{"use bun"}) || !slices.Equal(st.Done, []string{"core starts"}) ||
+		!slices.Equal(st.Notes, []string{"moon needs a workspace.yml", "core/moon.yml"}) {
+		t.Errorf("opencode's sections: %+v %v", st, err)
+	}
 	for _, bold := range []string{"**Next steps**", "**Next steps:**", "**Blockers**:"} {
 		if st, err := ParseSummary(bold + "\n- x\n"); err != nil || len(st.NextSteps)+len(st.Blockers) != 1 {
 			t.Errorf("%q alone is a heading: %+v %v", bold, st, err)
