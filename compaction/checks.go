@@ -396,12 +396,13 @@ type consequentialRun struct {
 // their words.
 func consequentialKey(c shellCmd) string {
 	words := c.words
-	if len(words) > 2 && (words[0] == "git" || words[0] == "gh") {
-		words = positional(words)[:1]
-		words = append([]string{c.words[0]}, words...)
-		if c.words[0] == "gh" && len(positional(c.words[1:])) > 1 {
-			words = append(words, positional(c.words[1:])[1])
+	if pos := positional(c.words[1:]); len(pos) > 0 && (words[0] == "git" || words[0] == "gh") {
+		// git's subcommand (`git commit`), gh's two (`gh pr merge`).
+		n := 1
+		if words[0] == "gh" {
+			n = min(2, len(pos))
 		}
+		words = append([]string{words[0]}, pos[:n]...)
 	}
 	return c.dir + "\x00" + strings.Join(words, " ")
 }

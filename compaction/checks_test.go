@@ -410,3 +410,32 @@ func TestRollDropsPassesNoLongerTrue_RC5(t *testing.T) {
 		t.Errorf("done %q", rolled.Done)
 	}
 }
+
+// TestConsequentialFailureIsABlocker_RC5: a failed publish or a commit its
+// hook refused is a blocker until the same command succeeds; another
+// command's success does not clear it; "nothing to commit" is no failure.
+func TestConsequentialFailureIsABlocker_RC5(t *testing.T) {
+	run := func(b *builder, cmd string, exit int, out string) {
+		b.calls++
+		id := fmt.Sprintf("cq%d", b.calls)
+		b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: tool.Bash, Arguments: json.RawMessage(`{}`)}}}}, 10)
+		code := exit
+		b.result(id, tool.Bash, exit == 0, out, 10, &session.Artifacts{Command: cmd, ExitCode: &code})
+	}
+	b := newBuilder()
+	b.user("commit and publish", 10)
+	run(b, `git commit -m "feat: x"`, 1, "husky - pre-commit hook exited with code 1 (error)")
+	run(b, "git push origin main", 0, "")
+	run(b, "npm run publish", 1, "npm error code E403\nnpm error 403 Forbidden")
+	st := b.capsule(t)
+	want := []string{"`git commit -m \"feat: x\"` failed (exit 1): husky - pre-commit hook exited with code 1 (error)", "`npm run publish` failed (exit 1): npm error code E403"}
+	if !slices.Equal(st.Blockers, want) {
+		t.Errorf("blockers %q\nwant %q", st.Blockers, want)
+	}
+	run(b, `git commit -m "feat: x, hook fixed"`, 0, "")
+	run(b, "git commit -am wip", 1, "nothing to commit, working tree clean")
+	st = b.capsule(t)
+	if !slices.Equal(st.Blockers, want[1:]) {
+		t.Errorf("after the commit succeeded: blockers %q", st.Blockers)
+	}
+}
