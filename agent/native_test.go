@@ -390,9 +390,11 @@ func TestCancelDuringNativeCallAppendsNothing_RB5_RN3(t *testing.T) {
 // capsule's text.
 func TestBudgetMeasuresWhatIsSent_RN2(t *testing.T) {
 	f := newResponsesFixture(t, nil, history(4)...)
-	// A continuation reported far larger than the portable capsule makes
-	// the difference unmistakable.
-	f.model.AddCompact(providertest.Reply{Compaction: "enc-compaction-1", Usage: &provider.Usage{InputTokens: 4000, OutputTokens: 6000}})
+	// A continuation reported larger than the portable capsule (yet smaller
+	// than the history it replaces, or it would be discarded, R-C7) makes the
+	// difference unmistakable.
+	const size = 3000
+	f.model.AddCompact(providertest.Reply{Compaction: "enc-compaction-1", Usage: &provider.Usage{InputTokens: 4000, OutputTokens: size}})
 	for i := 0; i < 4; i++ {
 		f.prompt(t, "question "+bigText)
 	}
@@ -415,11 +417,11 @@ func TestBudgetMeasuresWhatIsSent_RN2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if native.Entries[0] != 6000 || portable.Entries[0] >= 6000 || portable.Entries[0] <= 0 {
+	if native.Entries[0] != size || portable.Entries[0] >= size || portable.Entries[0] <= 0 {
 		t.Fatalf("first entry: native %d, portable %d", native.Entries[0], portable.Entries[0])
 	}
-	if b.EffectiveTokens < 6000 || b.Source != "estimated" {
-		t.Fatalf("budget %d (%s) does not count the 6000-token continuation", b.EffectiveTokens, b.Source)
+	if b.EffectiveTokens < size || b.Source != "estimated" {
+		t.Fatalf("budget %d (%s) does not count the %d-token continuation", b.EffectiveTokens, b.Source, size)
 	}
 	if res.TokensAfter != b.EffectiveTokens {
 		t.Errorf("result's tokens after %d, budget %d", res.TokensAfter, b.EffectiveTokens)
