@@ -1,0 +1,138 @@
+// `soba-lsp acp` driven by the official Agent Client Protocol TypeScript SDK
+// (@agentclientprotocol/sdk) over stdio. Run by conformance_test.go, which
+// starts the fake model server and writes the workspace's configuration:
+// SOBA_LSP is the binary, SOBA_WORKSPACE the workspace.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { Readable, Writable } from 'node:stream';
+import * as acp from '@agentclientprotocol/sdk';
+
+const binary = process.env.SOBA_LSP;
+const cwd = process.env.SOBA_WORKSPACE;
+
+// start spawns the agent and connects a client that records every update
+// and answers permission requests with `decide(params)`.
+function start(decide) {
+  const child = spawn(binary, ['acp'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  const updates = [];
+  const permissions = [];
+  const app = acp.client()
+    .onRequest('session/request_permission', async ({ params }) => {
+      permissions.push(params);
+      return { outcome: { outcome: 'selected', optionId: decide(params) } };
+    })
+    .onNotification('session/update', ({ params }) => { updates.push(params); });
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, app, stream, updates, permissions, stderr: () => stderr, exited };
+}
+
+const kinds = (updates, from = 0) => updates.slice(from).map((u) => u.update.sessionUpdate);
+const text = (updates, from = 0, kind = 'agent_message_chunk') => updates.slice(from)
+  .filter((u) => u.update.sessionUpdate === kind).map((u) => u.update.content.text).join('');
+
+async function until(cond, what, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('soba-lsp acp speaks ACP v1 to the official TypeScript SDK', { timeout: 60000 }, async () => {
+  assert.ok(binary && cwd, 'set SOBA_LSP and SOBA_WORKSPACE');
+  const a = start(() => 'allow_once');
+  let sessionId;
+  try {
+    await a.app.connectWith(a.stream, async (cx) => {
+      const init = await cx.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+      assert.equal(init.protocolVersion, 1);
+      assert.equal(init.agentCapabilities.loadSession, true);
+      assert.equal(init.agentInfo.name, 'soba-lsp');
+
+      const s = await cx.request('session/new', { cwd, mcpServers: [] });
+      sessionId = s.sessionId;
+      assert.match(sessionId, /.+/);
+      await until(() => kinds(a.updates).includes('available_commands_update'), 'available_commands_update');
+      const cmds = a.updates.find((u) => u.update.sessionUpdate === 'available_commands_update').update.availableCommands;
+      for (const name of ['budget', 'compact', 'auto-compact', 'capsule', 'milestone']) {
+        assert.ok(cmds.some((c) => c.name === name), `available commands lack ${name}: ${JSON.stringify(cmds)}`);
+      }
+
+      // A turn with a write_file call, approved through session/request_permission.
+      let from = a.updates.length;
+      const r1 = await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write the notes' }] });
+      assert.equal(r1.stopReason, 'end_turn');
+      assert.equal(a.permissions.length, 1);
+      const perm = a.permissions[0];
+      assert.equal(perm.toolCall.toolCallId, 'c1');
+      assert.deepEqual(perm.options.map((o) => o.kind), ['allow_once', 'allow_always', 'reject_once', 'reject_always']);
+      const diff = perm.toolCall.content.find((c) => c.type === 'diff');
+      assert.ok(diff, `the permission shows the diff (R-W3): ${JSON.stringify(perm.toolCall)}`);
+      assert.equal(diff.newText, 'hello from acp\n');
+      assert.ok(diff.path.endsWith('notes.txt'));
+      const call = a.updates.slice(from).find((u) => u.update.sessionUpdate === 'tool_call');
+      assert.equal(call.update.kind, 'edit');
+      assert.ok(call.update.locations[0].path.endsWith('notes.txt'));
+      const done = a.updates.slice(from).find((u) => u.update.sessionUpdate === 'tool_call_update');
+      assert.equal(done.update.status, 'completed');
+      assert.match(text(a.updates, from), /Wrote notes\.txt\./);
+      assert.ok(kinds(a.updates, from).includes('usage_update'), `no usage_update in ${kinds(a.updates, from)}`);
+      const usage = a.updates.filter((u) => u.update.sessionUpdate === 'usage_update').at(-1).update;
+      assert.equal(usage.size, 65000 - 8000 - 8192, 'size is the hard limit (R-G4)');
+      assert.ok(usage.used > 0);
+
+      from = a.updates.length;
+      const r2 = await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'and again' }] });
+      assert.equal(r2.stopReason, 'end_turn');
+      assert.match(text(a.updates, from), /Second answer\./);
+
+      // /compact runs through the server's slash grammar; its result line is
+      // the agent's message (no compaction opt-in).
+      from = a.updates.length;
+      const r3 = await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '/compact keep the notes' }] });
+      assert.equal(r3.stopReason, 'end_turn');
+      assert.match(text(a.updates, from), /Compacted context · user · .* · ck_/);
+
+      // /budget answers with the budget's lines.
+      from = a.updates.length;
+      await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '/budget' }] });
+      assert.match(text(a.updates, from), /48,808/);
+
+      // A turn whose model never answers is cancelled (R-F2).
+      const slow = cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'take your time' }] });
+      await new Promise((r) => setTimeout(r, 300));
+      await cx.notify('session/cancel', { sessionId });
+      const r4 = await slow;
+      assert.equal(r4.stopReason, 'cancelled');
+    });
+  } finally {
+    a.child.stdin.end();
+    await Promise.race([a.exited, new Promise((r) => setTimeout(r, 5000))]);
+    a.child.kill();
+  }
+
+  // A second process loads the session and receives its history.
+  const b = start(() => 'reject_once');
+  try {
+    await b.app.connectWith(b.stream, async (cx) => {
+      await cx.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+      await cx.request('session/load', { sessionId, cwd, mcpServers: [] });
+      assert.match(text(b.updates, 0, 'user_message_chunk'), /write the notes/);
+      assert.match(text(b.updates, 0, 'user_message_chunk'), /and again/);
+      const replayed = b.updates.find((u) => u.update.sessionUpdate === 'tool_call');
+      assert.equal(replayed?.update.toolCallId, 'c1');
+      assert.ok(b.updates.every((u) => u.sessionId === sessionId));
+    });
+  } catch (err) {
+    err.message += `\nstderr:\n${b.stderr()}`;
+    throw err;
+  } finally {
+    b.child.stdin.end();
+    await Promise.race([b.exited, new Promise((r) => setTimeout(r, 5000))]);
+    b.child.kill();
+  }
+});
