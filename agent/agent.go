@@ -50,6 +50,9 @@ type Options struct {
 	// Approval is "ask" or "auto" (tools.approval).
 	Approval string
 	Approver Approver
+	// MCP are the workspace's MCP tools (ConnectMCP); nil for none. The
+	// agent does not close it.
+	MCP      *MCP
 	Notifier Notifier
 
 	// Counter counts tokens; EntryTokens estimates one entry for the store.
@@ -220,7 +223,7 @@ func newAgent(opt Options) (*Agent, error) {
 	}
 	a := &Agent{
 		opt:   opt,
-		tools: &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{dir: filepath.Join(opt.Root, ".soba", "skills")}},
+		tools: &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{dir: filepath.Join(opt.Root, ".soba", "skills")}, mcp: opt.MCP},
 	}
 	a.barrier = &compaction.Barrier{Counter: opt.Counter, Summarizer: opt.Summarizer, SummaryWindowChars: opt.SummaryWindowChars,
 		SummaryMaxOutputTokens: 2048, Now: opt.Now, Work: &a.work}

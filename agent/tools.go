@@ -85,6 +85,7 @@ type toolEnv struct {
 	root   Resolver
 	dir    string // absolute workspace root
 	skills *skillSet
+	mcp    *MCP // the workspace's MCP tools; nil when there are none
 }
 
 func fail(format string, args ...any) toolRun {
@@ -122,6 +123,9 @@ func (env *toolEnv) run(ctx context.Context, call session.ToolCall) toolRun {
 		return checkpointTool(call.Arguments)
 	case tool.ActivateSkill:
 		return env.activateSkill(call.Arguments)
+	}
+	if IsMCPTool(call.Name) {
+		return env.mcp.call(ctx, call.Name, call.Arguments)
 	}
 	return fail("unknown tool %q", call.Name)
 }

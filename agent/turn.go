@@ -499,7 +499,7 @@ func (a *Agent) buildRequest() (provider.Request, error) {
 		}
 		req = provider.Request{Model: a.opt.ModelName, System: a.systemPrompt(st), MaxOutputTokens: a.opt.Compaction.MaxOutputTokens,
 			ContextWindow: a.opt.Compaction.ContextWindow, ExpectedPromptTokens: eff}
-		for _, t := range Tools {
+		for _, t := range a.toolSpecs() {
 			req.Tools = append(req.Tools, provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 		}
 		if in.CapsuleText != "" {
@@ -556,7 +556,7 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 		a.appendToolResult(turnID, sc, toolRun{ok: r.OK, content: r.Content, artifacts: r.Artifacts})
 		return
 	}
-	if tool.Mutates(call.Name) && a.opt.Approval == "ask" {
+	if (tool.Mutates(call.Name) || IsMCPTool(call.Name)) && a.opt.Approval == "ask" {
 		allowed := false
 		_ = a.do(func(st *state) { allowed = st.allowSession[call.Name] })
 		if !allowed {

@@ -102,8 +102,12 @@ func (s *acpSession) replay() error {
 func (b *ACPBackend) open(opt acp.SessionOptions) (*acpSession, error) {
 	s := &acpSession{peer: opt.Peer, queue: make(chan func(), 1024), ends: map[string]chan turnEnd{}, rejected: map[string]bool{}}
 	s.work.Go(s.drain)
+	var servers []agent.MCPServer
+	for _, m := range opt.MCPServers {
+		servers = append(servers, agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers})
+	}
 	ws, warnings, err := OpenWorkspace(WorkspaceOptions{Root: opt.Cwd, Load: b.Load, Notifier: acpNotifier{s}, Approver: acpApprover{s},
-		Counter: b.Counter, EntryTokens: b.EntryTokens})
+		Counter: b.Counter, EntryTokens: b.EntryTokens, MCPServers: servers})
 	if err != nil {
 		close(s.queue)
 		s.work.Wait()
@@ -113,9 +117,6 @@ func (b *ACPBackend) open(opt acp.SessionOptions) (*acpSession, error) {
 	s.lsp = &LSPBackend{ws: ws, notify: acpLSPNotifier{s}}
 	for _, w := range warnings {
 		s.warn(w)
-	}
-	if len(opt.MCPServers) > 0 {
-		s.warn(fmt.Sprintf("%d MCP server(s) from the client are not used yet: SOBA does not run MCP tools in this version", len(opt.MCPServers)))
 	}
 	return s, nil
 }

@@ -2,6 +2,10 @@ package app
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/soba-agent/soba-lsp/agent"
 
 	"github.com/soba-agent/soba-lsp/workspace"
 )
@@ -19,6 +23,10 @@ func LoadSettings(root string, initOptions, didChange json.RawMessage) (Settings
 func settingsOf(cfg workspace.Config, root string) Settings {
 	s := Settings{Model: cfg.Model, Compaction: cfg.EngineConfig(), Approval: cfg.Tools.Approval,
 		SessionDir: cfg.ResolveSessionDir(root)}
+	for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
+		m := cfg.MCPServers[name]
+		s.MCPServers = append(s.MCPServers, agent.MCPServer{Name: name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers})
+	}
 	if cfg.SummaryModel != nil {
 		m := cfg.Summary()
 		s.SummaryModel = &m

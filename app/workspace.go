@@ -6,10 +6,12 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -33,6 +35,8 @@ type Settings struct {
 	Approval     string
 	// SessionDir is absolute.
 	SessionDir string
+	// MCPServers are the configured MCP servers (mcpServers), sorted by name.
+	MCPServers []agent.MCPServer
 }
 
 // SettingsLoader resolves the configuration layers of the workspace at
@@ -50,6 +54,9 @@ type WorkspaceOptions struct {
 	Approver    agent.Approver
 	Counter     compaction.Counter
 	EntryTokens func(*session.Entry) int
+	// MCPServers are MCP servers the front end adds to the configured ones
+	// (ACP's session/new); one with a configured server's name replaces it.
+	MCPServers []agent.MCPServer
 }
 
 // Workspace is SOBA in one editor workspace: the configuration, the file
@@ -61,6 +68,7 @@ type Workspace struct {
 	touched *workspace.Touched
 	watcher *workspace.Watcher
 	memory  *workspace.Memory
+	mcp     *agent.MCP // the MCP servers' tools, connected once at open
 
 	mu        sync.Mutex // guards settings, didChange, agent
 	settings  Settings
@@ -102,13 +110,30 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 		warnings = append(warnings, "file watcher unavailable: "+err.Error()+"; files changed outside the editor are not tracked")
 		w.watcher = nil
 	}
+	w.mcp = agent.ConnectMCP(context.Background(), mergeMCP(settings.MCPServers, opt.MCPServers), root.Dir(),
+		func(m string) { opt.Notifier.Warn("soba: " + m) })
 	a, err := agent.New(w.agentOptions(settings))
 	if err != nil {
 		w.closeWatcher()
+		w.mcp.Close()
 		return nil, warnings, err
 	}
 	w.agent = a
 	return w, warnings, nil
+}
+
+// mergeMCP is the configured servers with the front end's added; a front
+// end's server replaces a configured one of the same name.
+func mergeMCP(configured, extra []agent.MCPServer) []agent.MCPServer {
+	out := slices.Clone(configured)
+	for _, e := range extra {
+		if i := slices.IndexFunc(out, func(s agent.MCPServer) bool { return s.Name == e.Name }); i >= 0 {
+			out[i] = e
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (w *Workspace) closeWatcher() {
@@ -125,7 +150,7 @@ func (w *Workspace) agentOptions(s Settings) agent.Options {
 		Root: w.root.Dir(), Resolver: w.root, SessionDir: s.SessionDir, FlightDir: filepath.Join(w.root.Dir(), ".soba", "flight"),
 		Compaction: s.Compaction, Approval: s.Approval, Approver: w.opt.Approver, Notifier: w.opt.Notifier,
 		Counter: w.opt.Counter, EntryTokens: w.opt.EntryTokens, Touched: w.touched, Memory: w.memory,
-		SystemPrompt: w.memory.Summary(), ModelName: s.Model.Name, ProviderName: s.Model.Provider,
+		SystemPrompt: w.memory.Summary(), ModelName: s.Model.Name, ProviderName: s.Model.Provider, MCP: w.mcp,
 	}
 	model, err := newProvider(s.Model)
 	if err != nil {
@@ -262,5 +287,5 @@ func (w *Workspace) Close() error {
 	w.mu.Unlock()
 	err := a.Close()
 	w.closeWatcher()
-	return err
+	return errors.Join(err, w.mcp.Close())
 }

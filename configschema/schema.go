@@ -183,7 +183,7 @@ var Keys = concat(
 			{Value: ApprovalAuto, Doc: "tools run without asking"},
 		}, Doc: "whether tools ask before they act"},
 
-		{Path: "mcpServers", Type: Map, OneSetting: true, Planned: "the MCP client",
+		{Path: "mcpServers", Type: Map, OneSetting: true,
 			Doc: "the user's MCP servers, by name, in the shape of Claude Code's `.mcp.json`; their tools reach the model as `mcp__<server>__<tool>`"},
 		{Path: "mcpServers.*", Type: Object, Doc: "one MCP server: `{command, args, env}` for stdio, `{type: \"http\", url, headers}` for HTTP"},
 		{Path: "mcpServers.*.type", Type: String, Enum: []Choice{

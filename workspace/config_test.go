@@ -532,6 +532,10 @@ func TestPlannedKeysAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := DefaultConfig()
+	want.MCPServers = map[string]MCPServerConfig{
+		"fs":  {Command: "npx", Args: []string{"-y", "mcp-fs"}, Env: map[string]string{"A": "b"}},
+		"web": {Type: "http", URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer x"}},
+	}
 	want.Model.Provider, want.Model.BaseURL = "openai-responses", "https://api.openai.com/v1"
 	sm := want.Model
 	want.SummaryModel = &sm
@@ -540,7 +544,6 @@ func TestPlannedKeysAccepted(t *testing.T) {
 	}
 	all := strings.Join(warns, "\n")
 	for _, w := range []string{
-		file + ": mcpServers is accepted, but this version does not use it yet",
 		file + ": model.nativeContinuation is accepted",
 		file + ": summaryModel.nativeContinuation is accepted",
 		file + ": sessionOnStart is accepted",
@@ -550,7 +553,10 @@ func TestPlannedKeysAccepted(t *testing.T) {
 			t.Errorf("warnings lack %q:\n%s", w, all)
 		}
 	}
-	if len(warns) != 5 {
+	if strings.Contains(all, "mcpServers") {
+		t.Errorf("mcpServers is used now (issue 18), yet warned about:\n%s", all)
+	}
+	if len(warns) != 4 {
 		t.Errorf("warnings = %q, want one for each planned key or value", warns)
 	}
 }

@@ -6,7 +6,11 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as acp from '@agentclientprotocol/sdk';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
 
 const binary = process.env.SOBA_LSP;
 const cwd = process.env.SOBA_WORKSPACE;
@@ -52,8 +56,13 @@ test('soba-lsp acp speaks ACP v1 to the official TypeScript SDK', { timeout: 600
       assert.equal(init.protocolVersion, 1);
       assert.equal(init.agentCapabilities.loadSession, true);
       assert.equal(init.agentInfo.name, 'soba-lsp');
+      assert.equal(init.agentCapabilities.mcpCapabilities.http, true);
 
-      const s = await cx.request('session/new', { cwd, mcpServers: [] });
+      // A published MCP server from npm, handed over as ACP does.
+      const everything = path.join(here, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+      const s = await cx.request('session/new', {
+        cwd, mcpServers: [{ name: 'everything', command: process.execPath, args: [everything, 'stdio'], env: [] }],
+      });
       sessionId = s.sessionId;
       assert.match(sessionId, /.+/);
       await until(() => kinds(a.updates).includes('available_commands_update'), 'available_commands_update');
@@ -84,6 +93,17 @@ test('soba-lsp acp speaks ACP v1 to the official TypeScript SDK', { timeout: 600
       const usage = a.updates.filter((u) => u.update.sessionUpdate === 'usage_update').at(-1).update;
       assert.equal(usage.size, 65000 - 8000 - 8192, 'size is the hard limit (R-G4)');
       assert.ok(usage.used > 0);
+
+      // The MCP server's echo tool, asked for like bash and run.
+      from = a.updates.length;
+      const rm = await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'echo please' }] });
+      assert.equal(rm.stopReason, 'end_turn');
+      assert.equal(a.permissions.length, 2, 'an MCP tool asks for permission');
+      assert.equal(a.permissions[1].toolCall.toolCallId, 'c2');
+      const echoed = a.updates.slice(from).find((u) => u.update.sessionUpdate === 'tool_call_update');
+      assert.equal(echoed.update.status, 'completed');
+      assert.match(JSON.stringify(echoed.update.content), /hello over ACP/);
+      assert.match(text(a.updates, from), /Echoed\./);
 
       from = a.updates.length;
       const r2 = await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'and again' }] });

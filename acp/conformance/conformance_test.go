@@ -36,6 +36,8 @@ func TestACPWithOfficialClient_RB3_RF2_RW3(t *testing.T) {
 	model := providertest.NewOpenAI(t,
 		providertest.Call("c1", "write_file", map[string]any{"path": "notes.txt", "content": "hello from acp\n"}),
 		providertest.Text("Wrote notes.txt. "+filler),
+		providertest.Call("c2", "mcp__everything__echo", map[string]any{"message": "hello over ACP"}),
+		providertest.Text("Echoed."),
 		providertest.Text("Second answer. "+filler),
 		providertest.Reply{Text: "too late", Delay: 60 * time.Second},
 	)

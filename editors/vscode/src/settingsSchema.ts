@@ -16,5 +16,6 @@ export const SERVER_KEYS = [
   'summaryModel',
   'compaction',
   'tools.approval',
+  'mcpServers',
   'sessionDir',
 ] as const;
