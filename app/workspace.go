@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -68,6 +69,7 @@ type Workspace struct {
 	touched *workspace.Touched
 	watcher *workspace.Watcher
 	memory  *workspace.Memory
+	agents  string     // the AGENTS.md instructions of the system prompt
 	mcp     *agent.MCP // the MCP servers' tools, connected once at open
 
 	mu        sync.Mutex // guards settings, didChange, agent
@@ -110,6 +112,9 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 		warnings = append(warnings, "file watcher unavailable: "+err.Error()+"; files changed outside the editor are not tracked")
 		w.watcher = nil
 	}
+	var agentsWarnings []string
+	w.agents, agentsWarnings = agentsInstructions(root, os.Getenv)
+	warnings = append(warnings, agentsWarnings...)
 	w.mcp = agent.ConnectMCP(context.Background(), mergeMCP(settings.MCPServers, opt.MCPServers), root.Dir(),
 		func(m string) { opt.Notifier.Warn("soba: " + m) })
 	a, err := agent.New(w.agentOptions(settings))
@@ -120,6 +125,18 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 	}
 	w.agent = a
 	return w, warnings, nil
+}
+
+// joinPrompt joins the non-empty parts of the system prompt SOBA adds to
+// its own.
+func joinPrompt(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if strings.TrimSpace(p) != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // mergeMCP is the configured servers with the front end's added; a front
@@ -150,7 +167,7 @@ func (w *Workspace) agentOptions(s Settings) agent.Options {
 		Root: w.root.Dir(), Resolver: w.root, SessionDir: s.SessionDir, FlightDir: filepath.Join(w.root.Dir(), ".soba", "flight"),
 		Compaction: s.Compaction, Approval: s.Approval, Approver: w.opt.Approver, Notifier: w.opt.Notifier,
 		Counter: w.opt.Counter, EntryTokens: w.opt.EntryTokens, Touched: w.touched, Memory: w.memory,
-		SystemPrompt: w.memory.Summary(), ModelName: s.Model.Name, ProviderName: s.Model.Provider, MCP: w.mcp,
+		SystemPrompt: joinPrompt(w.agents, w.memory.Summary()), ModelName: s.Model.Name, ProviderName: s.Model.Provider, MCP: w.mcp,
 	}
 	model, err := newProvider(s.Model)
 	if err != nil {
