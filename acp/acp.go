@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/sourcegraph/conc"
@@ -79,6 +80,10 @@ type Server struct {
 	log     *slog.Logger
 	conn    *sdk.AgentSideConnection
 	work    conc.WaitGroup
+	// out is the stream the SDK and the raw compaction updates share;
+	// compaction is set when the client's initialize opted in to them.
+	out        *lineWriter
+	compaction atomic.Bool
 
 	mu       sync.Mutex // guards sessions
 	sessions map[string]Session
@@ -87,8 +92,8 @@ type Server struct {
 // Serve runs the ACP server on in/out until the peer disconnects or ctx ends,
 // then closes every session.
 func Serve(ctx context.Context, backend Backend, in io.Reader, out io.Writer, version string, log *slog.Logger) error {
-	s := &Server{backend: backend, version: version, log: log, sessions: map[string]Session{}}
-	s.conn = sdk.NewAgentSideConnection(s, out, in)
+	s := &Server{backend: backend, version: version, log: log, sessions: map[string]Session{}, out: &lineWriter{w: out}}
+	s.conn = sdk.NewAgentSideConnection(s, s.out, &initSniffer{r: in, compaction: &s.compaction})
 	s.conn.SetLogger(log)
 	select {
 	case <-s.conn.Done():
@@ -155,7 +160,7 @@ func (s *Server) open(ctx context.Context, cwd, id string, mcp []sdk.McpServer) 
 	if err != nil {
 		return nil, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
-	peer := &Peer{conn: s.conn, id: id}
+	peer := &Peer{conn: s.conn, id: id, raw: s.out, compaction: &s.compaction}
 	opt := SessionOptions{Cwd: cwd, MCPServers: servers, SessionID: id, Peer: peer}
 	var ss Session
 	if id == "" {

@@ -3,8 +3,10 @@ package acp
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -17,6 +19,10 @@ import (
 // is written (or the connection is gone).
 type Peer struct {
 	conn *sdk.AgentSideConnection
+	// raw writes whole lines beside the SDK's (compaction_update);
+	// compaction says whether the client opted in to it.
+	raw        io.Writer
+	compaction *atomic.Bool
 
 	mu       sync.Mutex // guards id, lastUsed; serializes sends
 	id       string
@@ -162,6 +168,9 @@ func AvailableCommands() []sdk.AvailableCommand {
 	var out []sdk.AvailableCommand
 	index := map[string]int{}
 	for _, c := range slash.Commands {
+		if strings.HasPrefix(c.Usage, "//") {
+			continue // not a command: how to send a leading / to the model
+		}
 		word, rest, _ := strings.Cut(strings.TrimPrefix(c.Usage, "/"), " ")
 		if i, ok := index[word]; ok {
 			if rest != "" {

@@ -406,10 +406,17 @@ func (n acpNotifier) Budget(b compaction.Budget) {
 	n.s.post(func() { n.s.peer.Usage(context.Background(), b.EffectiveTokens, b.HardLimit) })
 }
 
-// Compaction shows a barrier inside a turn as agent message lines: its
-// status when it starts and its result line when it ends (R-B3).
+// Compaction reports a compaction: to a client that opted in, as
+// compaction_update (in_progress, then completed, failed or cancelled with
+// the result line and the capsule's sections as the summary); to any other,
+// a barrier inside a turn as agent message lines: its status when it starts
+// and its result line when it ends (R-B3).
 func (n acpNotifier) Compaction(e agent.CompactionEvent) {
 	s := n.s
+	if s.peer.CompactionUpdates() {
+		s.compactionUpdate(e)
+		return
+	}
 	s.mu.Lock()
 	inTurn := s.inTurn
 	s.mu.Unlock()
@@ -470,4 +477,52 @@ func (a acpApprover) Approve(ctx context.Context, name, _ string) (agent.Approva
 		s.mu.Unlock()
 	}
 	return agent.Deny, nil
+}
+
+// compactionUpdate sends one phase of a compaction as compaction_update.
+// Skipped and stale outcomes, which change nothing, are "cancelled" with
+// their result line saying why; a compaction never reports completed unless
+// it appended a capsule (R-C7).
+func (s *acpSession) compactionUpdate(e agent.CompactionEvent) {
+	bg := context.Background()
+	switch e.Phase {
+	case "start":
+		id := e.OperationID
+		s.post(func() { s.peer.Compaction(bg, id, acp.CompactionInProgress, "", "") })
+	case "end":
+		if e.CompactionResult == nil {
+			return
+		}
+		r := *e.CompactionResult
+		s.post(func() {
+			status := acp.CompactionCancelled
+			switch r.Outcome {
+			case compaction.OutcomeCompleted:
+				status = acp.CompactionCompleted
+			case compaction.OutcomeFailed:
+				status = acp.CompactionFailed
+			}
+			summary, errText := r.Line, ""
+			if status == acp.CompactionFailed {
+				errText = r.Reason
+			}
+			if status == acp.CompactionCompleted && r.CheckpointID != "" {
+				if _, md, err := s.ws.Agent().CapsuleShow(r.CheckpointID); err == nil {
+					summary += "\n\n" + capsuleSections(md)
+				}
+			}
+			s.peer.Compaction(bg, r.OperationID, status, summary, errText)
+		})
+	}
+}
+
+// capsuleSections are the user-facing sections of a capsule's .capsule.md
+// (front matter left out).
+func capsuleSections(md string) string {
+	if rest, ok := strings.CutPrefix(md, "---\n"); ok {
+		if i := strings.Index(rest, "\n---\n"); i >= 0 {
+			md = rest[i+len("\n---\n"):]
+		}
+	}
+	return strings.TrimSpace(md)
 }

@@ -8,7 +8,9 @@ import { spawn } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as acp from '@agentclientprotocol/sdk';
+// The unstable profile: it knows compaction_update (schema 1.7.0), which the
+// first client opts in to.
+import * as acp from '@agentclientprotocol/sdk/unstable';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -52,7 +54,9 @@ test('soba-lsp acp speaks ACP v1 to the official TypeScript SDK', { timeout: 600
   let sessionId;
   try {
     await a.app.connectWith(a.stream, async (cx) => {
-      const init = await cx.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+      const init = await cx.request('initialize', {
+        protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { session: { compaction: {} } },
+      });
       assert.equal(init.protocolVersion, 1);
       assert.equal(init.agentCapabilities.loadSession, true);
       assert.equal(init.agentInfo.name, 'soba-lsp');
@@ -116,6 +120,13 @@ test('soba-lsp acp speaks ACP v1 to the official TypeScript SDK', { timeout: 600
       const r3 = await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '/compact keep the notes' }] });
       assert.equal(r3.stopReason, 'end_turn');
       assert.match(text(a.updates, from), /Compacted context · user · .* · ck_/);
+      // Opted in: the compaction as compaction_update, in progress then
+      // completed, its summary the result line and the capsule's sections.
+      const comp = a.updates.slice(from).filter((u) => u.update.sessionUpdate === 'compaction_update').map((u) => u.update);
+      assert.deepEqual(comp.map((c) => c.status), ['in_progress', 'completed'], JSON.stringify(comp));
+      assert.equal(comp[0].compactionId, comp[1].compactionId);
+      assert.match(comp[1].summary[0].text, /^Compacted context · user · .* · ck_/);
+      assert.match(comp[1].summary[0].text, /## Goal\n+write notes/);
 
       // /budget answers with the budget's lines.
       from = a.updates.length;
@@ -146,6 +157,13 @@ test('soba-lsp acp speaks ACP v1 to the official TypeScript SDK', { timeout: 600
       const replayed = b.updates.find((u) => u.update.sessionUpdate === 'tool_call');
       assert.equal(replayed?.update.toolCallId, 'c1');
       assert.ok(b.updates.every((u) => u.sessionId === sessionId));
+
+      // Not opted in: /compact shows its result line, and no compaction_update.
+      const from = b.updates.length;
+      const r = await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '/compact' }] });
+      assert.equal(r.stopReason, 'end_turn');
+      assert.match(text(b.updates, from), /(Compacted context|Compaction \w+) · user · /);
+      assert.ok(!kinds(b.updates).includes('compaction_update'), 'compaction_update sent to a client that did not opt in');
     });
   } catch (err) {
     err.message += `\nstderr:\n${b.stderr()}`;
