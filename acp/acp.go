@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/sourcegraph/conc"
@@ -48,18 +49,30 @@ type MCPServer struct {
 type SessionOptions struct {
 	Cwd        string
 	MCPServers []MCPServer
-	// SessionID names the session to load (session/load); empty for new.
+	// SessionID names the session to load or resume; empty for new.
 	SessionID string
-	Peer      *Peer
+	// Replay asks for the session's history as session/updates (load,
+	// not resume).
+	Replay bool
+	Peer   *Peer
+}
+
+// SessionSummary is one session of a workspace, for session/list.
+type SessionSummary struct {
+	ID        string
+	UpdatedAt time.Time
 }
 
 // Backend makes sessions; the composition root implements it.
 type Backend interface {
 	// NewSession opens a new SOBA session in the workspace at Cwd.
 	NewSession(ctx context.Context, opt SessionOptions) (Session, error)
-	// LoadSession reopens opt.SessionID and replays its leaf path through
-	// opt.Peer before it returns.
+	// LoadSession reopens opt.SessionID and, with opt.Replay, replays its
+	// leaf path through opt.Peer before it returns.
 	LoadSession(ctx context.Context, opt SessionOptions) (Session, error)
+	// ListSessions lists the sessions of the workspace at cwd, most
+	// recently updated first.
+	ListSessions(ctx context.Context, cwd string) ([]SessionSummary, error)
 }
 
 // Session is one ACP session: one SOBA session's agent.
@@ -124,6 +137,8 @@ func (s *Server) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Ini
 			LoadSession:        true,
 			PromptCapabilities: sdk.PromptCapabilities{EmbeddedContext: true},
 			McpCapabilities:    sdk.McpCapabilities{Http: true},
+			SessionCapabilities: sdk.SessionCapabilities{List: &sdk.SessionListCapabilities{},
+				Resume: &sdk.SessionResumeCapabilities{}, Close: &sdk.SessionCloseCapabilities{}},
 		},
 		AgentInfo:   &sdk.Implementation{Name: "soba-lsp", Title: sdk.Ptr("SOBA"), Version: s.version},
 		AuthMethods: []sdk.AuthMethod{},
@@ -135,7 +150,7 @@ func (s *Server) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.Aut
 }
 
 func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
-	ss, err := s.open(ctx, p.Cwd, "", p.McpServers)
+	ss, err := s.open(ctx, p.Cwd, "", false, p.McpServers)
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
@@ -146,13 +161,13 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 	if p.SessionId == "" {
 		return sdk.LoadSessionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "sessionId is empty"})
 	}
-	_, err := s.open(ctx, p.Cwd, string(p.SessionId), p.McpServers)
+	_, err := s.open(ctx, p.Cwd, string(p.SessionId), true, p.McpServers)
 	return sdk.LoadSessionResponse{}, err
 }
 
 // open makes or loads a session and announces its slash commands once the
 // answer is on its way.
-func (s *Server) open(ctx context.Context, cwd, id string, mcp []sdk.McpServer) (Session, error) {
+func (s *Server) open(ctx context.Context, cwd, id string, replay bool, mcp []sdk.McpServer) (Session, error) {
 	if cwd == "" {
 		return nil, sdk.NewInvalidParams(map[string]any{"error": "cwd is empty: name the workspace folder"})
 	}
@@ -161,7 +176,7 @@ func (s *Server) open(ctx context.Context, cwd, id string, mcp []sdk.McpServer) 
 		return nil, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
 	peer := &Peer{conn: s.conn, id: id, raw: s.out, compaction: &s.compaction}
-	opt := SessionOptions{Cwd: cwd, MCPServers: servers, SessionID: id, Peer: peer}
+	opt := SessionOptions{Cwd: cwd, MCPServers: servers, SessionID: id, Replay: replay, Peer: peer}
 	var ss Session
 	if id == "" {
 		ss, err = s.backend.NewSession(ctx, opt)
@@ -272,12 +287,32 @@ func (s *Server) CloseSession(_ context.Context, p sdk.CloseSessionRequest) (sdk
 	return sdk.CloseSessionResponse{}, ss.Close()
 }
 
-func (s *Server) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
-	return sdk.ListSessionsResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionList)
+// ListSessions lists the sessions of the workspace named by cwd (SOBA's
+// sessions live in a workspace's .soba/, so cwd is required); all of them,
+// in one page.
+func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
+	if p.Cwd == nil || *p.Cwd == "" {
+		return sdk.ListSessionsResponse{}, sdk.NewInvalidParams(map[string]any{"error": "cwd is required: SOBA's sessions belong to a workspace"})
+	}
+	list, err := s.backend.ListSessions(ctx, *p.Cwd)
+	if err != nil {
+		return sdk.ListSessionsResponse{}, err
+	}
+	out := sdk.ListSessionsResponse{Sessions: []sdk.SessionInfo{}}
+	for _, l := range list {
+		out.Sessions = append(out.Sessions, sdk.SessionInfo{SessionId: sdk.SessionId(l.ID), Cwd: *p.Cwd,
+			UpdatedAt: sdk.Ptr(l.UpdatedAt.UTC().Format(time.RFC3339))})
+	}
+	return out, nil
 }
 
-func (s *Server) ResumeSession(context.Context, sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
-	return sdk.ResumeSessionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionResume)
+// ResumeSession reopens a session like session/load, without replaying it.
+func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
+	if p.SessionId == "" {
+		return sdk.ResumeSessionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "sessionId is empty"})
+	}
+	_, err := s.open(ctx, p.Cwd, string(p.SessionId), false, p.McpServers)
+	return sdk.ResumeSessionResponse{}, err
 }
 
 func (s *Server) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {

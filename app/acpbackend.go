@@ -21,6 +21,7 @@ import (
 	"github.com/soba-agent/soba-lsp/lsp/slash"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
+	"github.com/soba-agent/soba-lsp/workspace"
 )
 
 // ACPBackend serves ACP sessions (docs/acp.md) with the real agent: each
@@ -39,23 +40,42 @@ func (b *ACPBackend) NewSession(_ context.Context, opt acp.SessionOptions) (acp.
 	return b.open(opt)
 }
 
-// LoadSession opens the workspace at opt.Cwd and resumes opt.SessionID.
+// LoadSession opens the workspace at opt.Cwd with opt.SessionID resumed
+// (R-T4) and, for session/load, replays it.
 func (b *ACPBackend) LoadSession(_ context.Context, opt acp.SessionOptions) (acp.Session, error) {
 	s, err := b.open(opt)
 	if err != nil {
 		return nil, err
 	}
-	if _, rep, err := s.ws.ResumeSession(opt.SessionID); err != nil {
-		_ = s.Close()
-		return nil, err
-	} else if rep != nil && rep.Torn != nil {
-		s.warn(fmt.Sprintf("session %s: a torn last line (%d bytes at offset %d) was ignored and kept on disk as is", opt.SessionID, rep.Torn.Bytes, rep.Torn.Offset))
-	}
-	if err := s.replay(); err != nil {
-		_ = s.Close()
-		return nil, err
+	if opt.Replay {
+		if err := s.replay(); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// ListSessions lists the sessions of the workspace at cwd, from its
+// configured session directory.
+func (b *ACPBackend) ListSessions(_ context.Context, cwd string) ([]acp.SessionSummary, error) {
+	root, err := workspace.NewRoot(cwd)
+	if err != nil {
+		return nil, err
+	}
+	settings, _, err := b.Load(root.Dir(), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	list, err := session.List(settings.SessionDir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]acp.SessionSummary, 0, len(list))
+	for _, l := range list {
+		out = append(out, acp.SessionSummary{ID: l.SessionID, UpdatedAt: l.UpdatedAt})
+	}
+	return out, nil
 }
 
 // replay sends the session's leaf path as session/updates (session/load):
@@ -107,7 +127,7 @@ func (b *ACPBackend) open(opt acp.SessionOptions) (*acpSession, error) {
 		servers = append(servers, agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers})
 	}
 	ws, warnings, err := OpenWorkspace(WorkspaceOptions{Root: opt.Cwd, Load: b.Load, Notifier: acpNotifier{s}, Approver: acpApprover{s},
-		Counter: b.Counter, EntryTokens: b.EntryTokens, MCPServers: servers})
+		Counter: b.Counter, EntryTokens: b.EntryTokens, MCPServers: servers, SessionID: opt.SessionID})
 	if err != nil {
 		close(s.queue)
 		s.work.Wait()

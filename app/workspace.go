@@ -58,6 +58,9 @@ type WorkspaceOptions struct {
 	// MCPServers are MCP servers the front end adds to the configured ones
 	// (ACP's session/new); one with a configured server's name replaces it.
 	MCPServers []agent.MCPServer
+	// SessionID, when set, is the session to resume at open (R-T4) instead
+	// of starting a new one; a torn last line is reported as a warning.
+	SessionID string
 }
 
 // Workspace is SOBA in one editor workspace: the configuration, the file
@@ -117,7 +120,7 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 	warnings = append(warnings, agentsWarnings...)
 	w.mcp = agent.ConnectMCP(context.Background(), mergeMCP(settings.MCPServers, opt.MCPServers), root.Dir(),
 		func(m string) { opt.Notifier.Warn("soba: " + m) })
-	a, err := agent.New(w.agentOptions(settings))
+	a, err := w.firstAgent(settings, &warnings)
 	if err != nil {
 		w.closeWatcher()
 		w.mcp.Close()
@@ -125,6 +128,34 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 	}
 	w.agent = a
 	return w, warnings, nil
+}
+
+// firstAgent starts the workspace's first session: the one named by
+// opt.SessionID, else a new one.
+func (w *Workspace) firstAgent(s Settings, warnings *[]string) (*agent.Agent, error) {
+	id := w.opt.SessionID
+	if id == "" {
+		return agent.New(w.agentOptions(s))
+	}
+	if err := checkSessionID(id); err != nil {
+		return nil, err
+	}
+	a, rep, err := agent.Resume(w.agentOptions(s), filepath.Join(s.SessionDir, id+".jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	if rep != nil && rep.Torn != nil {
+		*warnings = append(*warnings, fmt.Sprintf("session %s: a torn last line (%d bytes at offset %d, from a crash mid-write) was ignored and kept on disk as is",
+			id, rep.Torn.Bytes, rep.Torn.Offset))
+	}
+	return a, nil
+}
+
+func checkSessionID(id string) error {
+	if id == "" || strings.ContainsAny(id, `/\`) || strings.Contains(id, "..") {
+		return fmt.Errorf("bad session id %q", id)
+	}
+	return nil
 }
 
 // joinPrompt joins the non-empty parts of the system prompt SOBA adds to
@@ -255,8 +286,8 @@ func (w *Workspace) NewSession() (agent.SessionInfo, error) {
 
 // ResumeSession reopens a session of this workspace by id (R-T4).
 func (w *Workspace) ResumeSession(id string) (agent.SessionInfo, *session.OpenReport, error) {
-	if id == "" || strings.ContainsAny(id, `/\`) || strings.Contains(id, "..") {
-		return agent.SessionInfo{}, nil, fmt.Errorf("bad session id %q", id)
+	if err := checkSessionID(id); err != nil {
+		return agent.SessionInfo{}, nil, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -6,6 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 // The unstable profile: it knows compaction_update (schema 1.7.0), which the
@@ -150,8 +151,14 @@ test('soba-lsp acp speaks ACP v1 to the official TypeScript SDK', { timeout: 600
   const b = start(() => 'reject_once');
   try {
     await b.app.connectWith(b.stream, async (cx) => {
-      await cx.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+      const init = await cx.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+      assert.ok(init.agentCapabilities.sessionCapabilities.list, 'session/list is announced');
+      const listed = await cx.request('session/list', { cwd });
+      assert.ok(listed.sessions.some((s) => s.sessionId === sessionId && s.cwd === cwd), JSON.stringify(listed));
+      const files = () => fs.readdirSync(path.join(cwd, '.soba', 'sessions')).filter((f) => f.endsWith('.jsonl')).length;
+      const before = files();
       await cx.request('session/load', { sessionId, cwd, mcpServers: [] });
+      assert.equal(files(), before, 'session/load made no new session file');
       assert.match(text(b.updates, 0, 'user_message_chunk'), /write the notes/);
       assert.match(text(b.updates, 0, 'user_message_chunk'), /and again/);
       const replayed = b.updates.find((u) => u.update.sessionUpdate === 'tool_call');
@@ -172,5 +179,22 @@ test('soba-lsp acp speaks ACP v1 to the official TypeScript SDK', { timeout: 600
     b.child.stdin.end();
     await Promise.race([b.exited, new Promise((r) => setTimeout(r, 5000))]);
     b.child.kill();
+  }
+
+  // A third process resumes the session: no replay, and it works on.
+  const c = start(() => 'reject_once');
+  try {
+    await c.app.connectWith(c.stream, async (cx) => {
+      await cx.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+      await cx.request('session/resume', { sessionId, cwd });
+      assert.ok(!kinds(c.updates).includes('user_message_chunk'), 'session/resume replays nothing');
+      const from = c.updates.length;
+      await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '/budget' }] });
+      assert.match(text(c.updates, from), /48,808/);
+    });
+  } finally {
+    c.child.stdin.end();
+    await Promise.race([c.exited, new Promise((r) => setTimeout(r, 5000))]);
+    c.child.kill();
   }
 });
