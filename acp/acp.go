@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -168,8 +169,8 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 // open makes or loads a session and announces its slash commands once the
 // answer is on its way.
 func (s *Server) open(ctx context.Context, cwd, id string, replay bool, mcp []sdk.McpServer) (Session, error) {
-	if cwd == "" {
-		return nil, sdk.NewInvalidParams(map[string]any{"error": "cwd is empty: name the workspace folder"})
+	if !filepath.IsAbs(cwd) {
+		return nil, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd %q is not an absolute path: name the workspace folder", cwd)})
 	}
 	servers, err := mcpServers(mcp)
 	if err != nil {

@@ -1,0 +1,167 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"github.com/sourcegraph/conc"
+
+	"github.com/soba-agent/soba-lsp/acp"
+	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/compaction/tokens"
+)
+
+// acpClient is an ACP client of the Go SDK that records updates and answers
+// permission requests with its decide function.
+type acpClient struct {
+	decide func(sdk.RequestPermissionRequest) string
+
+	mu          sync.Mutex
+	updates     []sdk.SessionNotification
+	permissions []sdk.RequestPermissionRequest
+}
+
+func (c *acpClient) RequestPermission(_ context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	c.mu.Lock()
+	c.permissions = append(c.permissions, p)
+	c.mu.Unlock()
+	return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(sdk.PermissionOptionId(c.decide(p)))}, nil
+}
+
+func (c *acpClient) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+	c.mu.Lock()
+	c.updates = append(c.updates, n)
+	c.mu.Unlock()
+	return nil
+}
+
+var errNoClientFS = errors.New("this test client offers no file system or terminal")
+
+func (c *acpClient) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	return sdk.ReadTextFileResponse{}, errNoClientFS
+}
+func (c *acpClient) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	return sdk.WriteTextFileResponse{}, errNoClientFS
+}
+func (c *acpClient) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return sdk.CreateTerminalResponse{}, errNoClientFS
+}
+func (c *acpClient) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return sdk.KillTerminalResponse{}, errNoClientFS
+}
+func (c *acpClient) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return sdk.TerminalOutputResponse{}, errNoClientFS
+}
+func (c *acpClient) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return sdk.ReleaseTerminalResponse{}, errNoClientFS
+}
+func (c *acpClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return sdk.WaitForTerminalExitResponse{}, errNoClientFS
+}
+
+// runACP serves ACP in process with the real backend over pipes and returns
+// a connected Go SDK client with a new session in a fresh workspace.
+func runACP(t *testing.T, client *acpClient, script ...providertest.Reply) (*sdk.ClientSideConnection, sdk.SessionId, string) {
+	t.Helper()
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dir := t.TempDir()
+	model := providertest.NewOpenAI(t, script...)
+	load := func(root string, init, change json.RawMessage) (Settings, []string, error) {
+		return Settings{Model: ModelSettings{Provider: "openai", BaseURL: model.URL, Name: "m", ContextWindow: 65000, MaxOutputTokens: 8000},
+			Compaction: compaction.DefaultConfig(), Approval: "ask", SessionDir: filepath.Join(root, ".soba", "sessions")}, nil, nil
+	}
+	counter := tokens.Default()
+	backend := &ACPBackend{Load: load, Counter: counter, EntryTokens: tokens.Estimator{Counter: counter}.EntryTokens}
+	toAgentR, toAgentW := io.Pipe()
+	toClientR, toClientW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	wg.Go(func() {
+		_ = acp.Serve(ctx, backend, toAgentR, toClientW, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	})
+	t.Cleanup(func() {
+		cancel()
+		toAgentW.Close()
+		toClientW.Close()
+		wg.Wait()
+	})
+	conn := sdk.NewClientSideConnection(client, toAgentW, toClientR)
+	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, s.SessionId, dir
+}
+
+// TestACPRejectAlwaysStopsAsking_RW3: the permission request shows the whole
+// command with its padding visible; "reject for this session" refuses that
+// tool's later calls without asking, and nothing denied runs.
+func TestACPRejectAlwaysStopsAsking_RW3(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "reject_always" }}
+	conn, id, dir := runACP(t, client,
+		providertest.Call("c1", "bash", map[string]any{"command": "touch a.txt   "}),
+		providertest.Call("c2", "bash", map[string]any{"command": "touch b.txt"}),
+		providertest.Text("I was not allowed."))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("make two files")}})
+	if err != nil || r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %v, %v", r.StopReason, err)
+	}
+	client.mu.Lock()
+	defer client.mu.Unlock()
+	if len(client.permissions) != 1 {
+		t.Fatalf("%d permission requests, want 1 (the second call was rejected for the session)", len(client.permissions))
+	}
+	p := client.permissions[0]
+	shown, _ := json.Marshal(p.ToolCall.Content)
+	if p.ToolCall.ToolCallId != "c1" || !strings.Contains(string(shown), "touch a.txt ⟨3 trailing blank characters⟩") {
+		t.Fatalf("the permission request shows %s for %s", shown, p.ToolCall.ToolCallId)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Fatalf("%s exists although its command was rejected", f)
+		}
+	}
+	var failed int
+	for _, u := range client.updates {
+		if u.Update.ToolCallUpdate != nil && u.Update.ToolCallUpdate.Status != nil && *u.Update.ToolCallUpdate.Status == sdk.ToolCallStatusFailed {
+			failed++
+		}
+	}
+	if failed != 2 {
+		t.Fatalf("%d failed tool_call_updates, want 2", failed)
+	}
+}
+
+// A prompt for a session that does not exist, and a relative cwd, are
+// refused with invalid params; the server keeps serving.
+func TestACPRefusesUnknownSessionAndRelativeCwd(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, _ := runACP(t, client, providertest.Text("fine"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: "s_nope", Prompt: []sdk.ContentBlock{sdk.TextBlock("hi")}}); err == nil || !strings.Contains(err.Error(), "Invalid params") {
+		t.Fatalf("prompt of an unknown session: %v", err)
+	}
+	if _, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: "relative/dir", McpServers: []sdk.McpServer{}}); err == nil {
+		t.Fatal("a relative cwd was accepted")
+	}
+	if r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("hi")}}); err != nil || r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("the server stopped serving: %v, %v", r.StopReason, err)
+	}
+}
