@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sourcegraph/conc"
+
+	"github.com/soba-agent/soba-lsp/tool"
 )
 
 // MCPServer is one of the user's MCP servers: stdio (Command, Args, Env) or
@@ -28,6 +30,9 @@ type MCPServer struct {
 	Env     map[string]string
 	URL     string
 	Headers map[string]string
+	// Approval is "ask" or "auto" for this server's tools; empty follows
+	// the agent's Approval (tools.approval).
+	Approval string
 }
 
 // MCP limits.
@@ -53,8 +58,9 @@ type MCP struct {
 }
 
 type mcpRoute struct {
-	session *mcp.ClientSession
-	tool    string
+	session  *mcp.ClientSession
+	tool     string
+	approval string
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]`)
@@ -119,7 +125,7 @@ func ConnectMCP(ctx context.Context, servers []MCPServer, dir string, warn func(
 			if desc == "" {
 				desc = t.Title
 			}
-			m.route[name] = mcpRoute{session: r.session, tool: t.Name}
+			m.route[name] = mcpRoute{session: r.session, tool: t.Name, approval: r.server.Approval}
 			m.specs = append(m.specs, ToolSpec{Name: name, Description: fmt.Sprintf("[MCP server %s] %s", r.server.Name, desc), Parameters: params})
 		}
 	}
@@ -170,6 +176,21 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set(k, v)
 	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// needsApproval reports whether a call of the tool name asks the user
+// first: writes and bash under tools.approval ask; MCP tools as their
+// server's approval says, else as tools.approval says.
+func (a *Agent) needsApproval(name string) bool {
+	if IsMCPTool(name) {
+		if m := a.opt.MCP; m != nil {
+			if r, ok := m.route[name]; ok && r.approval != "" {
+				return r.approval == "ask"
+			}
+		}
+		return a.opt.Approval == "ask"
+	}
+	return tool.Mutates(name) && a.opt.Approval == "ask"
 }
 
 // toolSpecs are the tools the model is offered: SOBA's own, then the MCP

@@ -171,3 +171,45 @@ func TestMCPToolNameIsSafe(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPServerApprovalOverridesToolsApproval_RW3: a server configured with
+// approval auto runs without asking under tools.approval ask; one with ask
+// asks under tools.approval auto.
+func TestMCPServerApprovalOverridesToolsApproval_RW3(t *testing.T) {
+	url := mcpTestServer(t)
+	for _, c := range []struct {
+		tools, server string
+		wantAsked     bool
+	}{
+		{"ask", "auto", false},
+		{"auto", "ask", true},
+		{"ask", "", true},
+		{"auto", "", false},
+	} {
+		m, _ := connectTestMCP(t, []MCPServer{{Name: "calc", URL: url, Approval: c.server}})
+		asked := make(chan string, 4)
+		f := newFixture(t, func(o *Options) {
+			o.MCP = m
+			o.Approval = c.tools
+			o.Approver = approverFunc(func(tool, summary string) Approval { asked <- tool; return AllowOnce })
+		},
+			providertest.Call("c1", "mcp__calc__add", map[string]any{"a": 1, "b": 2}),
+			providertest.Text("3"))
+		turn, _, _ := f.agent.Prompt("add")
+		if end := f.rec.turnEnd(t, turn); end.Outcome != "completed" {
+			t.Fatalf("turn %s: %s", end.Outcome, end.Error)
+		}
+		if got := len(asked) > 0; got != c.wantAsked {
+			t.Errorf("tools.approval %s, server approval %q: asked = %v, want %v", c.tools, c.server, got, c.wantAsked)
+		}
+		var ran bool
+		for _, e := range f.entries(t) {
+			if e.ToolResult != nil && e.ToolResult.Content == "sum=3" {
+				ran = true
+			}
+		}
+		if !ran {
+			t.Errorf("tools.approval %s, server approval %q: the allowed call did not run", c.tools, c.server)
+		}
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
-	"github.com/soba-agent/soba-lsp/tool"
 )
 
 // maxToolRounds bounds the inferences of one turn.
@@ -556,7 +555,7 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 		a.appendToolResult(turnID, sc, toolRun{ok: r.OK, content: r.Content, artifacts: r.Artifacts})
 		return
 	}
-	if (tool.Mutates(call.Name) || IsMCPTool(call.Name)) && a.opt.Approval == "ask" {
+	if a.needsApproval(call.Name) {
 		allowed := false
 		_ = a.do(func(st *state) { allowed = st.allowSession[call.Name] })
 		if !allowed {

@@ -195,6 +195,10 @@ var Keys = concat(
 		{Path: "mcpServers.*.env", Type: StringMap, Doc: "extra environment variables for it (stdio)"},
 		{Path: "mcpServers.*.url", Type: String, Rule: HTTPURL, Doc: "the endpoint (http)"},
 		{Path: "mcpServers.*.headers", Type: StringMap, Doc: "HTTP headers sent with each request (http)"},
+		{Path: "mcpServers.*.approval", Type: String, Enum: []Choice{
+			{Value: ApprovalAsk, Doc: "its tools ask the user first, even under `tools.approval: auto`"},
+			{Value: ApprovalAuto, Doc: "its tools run without asking, even under `tools.approval: ask`"},
+		}, Doc: "whether this server's tools ask before they run; unset, `tools.approval` decides"},
 
 		{Path: "sessionDir", Type: String, Default: ".soba/sessions", Rule: NonEmpty,
 			Doc: "where session transcripts go: relative to the workspace root, absolute, or under the home directory with a leading `~/`"},

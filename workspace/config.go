@@ -44,6 +44,8 @@ type MCPServerConfig struct {
 	Env     map[string]string `json:"env,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// Approval is "", configschema.ApprovalAsk or configschema.ApprovalAuto.
+	Approval string `json:"approval,omitempty"`
 }
 
 // ModelConfig defines a model: where it is served and its limits (R-S3).

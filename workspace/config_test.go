@@ -571,7 +571,7 @@ func TestPlannedKeysChecked(t *testing.T) {
 		{`{"mcpServers":{"fs":{"env":{"A":1}}}}`, "mcpServers.fs.env", "want an object of strings"},
 		{`{"mcpServers":{"web":{"type":"sse"}}}`, "mcpServers.web.type", `"sse" is not one of stdio, http`},
 		{`{"mcpServers":{"web":{"url":"mcp.example.com"}}}`, "mcpServers.web.url", "not an http:// or https:// URL"},
-		{`{"mcpServers":{"fs":{"cmd":"npx"}}}`, "mcpServers.fs.cmd", "unknown key; known keys: args, command, env, headers, type, url"},
+		{`{"mcpServers":{"fs":{"cmd":"npx"}}}`, "mcpServers.fs.cmd", "unknown key; known keys: approval, args, command, env, headers, type, url"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key, func(t *testing.T) {
