@@ -161,6 +161,11 @@ type acpSession struct {
 	lastCall acp.ToolCall
 	rejected map[string]bool // tools rejected for the session
 	closed   bool
+	// usage is the latest budget not yet queued; usageSent when the last
+	// was; usageTimer the scheduled trailing send.
+	usage      *compaction.Budget
+	usageSent  time.Time
+	usageTimer *time.Timer
 }
 
 func (s *acpSession) drain() {
@@ -410,6 +415,10 @@ func (n acpNotifier) Event(e agent.Event) {
 		s.post(func() { s.peer.ToolCallUpdate(bg, e.ID, st, []acp.ToolContent{{Text: e.Summary}}) })
 	case "turn_end":
 		end := s.endOf(e.TurnID)
+		// The turn's last budget goes before its answer. (turn_end is sent
+		// before the agent publishes the idle budget, so that one may
+		// follow the answer.)
+		s.flushUsage()
 		s.post(func() {
 			if e.Outcome == "failed" && e.Error != "" {
 				s.peer.Text(bg, "\n> **Error:** "+e.Error+"\n")
@@ -422,8 +431,55 @@ func (n acpNotifier) Event(e agent.Event) {
 // Budget is a usage_update: used = the effective tokens, size = the hard
 // limit (the most SOBA will ever send, R-G4), so a client's gauge fills up
 // exactly when a compaction is forced.
+//
+// Budgets are coalesced like soba/budget: at most one usage_update per
+// usageInterval, the latest always sent (a trailing one when budgets came
+// faster), and any pending one before a turn's answer.
 func (n acpNotifier) Budget(b compaction.Budget) {
-	n.s.post(func() { n.s.peer.Usage(context.Background(), b.EffectiveTokens, b.HardLimit) })
+	s := n.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.usage = &b
+	if s.usageTimer != nil {
+		return // a trailing send is scheduled and will take the latest
+	}
+	wait := usageInterval - time.Since(s.usageSent)
+	if wait <= 0 {
+		s.queueUsageLocked()
+		return
+	}
+	s.usageTimer = time.AfterFunc(wait, func() {
+		_ = panics.Try(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.usageTimer = nil
+			s.queueUsageLocked()
+		})
+	})
+}
+
+// usageInterval is the least time between two usage_updates.
+const usageInterval = 100 * time.Millisecond
+
+// queueUsageLocked queues the latest budget as a usage_update; s.mu is held.
+func (s *acpSession) queueUsageLocked() {
+	b := s.usage
+	if b == nil || s.closed {
+		return
+	}
+	s.usage, s.usageSent = nil, time.Now()
+	s.queue <- func() { s.peer.Usage(context.Background(), b.EffectiveTokens, b.HardLimit) }
+}
+
+// flushUsage queues a pending usage_update at once.
+func (s *acpSession) flushUsage() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.usageTimer != nil {
+		s.usageTimer.Stop()
+		s.usageTimer = nil
+	}
+	s.queueUsageLocked()
 }
 
 // Compaction reports a compaction: to a client that opted in, as

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -163,5 +164,42 @@ func TestACPRefusesUnknownSessionAndRelativeCwd(t *testing.T) {
 	}
 	if r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("hi")}}); err != nil || r.StopReason != sdk.StopReasonEndTurn {
 		t.Fatalf("the server stopped serving: %v, %v", r.StopReason, err)
+	}
+}
+
+// TestACPUsageUpdatesCoalesced_RO1: a turn whose budget changes with every
+// tool result sends at most one usage_update per 100 ms (plus the last),
+// and the last one carries the final budget.
+func TestACPUsageUpdatesCoalesced_RO1(t *testing.T) {
+	var script []providertest.Reply
+	for i := range 40 {
+		script = append(script, providertest.Call("r"+strconv.Itoa(i), "list_files", map[string]any{}))
+	}
+	script = append(script, providertest.Text("listed"))
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, _ := runACP(t, client, script...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	if r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("list a lot")}}); err != nil || r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %v, %v", r.StopReason, err)
+	}
+	elapsed := time.Since(start)
+	time.Sleep(300 * time.Millisecond) // a trailing update may follow the answer
+	client.mu.Lock()
+	var usages []sdk.SessionUsageUpdate
+	for _, u := range client.updates {
+		if u.Update.UsageUpdate != nil {
+			usages = append(usages, *u.Update.UsageUpdate)
+		}
+	}
+	client.mu.Unlock()
+	limit := int(elapsed/(100*time.Millisecond)) + 3
+	if len(usages) == 0 || len(usages) > limit {
+		t.Fatalf("%d usage_updates in %s, want 1..%d", len(usages), elapsed, limit)
+	}
+	last := usages[len(usages)-1]
+	if last.Size != 65000-8000-8192 || last.Used <= usages[0].Used {
+		t.Fatalf("last usage_update %+v (first %+v): size must be the hard limit and used must have grown", last, usages[0])
 	}
 }
