@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sourcegraph/conc"
 
+	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
 )
 
@@ -214,7 +217,7 @@ func (m *MCP) Specs() []ToolSpec {
 // call runs one MCP tool under the turn's context and a timeout (R-W4). Its
 // text content is the result; a result the server marks as an error, or a
 // failed call, is a failed tool result.
-func (m *MCP) call(ctx context.Context, name string, raw json.RawMessage) toolRun {
+func (m *MCP) call(ctx context.Context, name string, raw json.RawMessage, root Resolver) toolRun {
 	if m == nil {
 		return fail("unknown tool %q", name)
 	}
@@ -238,6 +241,12 @@ func (m *MCP) call(ctx context.Context, name string, raw json.RawMessage) toolRu
 		return fail("%s: %v", name, err)
 	}
 	var b strings.Builder
+	var named []string // workspace files the result names (R-C2)
+	nameFile := func(uri string) {
+		if rel, ok := workspaceFile(root, uri); ok && !slices.Contains(named, rel) {
+			named = append(named, rel)
+		}
+	}
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
@@ -248,7 +257,11 @@ func (m *MCP) call(ctx context.Context, name string, raw json.RawMessage) toolRu
 			fmt.Fprintf(&b, "[audio %s, %d bytes]", c.MIMEType, len(c.Data))
 		case *mcp.ResourceLink:
 			fmt.Fprintf(&b, "[resource %s]", c.URI)
+			nameFile(c.URI)
 		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				nameFile(c.Resource.URI)
+			}
 			if c.Resource != nil && c.Resource.Text != "" {
 				fmt.Fprintf(&b, "[resource %s]\n%s", c.Resource.URI, c.Resource.Text)
 			} else if c.Resource != nil {
@@ -266,7 +279,25 @@ func (m *MCP) call(ctx context.Context, name string, raw json.RawMessage) toolRu
 	if len(out) > maxMCPOutput {
 		out = out[:maxMCPOutput] + fmt.Sprintf("\n[%s: result cut at %d bytes of %d]", name, maxMCPOutput, len(out))
 	}
-	return toolRun{ok: !res.IsError, content: out}
+	run := toolRun{ok: !res.IsError, content: out}
+	if run.ok && len(named) > 0 {
+		// The server handed the model these files' contents or links:
+		// they are files read, as exact as the read_file tool's (R-C2). A
+		// failed result names nothing (R-C6).
+		run.artifacts = &session.Artifacts{FilesRead: named}
+	}
+	return run
+}
+
+// workspaceFile is the workspace-relative path of a file:// URI inside the
+// workspace root.
+func workspaceFile(root Resolver, uri string) (string, bool) {
+	u, err := url.Parse(uri)
+	if root == nil || err != nil || u.Scheme != "file" || u.Path == "" {
+		return "", false
+	}
+	_, rel, err := root.Resolve(u.Path)
+	return rel, err == nil
 }
 
 // Close ends every connection; stdio servers are stopped.

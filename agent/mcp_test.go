@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,6 +36,21 @@ func mcpTestServer(t *testing.T) string {
 	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "never answers"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		<-ctx.Done()
 		return nil, nil, ctx.Err()
+	})
+	type citeArgs struct {
+		URIs []string `json:"uris"`
+		Fail bool     `json:"fail,omitempty"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "cite", Description: "links the given URIs"}, func(_ context.Context, _ *mcp.CallToolRequest, in citeArgs) (*mcp.CallToolResult, any, error) {
+		r := &mcp.CallToolResult{IsError: in.Fail}
+		for i, u := range in.URIs {
+			if i%2 == 0 {
+				r.Content = append(r.Content, &mcp.ResourceLink{URI: u, Name: "f"})
+			} else {
+				r.Content = append(r.Content, &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: u, Text: "contents"}})
+			}
+		}
+		return r, nil, nil
 	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	srv := httptest.NewServer(h)
@@ -211,5 +228,44 @@ func TestMCPServerApprovalOverridesToolsApproval_RW3(t *testing.T) {
 		if !ran {
 			t.Errorf("tools.approval %s, server approval %q: the allowed call did not run", c.tools, c.server)
 		}
+	}
+}
+
+// TestMCPResultNamingFilesRecordsFilesRead_RC2: files of the workspace that
+// a successful MCP result links or embeds are recorded as files read; files
+// outside the workspace and a failed result's files are not (R-C6).
+func TestMCPResultNamingFilesRecordsFilesRead_RC2(t *testing.T) {
+	m, _ := connectTestMCP(t, []MCPServer{{Name: "calc", URL: mcpTestServer(t)}})
+	f := newFixture(t, func(o *Options) { o.MCP = m })
+	for _, name := range []string{"notes.md", "src/a.go", "failed.md"} {
+		p := filepath.Join(f.dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := func(rel string) string { return "file://" + filepath.ToSlash(filepath.Join(f.dir, rel)) }
+	f.model.Add(
+		providertest.Call("c1", "mcp__calc__cite", map[string]any{"uris": []string{file("notes.md"), file("src/a.go"), "file:///etc/passwd", "https://example.com/x"}}),
+		providertest.Call("c2", "mcp__calc__cite", map[string]any{"uris": []string{file("failed.md")}, "fail": true}),
+		providertest.Text("cited"))
+	turn, _, _ := f.agent.Prompt("cite")
+	if end := f.rec.turnEnd(t, turn); end.Outcome != "completed" {
+		t.Fatalf("turn %s: %s", end.Outcome, end.Error)
+	}
+	var got [][]string
+	for _, e := range f.entries(t) {
+		if e.ToolResult != nil {
+			var read []string
+			if e.ToolResult.Artifacts != nil {
+				read = e.ToolResult.Artifacts.FilesRead
+			}
+			got = append(got, read)
+		}
+	}
+	if len(got) != 2 || strings.Join(got[0], ",") != "notes.md,src/a.go" || len(got[1]) != 0 {
+		t.Fatalf("files read recorded: %q, want [notes.md src/a.go] and nothing for the failed result", got)
 	}
 }

@@ -125,7 +125,7 @@ func (env *toolEnv) run(ctx context.Context, call session.ToolCall) toolRun {
 		return env.activateSkill(call.Arguments)
 	}
 	if IsMCPTool(call.Name) {
-		return env.mcp.call(ctx, call.Name, call.Arguments)
+		return env.mcp.call(ctx, call.Name, call.Arguments, env.root)
 	}
 	return fail("unknown tool %q", call.Name)
 }
