@@ -19,6 +19,11 @@ import (
 // maxToolRounds bounds the inferences of one turn.
 const maxToolRounds = 100
 
+// ErrTooManyModelCalls ends a turn that reached maxToolRounds inferences
+// without a final answer; its text is the turn_end event's error, which a
+// front end may map (ACP's max_turn_requests).
+var ErrTooManyModelCalls = fmt.Errorf("the turn stopped after %d model calls without a final answer", maxToolRounds)
+
 // maxToolResultChars shortens tool results in the model input.
 const maxToolResultChars = 24000
 
@@ -175,7 +180,7 @@ func (a *Agent) runTurn(ctx context.Context, turnID, text string) (string, error
 			a.runTool(ctx, turnID, call)
 		}
 	}
-	return "failed", fmt.Errorf("the turn stopped after %d model calls without a final answer", maxToolRounds)
+	return "failed", ErrTooManyModelCalls
 }
 
 // preflight runs before every inference (R-B2): it picks at most one

@@ -261,6 +261,9 @@ func (s *acpSession) Prompt(ctx context.Context, text string) (acp.StopReason, e
 	case "cancelled":
 		return acp.Cancelled, nil
 	case "failed":
+		if e.err == agent.ErrTooManyModelCalls.Error() {
+			return acp.MaxTurnRequests, nil
+		}
 		return "", errors.New(e.err)
 	}
 	return acp.EndTurn, nil

@@ -75,9 +75,18 @@ func (c *acpClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExit
 // a connected Go SDK client with a new session in a fresh workspace.
 func runACP(t *testing.T, client *acpClient, script ...providertest.Reply) (*sdk.ClientSideConnection, sdk.SessionId, string) {
 	t.Helper()
+	return runACPModel(t, client, nil, script...)
+}
+
+// runACPModel is runACP with the fake model server adjusted by mod.
+func runACPModel(t *testing.T, client *acpClient, mod func(*providertest.Server), script ...providertest.Reply) (*sdk.ClientSideConnection, sdk.SessionId, string) {
+	t.Helper()
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	dir := t.TempDir()
 	model := providertest.NewOpenAI(t, script...)
+	if mod != nil {
+		mod(model)
+	}
 	load := func(root string, init, change json.RawMessage) (Settings, []string, error) {
 		return Settings{Model: ModelSettings{Provider: "openai", BaseURL: model.URL, Name: "m", ContextWindow: 65000, MaxOutputTokens: 8000},
 			Compaction: compaction.DefaultConfig(), Approval: "ask", SessionDir: filepath.Join(root, ".soba", "sessions")}, nil, nil
@@ -201,5 +210,18 @@ func TestACPUsageUpdatesCoalesced_RO1(t *testing.T) {
 	last := usages[len(usages)-1]
 	if last.Size != 65000-8000-8192 || last.Used <= usages[0].Used {
 		t.Fatalf("last usage_update %+v (first %+v): size must be the hard limit and used must have grown", last, usages[0])
+	}
+}
+
+// A turn that reaches the agent's bound of model calls without a final
+// answer stops with max_turn_requests, not an error.
+func TestACPTooManyModelCallsIsMaxTurnRequests(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, _ := runACPModel(t, client, (*providertest.Server).RepeatLast, providertest.Call("r", "list_files", map[string]any{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("list forever")}})
+	if err != nil || r.StopReason != sdk.StopReasonMaxTurnRequests {
+		t.Fatalf("prompt: %q, %v; want max_turn_requests", r.StopReason, err)
 	}
 }
