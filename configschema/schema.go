@@ -184,7 +184,7 @@ var Keys = concat(
 		}, Doc: "whether tools ask before they act"},
 
 		{Path: "mcpServers", Type: Map, OneSetting: true,
-			Doc: "the user's MCP servers, by name, in the shape of Claude Code's `.mcp.json`; their tools reach the model as `mcp__<server>__<tool>`"},
+			Doc: "the user's MCP servers, by name, in the shape of Claude Code's `.mcp.json`; their tools reach the model as `mcp__<server>__<tool>`; a workspace's own `.soba/config.json` cannot start them (a repository never runs programs by being opened)"},
 		{Path: "mcpServers.*", Type: Object, Doc: "one MCP server: `{command, args, env}` for stdio, `{type: \"http\", url, headers}` for HTTP"},
 		{Path: "mcpServers.*.type", Type: String, Enum: []Choice{
 			{Value: "stdio", Doc: "a command that speaks MCP on its stdin and stdout (the default when `command` is set)"},
