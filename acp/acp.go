@@ -107,8 +107,12 @@ type Server struct {
 // then closes every session.
 func Serve(ctx context.Context, backend Backend, in io.Reader, out io.Writer, version string, log *slog.Logger) error {
 	s := &Server{backend: backend, version: version, log: log, sessions: map[string]Session{}, out: &lineWriter{w: out}}
-	s.conn = sdk.NewAgentSideConnection(s, s.out, &initSniffer{r: in, compaction: &s.compaction})
+	// The SDK's reader starts at once, and its SetLogger is not
+	// synchronized with it: nothing is read until the logger is set.
+	ready := make(chan struct{})
+	s.conn = sdk.NewAgentSideConnection(s, s.out, &gatedReader{r: &initSniffer{r: in, compaction: &s.compaction}, open: ready})
 	s.conn.SetLogger(log)
+	close(ready)
 	select {
 	case <-s.conn.Done():
 	case <-ctx.Done():
@@ -322,4 +326,15 @@ func (s *Server) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOpt
 
 func (s *Server) SetSessionMode(context.Context, sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
 	return sdk.SetSessionModeResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetMode)
+}
+
+// gatedReader blocks reads until open is closed.
+type gatedReader struct {
+	r    io.Reader
+	open <-chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
 }
