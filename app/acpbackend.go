@@ -298,6 +298,10 @@ func (s *acpSession) Close() error {
 	err := s.ws.Close()
 	s.flush()
 	s.mu.Lock()
+	if s.usageTimer != nil {
+		s.usageTimer.Stop()
+		s.usageTimer = nil
+	}
 	if !s.closed {
 		s.closed = true
 		close(s.queue)
