@@ -180,6 +180,19 @@ func (s *Server) open(ctx context.Context, cwd, id string, replay bool, mcp []sd
 	if err != nil {
 		return nil, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
+	if id != "" {
+		// A session open in this process is closed first: its file lock
+		// would refuse the reopen (the client loads a session it has open,
+		// e.g. from its history).
+		s.mu.Lock()
+		old := s.sessions[id]
+		delete(s.sessions, id)
+		s.mu.Unlock()
+		if old != nil {
+			old.Cancel()
+			_ = old.Close()
+		}
+	}
 	peer := &Peer{conn: s.conn, id: id, raw: s.out, compaction: &s.compaction}
 	opt := SessionOptions{Cwd: cwd, MCPServers: servers, SessionID: id, Replay: replay, Peer: peer}
 	var ss Session
@@ -193,12 +206,13 @@ func (s *Server) open(ctx context.Context, cwd, id string, replay bool, mcp []sd
 	}
 	peer.setID(ss.ID())
 	s.mu.Lock()
-	if old := s.sessions[ss.ID()]; old != nil && old != ss {
+	old := s.sessions[ss.ID()]
+	s.sessions[ss.ID()] = ss
+	s.mu.Unlock()
+	if old != nil && old != ss {
 		old.Cancel()
 		_ = old.Close()
 	}
-	s.sessions[ss.ID()] = ss
-	s.mu.Unlock()
 	s.work.Go(func() {
 		if r := panics.Try(func() { peer.Commands(context.Background()) }); r != nil {
 			s.log.Error("acp: announcing commands", "panic", r.Value)

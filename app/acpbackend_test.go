@@ -225,3 +225,32 @@ func TestACPTooManyModelCallsIsMaxTurnRequests(t *testing.T) {
 		t.Fatalf("prompt: %q, %v; want max_turn_requests", r.StopReason, err)
 	}
 }
+
+// A client may load a session this process has open (from its history):
+// the open one is closed and the load replays it.
+func TestACPLoadOfAnOpenSession_RT4(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, dir := runACP(t, client, providertest.Text("first answer"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("remember me")}}); err != nil {
+		t.Fatal(err)
+	}
+	client.mu.Lock()
+	from := len(client.updates)
+	client.mu.Unlock()
+	if _, err := conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: dir, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("loading the open session: %v", err)
+	}
+	client.mu.Lock()
+	defer client.mu.Unlock()
+	var replayed string
+	for _, u := range client.updates[from:] {
+		if c := u.Update.UserMessageChunk; c != nil && c.Content.Text != nil {
+			replayed += c.Content.Text.Text
+		}
+	}
+	if replayed != "remember me" {
+		t.Fatalf("replayed user messages %q", replayed)
+	}
+}
