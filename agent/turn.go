@@ -621,7 +621,7 @@ func (a *Agent) appendToolResult(turnID string, call session.ToolCall, run toolR
 		}
 		a.publishBudget(st)
 	})
-	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "tool_result", ID: call.ID, OK: &ok, Summary: firstLineOf(run.content, 160)})
+	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "tool_result", ID: call.ID, OK: &ok, Summary: firstLineOf(run.content, 160), Output: run.content})
 }
 
 func approvalSummary(c session.ToolCall) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/soba-agent/soba-lsp/acp"
 	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/lsp"
 	"github.com/soba-agent/soba-lsp/lsp/protocol"
 	"github.com/soba-agent/soba-lsp/lsp/slash"
@@ -120,7 +121,7 @@ func (s *acpSession) replay() error {
 }
 
 func (b *ACPBackend) open(opt acp.SessionOptions) (*acpSession, error) {
-	s := &acpSession{peer: opt.Peer, queue: make(chan func(), 1024), ends: map[string]chan turnEnd{}, rejected: map[string]bool{}}
+	s := &acpSession{peer: opt.Peer, queue: make(chan func(), 1024), ends: map[string]chan turnEnd{}, rejected: map[string]bool{}, callNames: map[string]string{}}
 	s.work.Go(s.drain)
 	var servers []agent.MCPServer
 	for _, m := range opt.MCPServers {
@@ -160,7 +161,10 @@ type acpSession struct {
 	inTurn   bool
 	lastCall acp.ToolCall
 	rejected map[string]bool // tools rejected for the session
-	closed   bool
+	// callNames are the tool names of this session's calls by id, so a
+	// result is shown as its tool's kind wants.
+	callNames map[string]string
+	closed    bool
 	// usage is the latest budget not yet queued; usageSent when the last
 	// was; usageTimer the scheduled trailing send.
 	usage      *compaction.Budget
@@ -412,6 +416,7 @@ func (n acpNotifier) Event(e agent.Event) {
 		t := s.toolCall(e.ID, e.Name, e.Arguments)
 		s.mu.Lock()
 		s.lastCall = t
+		s.callNames[e.ID] = e.Name
 		s.mu.Unlock()
 		s.post(func() { s.peer.ToolCall(bg, t) })
 	case "tool_result":
@@ -419,7 +424,8 @@ func (n acpNotifier) Event(e agent.Event) {
 		if e.OK != nil && !*e.OK {
 			st = acp.ToolFailed
 		}
-		s.post(func() { s.peer.ToolCallUpdate(bg, e.ID, st, []acp.ToolContent{{Text: e.Summary}}) })
+		shown := resultContent(s.callName(e.ID), e.Summary, e.Output)
+		s.post(func() { s.peer.ToolCallUpdate(bg, e.ID, st, []acp.ToolContent{{Text: shown}}) })
 	case "turn_end":
 		end := s.endOf(e.TurnID)
 		// The turn's last budget goes before its answer. (turn_end is sent
@@ -608,4 +614,28 @@ func capsuleSections(md string) string {
 		}
 	}
 	return strings.TrimSpace(md)
+}
+
+func (s *acpSession) callName(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := s.callNames[id]
+	delete(s.callNames, id)
+	return name
+}
+
+// maxShownOutput bounds a tool result shown in the client.
+const maxShownOutput = 16 << 10
+
+// resultContent is what the client shows of a tool result: the output of
+// bash and MCP tools (cut at 16 KiB, saying so), the first line of the
+// others (a file's contents stay in the transcript and the model input).
+func resultContent(name, summary, output string) string {
+	if name != tool.Bash && !agent.IsMCPTool(name) {
+		return summary
+	}
+	if len(output) > maxShownOutput {
+		output = text.Clip(output, maxShownOutput) + fmt.Sprintf("\n[%d bytes shown of %d]", maxShownOutput, len(output))
+	}
+	return "```\n" + output + "\n```"
 }

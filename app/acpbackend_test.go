@@ -254,3 +254,35 @@ func TestACPLoadOfAnOpenSession_RT4(t *testing.T) {
 		t.Fatalf("replayed user messages %q", replayed)
 	}
 }
+
+// The client sees the command and the whole output of a bash call.
+func TestACPBashShowsCommandAndOutput(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, _ := runACP(t, client,
+		providertest.Call("b1", "bash", map[string]any{"command": "printf 'first line\\nsecond line\\n'"}),
+		providertest.Text("ran"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("run it")}}); err != nil {
+		t.Fatal(err)
+	}
+	client.mu.Lock()
+	defer client.mu.Unlock()
+	var call, result string
+	for _, u := range client.updates {
+		if tc := u.Update.ToolCall; tc != nil {
+			b, _ := json.Marshal(tc.Content)
+			call = string(b)
+		}
+		if tu := u.Update.ToolCallUpdate; tu != nil && tu.Status != nil && *tu.Status == sdk.ToolCallStatusCompleted {
+			b, _ := json.Marshal(tu.Content)
+			result = string(b)
+		}
+	}
+	if !strings.Contains(call, `printf 'first line\\nsecond line\\n'`) {
+		t.Errorf("tool_call content %s lacks the command", call)
+	}
+	if !strings.Contains(result, `first line\nsecond line`) {
+		t.Errorf("tool_call_update content %s lacks the whole output", result)
+	}
+}
