@@ -106,7 +106,8 @@ func (s *acpSession) replay() error {
 			if !r.OK {
 				st = acp.ToolFailed
 			}
-			s.post(func() { s.peer.ToolCallUpdate(bg, r.ToolCallID, st, []acp.ToolContent{{Text: firstLine(r.Content)}}) })
+			shown := resultContent(r.ToolName, firstLine(r.Content), r.Content)
+			s.post(func() { s.peer.ToolCallUpdate(bg, r.ToolCallID, st, []acp.ToolContent{{Text: shown}}) })
 		case e.Capsule != nil:
 			c := e.Capsule
 			line := fmt.Sprintf("Compacted context · %s · %d → %d tokens · %s", c.Trigger, c.TokensBefore, c.TokensAfter, c.CheckpointID)
