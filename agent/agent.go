@@ -57,6 +57,9 @@ type Options struct {
 	// Approval is "ask" or "auto" (tools.approval).
 	Approval string
 	Approver Approver
+	// MCP are the workspace's MCP tools (ConnectMCP); nil for none. The
+	// agent does not close it.
+	MCP      *MCP
 	Notifier Notifier
 
 	// Counter counts tokens; EntryTokens estimates one entry for the store.
@@ -231,7 +234,7 @@ func newAgent(opt Options) (*Agent, error) {
 	a := &Agent{
 		opt: opt,
 		tools: &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{root: opt.Resolver},
-			protected: protectedPaths(opt.Root, opt.SessionDir, opt.FlightDir)},
+			protected: protectedPaths(opt.Root, opt.SessionDir, opt.FlightDir), mcp: opt.MCP},
 	}
 	a.barrier = &compaction.Barrier{Counter: opt.Counter, Summarizer: opt.Summarizer, SummaryWindowChars: opt.SummaryWindowChars,
 		SummaryMaxOutputTokens: 2048, Now: opt.Now, Work: &a.work}

@@ -53,8 +53,11 @@ type Event struct {
 	Arguments json.RawMessage
 	OK        *bool
 	Summary   string
-	Outcome   string
-	Error     string
+	// Output is a tool result's whole content as recorded (tool_result);
+	// the LSP wire carries only Summary.
+	Output  string
+	Outcome string
+	Error   string
 }
 
 // CompactionEvent is a `soba/compaction` notification: phase start, progress

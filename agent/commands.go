@@ -214,7 +214,7 @@ func (a *Agent) systemPrompt(st *state) string {
 
 func (a *Agent) toolSchemaTokens() int {
 	n := 0
-	for _, t := range Tools {
+	for _, t := range a.toolSpecs() {
 		n += a.opt.Counter.Count(t.Name+" "+t.Description+" "+string(t.Parameters)) + 8
 	}
 	return n

@@ -90,6 +90,7 @@ type toolEnv struct {
 	// timeout is the deadline of a non-bash tool; zero means
 	// defaultToolTimeout.
 	timeout time.Duration
+	mcp     *MCP // the workspace's MCP tools; nil when there are none
 }
 
 func fail(format string, args ...any) toolRun {
@@ -132,6 +133,9 @@ func (env *toolEnv) run(ctx context.Context, call session.ToolCall) toolRun {
 		return checkpointTool(call.Arguments)
 	case tool.ReadFile, tool.ListFiles, tool.Grep, tool.ActivateSkill:
 	default:
+		if IsMCPTool(call.Name) {
+			return env.mcp.call(ctx, call.Name, call.Arguments, env.root)
+		}
 		return fail("unknown tool %q", call.Name)
 	}
 	timeout := cmp.Or(env.timeout, defaultToolTimeout)

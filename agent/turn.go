@@ -14,11 +14,15 @@ import (
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
-	"github.com/soba-agent/soba-lsp/tool"
 )
 
 // maxToolRounds bounds the inferences of one turn.
 const maxToolRounds = 100
+
+// ErrTooManyModelCalls ends a turn that reached maxToolRounds inferences
+// without a final answer; its text is the turn_end event's error, which a
+// front end may map (ACP's max_turn_requests).
+var ErrTooManyModelCalls = fmt.Errorf("the turn stopped after %d model calls without a final answer", maxToolRounds)
 
 // maxToolResultChars shortens tool results in the model input.
 const maxToolResultChars = 24000
@@ -176,7 +180,7 @@ func (a *Agent) runTurn(ctx context.Context, turnID, text string) (string, error
 			a.runTool(ctx, turnID, call)
 		}
 	}
-	return "failed", fmt.Errorf("the turn stopped after %d model calls without a final answer", maxToolRounds)
+	return "failed", ErrTooManyModelCalls
 }
 
 // preflight runs before every inference (R-B2): it picks at most one
@@ -520,7 +524,7 @@ func (a *Agent) buildRequest() (req provider.Request, native *capsule.Native, ch
 		}
 		req = provider.Request{Model: a.opt.ModelName, System: a.systemPrompt(st), MaxOutputTokens: a.opt.Compaction.MaxOutputTokens,
 			ContextWindow: a.opt.Compaction.ContextWindow, ExpectedPromptTokens: eff}
-		for _, t := range Tools {
+		for _, t := range a.toolSpecs() {
 			req.Tools = append(req.Tools, provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 		}
 		req.Messages = requestMessages(in)
@@ -576,7 +580,7 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 		return
 	}
 	skill := a.tools.changesSkill(sc)
-	if tool.Mutates(call.Name) && (a.opt.Approval == "ask" || skill) {
+	if a.needsApproval(call.Name) || skill {
 		allowed := false
 		if !skill { // a change to a skill is asked every time
 			_ = a.do(func(st *state) { allowed = st.allowSession[call.Name] })
@@ -641,7 +645,7 @@ func (a *Agent) appendToolResult(turnID string, call session.ToolCall, run toolR
 		}
 		a.publishBudget(st)
 	})
-	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "tool_result", ID: call.ID, OK: &ok, Summary: firstLineOf(run.content, 160)})
+	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "tool_result", ID: call.ID, OK: &ok, Summary: firstLineOf(run.content, 160), Output: run.content})
 }
 
 func firstLineOf(s string, n int) string {

@@ -6,10 +6,13 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -33,6 +36,8 @@ type Settings struct {
 	Approval     string
 	// SessionDir is absolute.
 	SessionDir string
+	// MCPServers are the configured MCP servers (mcpServers), sorted by name.
+	MCPServers []agent.MCPServer
 }
 
 // SettingsLoader resolves the configuration layers of the workspace at
@@ -50,6 +55,12 @@ type WorkspaceOptions struct {
 	Approver    agent.Approver
 	Counter     compaction.Counter
 	EntryTokens func(*session.Entry) int
+	// MCPServers are MCP servers the front end adds to the configured ones
+	// (ACP's session/new); one with a configured server's name replaces it.
+	MCPServers []agent.MCPServer
+	// SessionID, when set, is the session to resume at open (R-T4) instead
+	// of starting a new one; a torn last line is reported as a warning.
+	SessionID string
 }
 
 // Workspace is SOBA in one editor workspace: the configuration, the file
@@ -61,6 +72,8 @@ type Workspace struct {
 	touched *workspace.Touched
 	watcher *workspace.Watcher
 	memory  *workspace.Memory
+	agents  string     // the AGENTS.md instructions of the system prompt
+	mcp     *agent.MCP // the MCP servers' tools, connected once at open
 
 	mu        sync.Mutex // guards settings, didChange, agent
 	settings  Settings
@@ -107,13 +120,73 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 		warnings = append(warnings, "file watcher unavailable: "+err.Error()+"; files changed outside the editor are not tracked")
 		w.watcher = nil
 	}
-	a, err := agent.New(w.agentOptions(settings))
+	var agentsWarnings []string
+	w.agents, agentsWarnings = agentsInstructions(root, os.Getenv)
+	warnings = append(warnings, agentsWarnings...)
+	w.mcp = agent.ConnectMCP(context.Background(), mergeMCP(settings.MCPServers, opt.MCPServers), root.Dir(),
+		func(m string) { opt.Notifier.Warn("soba: " + m) })
+	a, err := w.firstAgent(settings, &warnings)
 	if err != nil {
 		w.closeWatcher()
+		w.mcp.Close()
 		return nil, warnings, err
 	}
 	w.agent = a
 	return w, warnings, nil
+}
+
+// firstAgent starts the workspace's first session: the one named by
+// opt.SessionID, else a new one.
+func (w *Workspace) firstAgent(s Settings, warnings *[]string) (*agent.Agent, error) {
+	id := w.opt.SessionID
+	if id == "" {
+		return agent.New(w.agentOptions(s))
+	}
+	if err := checkSessionID(id); err != nil {
+		return nil, err
+	}
+	a, rep, err := agent.Resume(w.agentOptions(s), filepath.Join(s.SessionDir, id+".jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	if rep != nil && rep.Torn != nil {
+		*warnings = append(*warnings, fmt.Sprintf("session %s: a torn last line (%d bytes at offset %d, from a crash mid-write) was ignored and kept on disk as is",
+			id, rep.Torn.Bytes, rep.Torn.Offset))
+	}
+	return a, nil
+}
+
+func checkSessionID(id string) error {
+	if id == "" || strings.ContainsAny(id, `/\`) || strings.Contains(id, "..") {
+		return fmt.Errorf("bad session id %q", id)
+	}
+	return nil
+}
+
+// joinPrompt joins the non-empty parts of the system prompt SOBA adds to
+// its own.
+func joinPrompt(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if strings.TrimSpace(p) != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// mergeMCP is the configured servers with the front end's added; a front
+// end's server replaces a configured one of the same name.
+func mergeMCP(configured, extra []agent.MCPServer) []agent.MCPServer {
+	out := slices.Clone(configured)
+	for _, e := range extra {
+		if i := slices.IndexFunc(out, func(s agent.MCPServer) bool { return s.Name == e.Name }); i >= 0 {
+			out[i] = e
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (w *Workspace) closeWatcher() {
@@ -130,7 +203,7 @@ func (w *Workspace) agentOptions(s Settings) agent.Options {
 		Root: w.root.Dir(), Resolver: w.root, SessionDir: s.SessionDir, FlightDir: filepath.Join(w.root.Dir(), ".soba", "flight"),
 		Compaction: s.Compaction, Approval: s.Approval, Approver: w.opt.Approver, Notifier: w.opt.Notifier,
 		Counter: w.opt.Counter, EntryTokens: w.opt.EntryTokens, Touched: w.touched, Memory: w.memory,
-		SystemPrompt: w.memory.Summary(), ModelName: s.Model.Name, ProviderName: s.Model.Provider,
+		SystemPrompt: joinPrompt(w.agents, w.memory.Summary()), ModelName: s.Model.Name, ProviderName: s.Model.Provider, MCP: w.mcp,
 		NativeContinuation: s.Model.NativeContinuation,
 	}
 	model, err := newProvider(s.Model)
@@ -219,8 +292,8 @@ func (w *Workspace) NewSession() (agent.SessionInfo, error) {
 
 // ResumeSession reopens a session of this workspace by id (R-T4).
 func (w *Workspace) ResumeSession(id string) (agent.SessionInfo, *session.OpenReport, error) {
-	if id == "" || strings.ContainsAny(id, `/\`) || strings.Contains(id, "..") {
-		return agent.SessionInfo{}, nil, fmt.Errorf("bad session id %q", id)
+	if err := checkSessionID(id); err != nil {
+		return agent.SessionInfo{}, nil, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -268,5 +341,5 @@ func (w *Workspace) Close() error {
 	w.mu.Unlock()
 	err := a.Close()
 	w.closeWatcher()
-	return err
+	return errors.Join(err, w.mcp.Close())
 }

@@ -182,8 +182,8 @@ var Keys = concat(
 			{Value: ApprovalAuto, Doc: "tools run without asking"},
 		}, Doc: "whether tools ask before they act"},
 
-		{Path: "mcpServers", Type: Map, OneSetting: true, Planned: "the MCP client",
-			Doc: "the user's MCP servers, by name, in the shape of Claude Code's `.mcp.json`; their tools reach the model as `mcp__<server>__<tool>`"},
+		{Path: "mcpServers", Type: Map, OneSetting: true,
+			Doc: "the user's MCP servers, by name, in the shape of Claude Code's `.mcp.json`; their tools reach the model as `mcp__<server>__<tool>`; a workspace's own `.soba/config.json` cannot start them (a repository never runs programs by being opened)"},
 		{Path: "mcpServers.*", Type: Object, Doc: "one MCP server: `{command, args, env}` for stdio, `{type: \"http\", url, headers}` for HTTP"},
 		{Path: "mcpServers.*.type", Type: String, Enum: []Choice{
 			{Value: "stdio", Doc: "a command that speaks MCP on its stdin and stdout (the default when `command` is set)"},
@@ -194,6 +194,10 @@ var Keys = concat(
 		{Path: "mcpServers.*.env", Type: StringMap, Doc: "extra environment variables for it (stdio)"},
 		{Path: "mcpServers.*.url", Type: String, Rule: HTTPURL, Doc: "the endpoint (http)"},
 		{Path: "mcpServers.*.headers", Type: StringMap, Doc: "HTTP headers sent with each request (http)"},
+		{Path: "mcpServers.*.approval", Type: String, Enum: []Choice{
+			{Value: ApprovalAsk, Doc: "its tools ask the user first, even under `tools.approval: auto`"},
+			{Value: ApprovalAuto, Doc: "its tools run without asking, even under `tools.approval: ask`"},
+		}, Doc: "whether this server's tools ask before they run; unset, `tools.approval` decides"},
 
 		{Path: "sessionDir", Type: String, Default: ".soba/sessions", Rule: NonEmpty,
 			Doc: "where session transcripts go: relative to the workspace root (an absolute or `~/` path is taken as given); it must resolve inside the workspace (R-W2)"},

@@ -21,6 +21,15 @@ func init() {
 	commandTable[protocol.CommandRun] = withArgs(run)
 }
 
+// RunText runs what the user typed exactly as soba.run does (the same
+// grammar, handlers, argument checks and result lines), for a front end
+// other than the language server: the ACP adapter runs slash commands
+// through it. The result is a protocol.RunPromptResult or a
+// protocol.RunCommandResult.
+func RunText(ctx context.Context, b Backend, text string) (any, error) {
+	return run(b, ctx, protocol.RunArgs{Text: text})
+}
+
 // run is soba.run: the server owns the slash grammar (lsp/slash). A slash
 // command runs through the same handler, argument checks included, as the
 // executeCommand of its ID; anything else is soba.prompt.

@@ -29,6 +29,23 @@ type Config struct {
 	// SessionDir holds the session transcripts; relative to the workspace
 	// root unless absolute (see ResolveSessionDir).
 	SessionDir string `json:"sessionDir"`
+	// MCPServers are the user's MCP servers by name (the shape of Claude
+	// Code's .mcp.json); their tools reach the model as
+	// mcp__<server>__<tool>.
+	MCPServers map[string]MCPServerConfig `json:"mcpServers,omitempty"`
+}
+
+// MCPServerConfig is one MCP server: Command (stdio) or URL (type http).
+// Its keys are those of `mcpServers.*` in package configschema.
+type MCPServerConfig struct {
+	Type    string            `json:"type,omitempty"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Approval is "", configschema.ApprovalAsk or configschema.ApprovalAuto.
+	Approval string `json:"approval,omitempty"`
 }
 
 // ModelConfig defines a model: where it is served and its limits (R-S3).

@@ -533,6 +533,10 @@ func TestPlannedKeysAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := DefaultConfig()
+	want.MCPServers = map[string]MCPServerConfig{
+		"fs":  {Command: "npx", Args: []string{"-y", "mcp-fs"}, Env: map[string]string{"A": "b"}},
+		"web": {Type: "http", URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer x"}},
+	}
 	want.Model.Provider, want.Model.BaseURL, want.Model.NativeContinuation = "openai-responses", "https://api.openai.com/v1", false
 	sm := want.Model
 	sm.NativeContinuation = true
@@ -542,14 +546,16 @@ func TestPlannedKeysAccepted(t *testing.T) {
 	}
 	all := strings.Join(warns, "\n")
 	for _, w := range []string{
-		file + ": mcpServers is accepted, but this version does not use it yet",
 		file + ": sessionOnStart is accepted",
 	} {
 		if !strings.Contains(all, w) {
 			t.Errorf("warnings lack %q:\n%s", w, all)
 		}
 	}
-	if len(warns) != 2 {
+	if strings.Contains(all, "mcpServers") || strings.Contains(all, "nativeContinuation") {
+		t.Errorf("mcpServers and nativeContinuation are used now (issues 17, 18), yet warned about:\n%s", all)
+	}
+	if len(warns) != 1 {
 		t.Errorf("warnings = %q, want one for each planned key or value", warns)
 	}
 }
@@ -564,7 +570,7 @@ func TestPlannedKeysChecked(t *testing.T) {
 		{`{"mcpServers":{"fs":{"env":{"A":1}}}}`, "mcpServers.fs.env", "want an object of strings"},
 		{`{"mcpServers":{"web":{"type":"sse"}}}`, "mcpServers.web.type", `"sse" is not one of stdio, http`},
 		{`{"mcpServers":{"web":{"url":"mcp.example.com"}}}`, "mcpServers.web.url", "not an http:// or https:// URL"},
-		{`{"mcpServers":{"fs":{"cmd":"npx"}}}`, "mcpServers.fs.cmd", "unknown key; known keys: args, command, env, headers, type, url"},
+		{`{"mcpServers":{"fs":{"cmd":"npx"}}}`, "mcpServers.fs.cmd", "unknown key; known keys: approval, args, command, env, headers, type, url"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key, func(t *testing.T) {

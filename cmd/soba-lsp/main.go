@@ -51,6 +51,7 @@ type cmdEnv struct {
 // subcommands is the dispatcher's table. The first entry is the default.
 var subcommands = []subcommand{
 	{name: "serve", summary: "serve LSP on stdin/stdout (the default)", run: runServe},
+	{name: "acp", summary: "serve the Agent Client Protocol on stdin/stdout (docs/acp.md)", run: runACP},
 	{name: "replay", summary: "re-run a recorded session (default: the built-in sample) through the agent and compaction engine; needs no model server", run: runReplay},
 	{name: "import", summary: "convert a pi, Claude Code, Codex or opencode transcript into a new SOBA session; prints its path", run: runImport},
 	{name: "budget", summary: "print a session file's Budget as JSON", run: runBudget},

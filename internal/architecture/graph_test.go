@@ -22,6 +22,7 @@ const buildTags = "sobascripted"
 // that product code never imports. They are drawn apart in the graph and
 // TestLayering checks that no product package imports them.
 var testSupport = []string{
+	"acp/conformance",
 	"agent/provider/providertest",
 	"agent/provider/providertest/fakemodel",
 	"editors/neovim/tests/scriptedlsp",

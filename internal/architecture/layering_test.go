@@ -86,6 +86,14 @@ var layering = []layerRule{
 		forbid: []string{"agent/...", "compaction/...", "session/..."},
 	},
 	{
+		// Issue 18: the ACP front end drives a Backend interface of its own,
+		// as lsp does; the composition root adapts the agent onto it. It may
+		// share the leaves lsp/slash (the slash grammar) and lsp/protocol.
+		name:   "acp knows only its own Backend interface: it imports no agent, engine, store, workspace or language server",
+		from:   []string{"acp/..."},
+		forbid: []string{"agent/...", "compaction/...", "session/...", "workspace/...", "lsp", "lsp/lsptest"},
+	},
+	{
 		name:   "lsp/protocol is the wire schema alone: it imports nothing of the module",
 		from:   []string{"lsp/protocol"},
 		forbid: []string{"..."},

@@ -17,5 +17,6 @@ export const SERVER_KEYS = [
   'summaryModel',
   'compaction',
   'tools.approval',
+  'mcpServers',
   'sessionDir',
 ] as const;

@@ -1,0 +1,643 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+	"github.com/sourcegraph/conc/panics"
+
+	"github.com/soba-agent/soba-lsp/acp"
+	"github.com/soba-agent/soba-lsp/agent"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/text"
+	"github.com/soba-agent/soba-lsp/lsp"
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
+	"github.com/soba-agent/soba-lsp/lsp/slash"
+	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/tool"
+	"github.com/soba-agent/soba-lsp/workspace"
+)
+
+// ACPBackend serves ACP sessions (docs/acp.md) with the real agent: each
+// session is a Workspace at the session's cwd, with the same configuration
+// layers as the LSP mode, and the ACP session id is the SOBA session id.
+type ACPBackend struct {
+	Load        SettingsLoader
+	Counter     compaction.Counter
+	EntryTokens func(*session.Entry) int
+}
+
+var _ acp.Backend = (*ACPBackend)(nil)
+
+// NewSession opens the workspace at opt.Cwd with a new SOBA session.
+func (b *ACPBackend) NewSession(_ context.Context, opt acp.SessionOptions) (acp.Session, error) {
+	return b.open(opt)
+}
+
+// LoadSession opens the workspace at opt.Cwd with opt.SessionID resumed
+// (R-T4) and, for session/load, replays it.
+func (b *ACPBackend) LoadSession(_ context.Context, opt acp.SessionOptions) (acp.Session, error) {
+	s, err := b.open(opt)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Replay {
+		if err := s.replay(); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// ListSessions lists the sessions of the workspace at cwd, from its
+// configured session directory.
+func (b *ACPBackend) ListSessions(_ context.Context, cwd string) ([]acp.SessionSummary, error) {
+	root, err := workspace.NewRoot(cwd)
+	if err != nil {
+		return nil, err
+	}
+	settings, _, err := b.Load(root.Dir(), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	list, err := session.List(settings.SessionDir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]acp.SessionSummary, 0, len(list))
+	for _, l := range list {
+		out = append(out, acp.SessionSummary{ID: l.SessionID, UpdatedAt: l.UpdatedAt})
+	}
+	return out, nil
+}
+
+// replay sends the session's leaf path as session/updates (session/load):
+// user messages, the agent's text, its tool calls with their results, and
+// each capsule's result line; then the budget.
+func (s *acpSession) replay() error {
+	entries, err := s.ws.Agent().History()
+	if err != nil {
+		return err
+	}
+	bg := context.Background()
+	for _, e := range entries {
+		switch {
+		case e.User != nil:
+			text := e.User.Text
+			s.post(func() { s.peer.UserText(bg, text) })
+		case e.Assistant != nil:
+			a := e.Assistant
+			s.post(func() { s.peer.Text(bg, a.Text) })
+			for _, c := range a.ToolCalls {
+				t := s.toolCall(c.ID, c.Name, c.Arguments)
+				s.post(func() { s.peer.ToolCall(bg, t) })
+			}
+		case e.ToolResult != nil:
+			r := e.ToolResult
+			st := acp.ToolCompleted
+			if !r.OK {
+				st = acp.ToolFailed
+			}
+			shown := resultContent(r.ToolName, firstLine(r.Content), r.Content)
+			s.post(func() { s.peer.ToolCallUpdate(bg, r.ToolCallID, st, []acp.ToolContent{{Text: shown}}) })
+		case e.Capsule != nil:
+			c := e.Capsule
+			line := fmt.Sprintf("Compacted context · %s · %d → %d tokens · %s", c.Trigger, c.TokensBefore, c.TokensAfter, c.CheckpointID)
+			s.post(func() { s.peer.Text(bg, "\n_"+line+"_\n\n") })
+		}
+	}
+	if b, err := s.ws.Agent().Budget(); err == nil {
+		s.post(func() { s.peer.Usage(bg, b.EffectiveTokens, b.HardLimit) })
+	}
+	s.flush()
+	return nil
+}
+
+func (b *ACPBackend) open(opt acp.SessionOptions) (*acpSession, error) {
+	s := &acpSession{peer: opt.Peer, queue: make(chan func(), 1024), ends: map[string]chan turnEnd{}, rejected: map[string]bool{}, callNames: map[string]string{}}
+	s.work.Go(s.drain)
+	var servers []agent.MCPServer
+	for _, m := range opt.MCPServers {
+		servers = append(servers, agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers})
+	}
+	ws, warnings, err := OpenWorkspace(WorkspaceOptions{Root: opt.Cwd, Load: b.Load, Notifier: acpNotifier{s}, Approver: acpApprover{s},
+		Counter: b.Counter, EntryTokens: b.EntryTokens, MCPServers: servers, SessionID: opt.SessionID})
+	if err != nil {
+		close(s.queue)
+		s.work.Wait()
+		return nil, err
+	}
+	s.ws = ws
+	s.lsp = &LSPBackend{ws: ws, notify: acpLSPNotifier{s}}
+	for _, w := range warnings {
+		s.warn(w)
+	}
+	return s, nil
+}
+
+type turnEnd struct {
+	outcome, err string
+}
+
+// acpSession is one ACP session over a Workspace. Updates go through one
+// ordered queue drained by one goroutine, so the agent's notifier never
+// blocks on the client and the prompt's answer follows its last update.
+type acpSession struct {
+	ws    *Workspace
+	lsp   *LSPBackend
+	peer  *acp.Peer
+	queue chan func()
+	work  conc.WaitGroup // runs drain
+
+	mu       sync.Mutex // guards the fields below
+	ends     map[string]chan turnEnd
+	inTurn   bool
+	lastCall acp.ToolCall
+	rejected map[string]bool // tools rejected for the session
+	// callNames are the tool names of this session's calls by id, so a
+	// result is shown as its tool's kind wants.
+	callNames map[string]string
+	closed    bool
+	// usage is the latest budget not yet queued; usageSent when the last
+	// was; usageTimer the scheduled trailing send.
+	usage      *compaction.Budget
+	usageSent  time.Time
+	usageTimer *time.Timer
+}
+
+func (s *acpSession) drain() {
+	for f := range s.queue {
+		if r := panics.Try(f); r != nil {
+			fmt.Fprintln(os.Stderr, "soba-lsp acp: update:", r.Value)
+		}
+	}
+}
+
+// post queues f after every update queued so far.
+func (s *acpSession) post(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.queue <- f
+	}
+}
+
+// flush waits until every update queued so far is written.
+func (s *acpSession) flush() {
+	done := make(chan struct{})
+	s.post(func() { close(done) })
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+func (s *acpSession) warn(m string) {
+	s.post(func() { s.peer.Text(context.Background(), "\n> **Warning:** "+m+"\n") })
+}
+
+func (s *acpSession) endOf(turnID string) chan turnEnd {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.ends[turnID]
+	if c == nil {
+		c = make(chan turnEnd, 1)
+		s.ends[turnID] = c
+	}
+	return c
+}
+
+func (s *acpSession) ID() string {
+	i, err := s.ws.Agent().Info()
+	if err != nil {
+		return ""
+	}
+	return i.SessionID
+}
+
+// Prompt runs a slash command through the server's grammar (lsp/slash, the
+// same handlers as soba.run) or one turn of the agent.
+func (s *acpSession) Prompt(ctx context.Context, text string) (acp.StopReason, error) {
+	p := slash.Parse(text)
+	if p.Kind != slash.Prompt {
+		return s.command(ctx, p, text)
+	}
+	s.mu.Lock()
+	s.inTurn = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inTurn = false
+		s.mu.Unlock()
+	}()
+	turnID, _, err := s.ws.Agent().Prompt(p.Text)
+	if err != nil {
+		return "", err
+	}
+	end := s.endOf(turnID)
+	defer func() {
+		s.mu.Lock()
+		delete(s.ends, turnID)
+		s.mu.Unlock()
+	}()
+	var e turnEnd
+	select {
+	case e = <-end:
+	case <-ctx.Done():
+		_, _, _ = s.ws.Agent().Cancel()
+		select {
+		case e = <-end:
+		case <-time.After(10 * time.Second):
+			return acp.Cancelled, nil
+		}
+		if e.outcome != "failed" {
+			return acp.Cancelled, nil
+		}
+	}
+	switch e.outcome {
+	case "cancelled":
+		return acp.Cancelled, nil
+	case "failed":
+		if e.err == agent.ErrTooManyModelCalls.Error() {
+			return acp.MaxTurnRequests, nil
+		}
+		return "", errors.New(e.err)
+	}
+	return acp.EndTurn, nil
+}
+
+// command runs a slash command and shows its lines as the agent's message.
+func (s *acpSession) command(ctx context.Context, p slash.Parsed, text string) (acp.StopReason, error) {
+	if p.Kind == slash.Command && strings.HasPrefix(p.Command, "soba.session.") {
+		s.post(func() {
+			s.peer.Text(ctx, "/session is not available over ACP: the editor lists, opens and loads sessions (session/new, session/load)\n")
+		})
+		s.flush()
+		return acp.EndTurn, nil
+	}
+	r, err := lsp.RunText(ctx, s.lsp, text)
+	if err != nil {
+		return "", err
+	}
+	var lines []string
+	if c, ok := r.(protocol.RunCommandResult); ok {
+		lines = c.Lines
+	}
+	out := strings.Join(lines, "\n") + "\n"
+	s.post(func() { s.peer.Text(context.Background(), out) })
+	s.flush()
+	return acp.EndTurn, nil
+}
+
+func (s *acpSession) Cancel() { _, _, _ = s.ws.Agent().Cancel() }
+
+func (s *acpSession) Close() error {
+	err := s.ws.Close()
+	s.flush()
+	s.mu.Lock()
+	if s.usageTimer != nil {
+		s.usageTimer.Stop()
+		s.usageTimer = nil
+	}
+	if !s.closed {
+		s.closed = true
+		close(s.queue)
+	}
+	s.mu.Unlock()
+	s.work.Wait()
+	return err
+}
+
+// toolCall is how the client shows a call of one of SOBA's tools: its kind,
+// the file it touches, and for an approval exactly what will run (R-W3):
+// the whole command of bash, the diff of write_file and edit_file.
+func (s *acpSession) toolCall(id, name string, args json.RawMessage) acp.ToolCall {
+	t := acp.ToolCall{ID: id, Title: name, Kind: "other", Status: acp.ToolPending}
+	var a struct {
+		Path    string `json:"path"`
+		Content string `json:"content"`
+		OldText string `json:"old_text"`
+		NewText string `json:"new_text"`
+		Command string `json:"command"`
+		Pattern string `json:"pattern"`
+	}
+	var raw any
+	if json.Unmarshal(args, &raw) == nil {
+		t.RawInput = raw
+	}
+	_ = json.Unmarshal(args, &a)
+	abs := ""
+	if a.Path != "" {
+		if p, _, err := s.ws.Root().Resolve(a.Path); err == nil {
+			abs = p
+			t.Locations = []string{p}
+		}
+	}
+	switch name {
+	case tool.ReadFile:
+		t.Kind, t.Title = "read", "Read "+a.Path
+	case tool.ListFiles:
+		t.Kind, t.Title = "search", "List "+a.Path
+	case tool.Grep:
+		t.Kind, t.Title = "search", "Grep "+a.Pattern
+	case tool.Bash:
+		t.Kind, t.Title = "execute", "Run `"+firstLine(a.Command)+"`"
+		t.Content = []acp.ToolContent{{Text: "```sh\n" + visiblePadding(a.Command) + "\n```"}}
+	case tool.WriteFile:
+		t.Kind, t.Title = "edit", "Write "+a.Path
+		d := acp.ToolContent{IsDiff: true, Path: abs, NewText: a.Content}
+		if old, err := os.ReadFile(abs); err == nil && abs != "" {
+			o := string(old)
+			d.OldText = &o
+		}
+		t.Content = []acp.ToolContent{d}
+	case tool.EditFile:
+		t.Kind, t.Title = "edit", "Edit "+a.Path
+		old, nw := a.OldText, a.NewText
+		if data, err := os.ReadFile(abs); err == nil && abs != "" && strings.Count(string(data), a.OldText) == 1 && a.OldText != "" {
+			old = string(data)
+			nw = strings.Replace(old, a.OldText, a.NewText, 1)
+		}
+		t.Content = []acp.ToolContent{{IsDiff: true, Path: abs, OldText: &old, NewText: nw}}
+	case tool.Checkpoint, tool.ActivateSkill:
+		t.Kind = "think"
+	}
+	return t
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// visiblePadding shows trailing blanks and control characters of a command
+// so what is approved is what runs (R-W3).
+func visiblePadding(cmd string) string {
+	var b strings.Builder
+	for _, r := range cmd {
+		switch {
+		case r == '\n' || r == ' ':
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString("\\t")
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x200b || r == 0x202e || r == 0xfeff:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	out := b.String()
+	if trimmed := strings.TrimRight(out, " \n"); len(trimmed) != len(out) {
+		out = trimmed + fmt.Sprintf(" ⟨%d trailing blank characters⟩", len(out)-len(trimmed))
+	}
+	return out
+}
+
+// acpNotifier puts the agent's reports on the session's update queue.
+type acpNotifier struct{ s *acpSession }
+
+func (n acpNotifier) Event(e agent.Event) {
+	s := n.s
+	bg := context.Background()
+	switch e.Type {
+	case "text":
+		s.post(func() { s.peer.Text(bg, e.Delta) })
+	case "tool_call":
+		t := s.toolCall(e.ID, e.Name, e.Arguments)
+		s.mu.Lock()
+		s.lastCall = t
+		s.callNames[e.ID] = e.Name
+		s.mu.Unlock()
+		s.post(func() { s.peer.ToolCall(bg, t) })
+	case "tool_result":
+		st := acp.ToolCompleted
+		if e.OK != nil && !*e.OK {
+			st = acp.ToolFailed
+		}
+		shown := resultContent(s.callName(e.ID), e.Summary, e.Output)
+		s.post(func() { s.peer.ToolCallUpdate(bg, e.ID, st, []acp.ToolContent{{Text: shown}}) })
+	case "turn_end":
+		end := s.endOf(e.TurnID)
+		// The turn's last budget goes before its answer. (turn_end is sent
+		// before the agent publishes the idle budget, so that one may
+		// follow the answer.)
+		s.flushUsage()
+		s.post(func() {
+			if e.Outcome == "failed" && e.Error != "" {
+				s.peer.Text(bg, "\n> **Error:** "+e.Error+"\n")
+			}
+			end <- turnEnd{outcome: e.Outcome, err: e.Error}
+		})
+	}
+}
+
+// Budget is a usage_update: used = the effective tokens, size = the hard
+// limit (the most SOBA will ever send, R-G4), so a client's gauge fills up
+// exactly when a compaction is forced.
+//
+// Budgets are coalesced like soba/budget: at most one usage_update per
+// usageInterval, the latest always sent (a trailing one when budgets came
+// faster), and any pending one before a turn's answer.
+func (n acpNotifier) Budget(b compaction.Budget) {
+	s := n.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.usage = &b
+	if s.usageTimer != nil {
+		return // a trailing send is scheduled and will take the latest
+	}
+	wait := usageInterval - time.Since(s.usageSent)
+	if wait <= 0 {
+		s.queueUsageLocked()
+		return
+	}
+	s.usageTimer = time.AfterFunc(wait, func() {
+		_ = panics.Try(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.usageTimer = nil
+			s.queueUsageLocked()
+		})
+	})
+}
+
+// usageInterval is the least time between two usage_updates.
+const usageInterval = 100 * time.Millisecond
+
+// queueUsageLocked queues the latest budget as a usage_update; s.mu is held.
+func (s *acpSession) queueUsageLocked() {
+	b := s.usage
+	if b == nil || s.closed {
+		return
+	}
+	s.usage, s.usageSent = nil, time.Now()
+	s.queue <- func() { s.peer.Usage(context.Background(), b.EffectiveTokens, b.HardLimit) }
+}
+
+// flushUsage queues a pending usage_update at once.
+func (s *acpSession) flushUsage() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.usageTimer != nil {
+		s.usageTimer.Stop()
+		s.usageTimer = nil
+	}
+	s.queueUsageLocked()
+}
+
+// Compaction reports a compaction: to a client that opted in, as
+// compaction_update (in_progress, then completed, failed or cancelled with
+// the result line and the capsule's sections as the summary); to any other,
+// a barrier inside a turn as agent message lines: its status when it starts
+// and its result line when it ends (R-B3).
+func (n acpNotifier) Compaction(e agent.CompactionEvent) {
+	s := n.s
+	if s.peer.CompactionUpdates() {
+		s.compactionUpdate(e)
+		return
+	}
+	s.mu.Lock()
+	inTurn := s.inTurn
+	s.mu.Unlock()
+	if !inTurn {
+		return
+	}
+	switch e.Phase {
+	case "start":
+		s.post(func() { s.peer.Text(context.Background(), "\n_Compacting context before response…_\n") })
+	case "end":
+		if e.CompactionResult != nil {
+			line := e.Line
+			s.post(func() { s.peer.Text(context.Background(), "\n_"+line+"_\n\n") })
+		}
+	}
+}
+
+func (n acpNotifier) Log(string)       {}
+func (n acpNotifier) Warn(m string)    { n.s.warn(m) }
+func (n acpLSPNotifier) Log(string)    {}
+func (n acpLSPNotifier) Warn(m string) { n.s.warn(m) }
+
+// acpLSPNotifier is the notifier of the LSPBackend that runs slash commands:
+// the agent's own notifier already reports events, budgets and compactions.
+type acpLSPNotifier struct{ s *acpSession }
+
+func (acpLSPNotifier) Event(protocol.Event)                {}
+func (acpLSPNotifier) Budget(protocol.Budget)              {}
+func (acpLSPNotifier) Compaction(protocol.CompactionEvent) {}
+
+// acpApprover asks through session/request_permission, about the tool call
+// the agent announced last (approvals run one at a time, right after the
+// call's tool_call event).
+type acpApprover struct{ s *acpSession }
+
+func (a acpApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
+	name := req.Tool
+	s := a.s
+	s.mu.Lock()
+	t := s.lastCall
+	rejected := s.rejected[name]
+	s.mu.Unlock()
+	if rejected {
+		return agent.Deny, nil
+	}
+	s.flush()
+	d, err := s.peer.Permission(ctx, t)
+	if err != nil {
+		return agent.Deny, err
+	}
+	switch d {
+	case acp.AllowOnce:
+		return agent.AllowOnce, nil
+	case acp.AllowAlways:
+		return agent.AllowSession, nil
+	case acp.RejectAlways:
+		s.mu.Lock()
+		s.rejected[name] = true
+		s.mu.Unlock()
+	}
+	return agent.Deny, nil
+}
+
+// compactionUpdate sends one phase of a compaction as compaction_update.
+// Skipped and stale outcomes, which change nothing, are "cancelled" with
+// their result line saying why; a compaction never reports completed unless
+// it appended a capsule (R-C7).
+func (s *acpSession) compactionUpdate(e agent.CompactionEvent) {
+	bg := context.Background()
+	switch e.Phase {
+	case "start":
+		id := e.OperationID
+		s.post(func() { s.peer.Compaction(bg, id, acp.CompactionInProgress, "", "") })
+	case "end":
+		if e.CompactionResult == nil {
+			return
+		}
+		r := *e.CompactionResult
+		s.post(func() {
+			status := acp.CompactionCancelled
+			switch r.Outcome {
+			case compaction.OutcomeCompleted:
+				status = acp.CompactionCompleted
+			case compaction.OutcomeFailed:
+				status = acp.CompactionFailed
+			}
+			summary, errText := r.Line, ""
+			if status == acp.CompactionFailed {
+				errText = r.Reason
+			}
+			if status == acp.CompactionCompleted && r.CheckpointID != "" {
+				if _, md, err := s.ws.Agent().CapsuleShow(r.CheckpointID); err == nil {
+					summary += "\n\n" + capsuleSections(md)
+				}
+			}
+			s.peer.Compaction(bg, r.OperationID, status, summary, errText)
+		})
+	}
+}
+
+// capsuleSections are the user-facing sections of a capsule's .capsule.md
+// (front matter left out).
+func capsuleSections(md string) string {
+	if rest, ok := strings.CutPrefix(md, "---\n"); ok {
+		if i := strings.Index(rest, "\n---\n"); i >= 0 {
+			md = rest[i+len("\n---\n"):]
+		}
+	}
+	return strings.TrimSpace(md)
+}
+
+func (s *acpSession) callName(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := s.callNames[id]
+	delete(s.callNames, id)
+	return name
+}
+
+// maxShownOutput bounds a tool result shown in the client.
+const maxShownOutput = 16 << 10
+
+// resultContent is what the client shows of a tool result: the output of
+// bash and MCP tools (cut at 16 KiB, saying so), the first line of the
+// others (a file's contents stay in the transcript and the model input).
+func resultContent(name, summary, output string) string {
+	if name != tool.Bash && !agent.IsMCPTool(name) {
+		return summary
+	}
+	if len(output) > maxShownOutput {
+		output = text.Clip(output, maxShownOutput) + fmt.Sprintf("\n[%d bytes shown of %d]", maxShownOutput, len(output))
+	}
+	return "```\n" + output + "\n```"
+}

@@ -1,0 +1,288 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"github.com/sourcegraph/conc"
+
+	"github.com/soba-agent/soba-lsp/acp"
+	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/compaction/tokens"
+)
+
+// acpClient is an ACP client of the Go SDK that records updates and answers
+// permission requests with its decide function.
+type acpClient struct {
+	decide func(sdk.RequestPermissionRequest) string
+
+	mu          sync.Mutex
+	updates     []sdk.SessionNotification
+	permissions []sdk.RequestPermissionRequest
+}
+
+func (c *acpClient) RequestPermission(_ context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	c.mu.Lock()
+	c.permissions = append(c.permissions, p)
+	c.mu.Unlock()
+	return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(sdk.PermissionOptionId(c.decide(p)))}, nil
+}
+
+func (c *acpClient) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+	c.mu.Lock()
+	c.updates = append(c.updates, n)
+	c.mu.Unlock()
+	return nil
+}
+
+var errNoClientFS = errors.New("this test client offers no file system or terminal")
+
+func (c *acpClient) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	return sdk.ReadTextFileResponse{}, errNoClientFS
+}
+func (c *acpClient) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	return sdk.WriteTextFileResponse{}, errNoClientFS
+}
+func (c *acpClient) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return sdk.CreateTerminalResponse{}, errNoClientFS
+}
+func (c *acpClient) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return sdk.KillTerminalResponse{}, errNoClientFS
+}
+func (c *acpClient) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return sdk.TerminalOutputResponse{}, errNoClientFS
+}
+func (c *acpClient) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return sdk.ReleaseTerminalResponse{}, errNoClientFS
+}
+func (c *acpClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return sdk.WaitForTerminalExitResponse{}, errNoClientFS
+}
+
+// runACP serves ACP in process with the real backend over pipes and returns
+// a connected Go SDK client with a new session in a fresh workspace.
+func runACP(t *testing.T, client *acpClient, script ...providertest.Reply) (*sdk.ClientSideConnection, sdk.SessionId, string) {
+	t.Helper()
+	return runACPModel(t, client, nil, script...)
+}
+
+// runACPModel is runACP with the fake model server adjusted by mod.
+func runACPModel(t *testing.T, client *acpClient, mod func(*providertest.Server), script ...providertest.Reply) (*sdk.ClientSideConnection, sdk.SessionId, string) {
+	t.Helper()
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dir := t.TempDir()
+	model := providertest.NewOpenAI(t, script...)
+	if mod != nil {
+		mod(model)
+	}
+	load := func(root string, init, change json.RawMessage) (Settings, []string, error) {
+		return Settings{Model: ModelSettings{Provider: "openai", BaseURL: model.URL, Name: "m", ContextWindow: 65000, MaxOutputTokens: 8000},
+			Compaction: compaction.DefaultConfig(), Approval: "ask", SessionDir: filepath.Join(root, ".soba", "sessions")}, nil, nil
+	}
+	counter := tokens.Default()
+	backend := &ACPBackend{Load: load, Counter: counter, EntryTokens: tokens.Estimator{Counter: counter}.EntryTokens}
+	toAgentR, toAgentW := io.Pipe()
+	toClientR, toClientW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg conc.WaitGroup
+	wg.Go(func() {
+		_ = acp.Serve(ctx, backend, toAgentR, toClientW, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	})
+	t.Cleanup(func() {
+		cancel()
+		toAgentW.Close()
+		toClientW.Close()
+		wg.Wait()
+	})
+	conn := sdk.NewClientSideConnection(client, toAgentW, toClientR)
+	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, s.SessionId, dir
+}
+
+// TestACPRejectAlwaysStopsAsking_RW3: the permission request shows the whole
+// command with its padding visible; "reject for this session" refuses that
+// tool's later calls without asking, and nothing denied runs.
+func TestACPRejectAlwaysStopsAsking_RW3(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "reject_always" }}
+	conn, id, dir := runACP(t, client,
+		providertest.Call("c1", "bash", map[string]any{"command": "touch a.txt   "}),
+		providertest.Call("c2", "bash", map[string]any{"command": "touch b.txt"}),
+		providertest.Text("I was not allowed."))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("make two files")}})
+	if err != nil || r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %v, %v", r.StopReason, err)
+	}
+	client.mu.Lock()
+	defer client.mu.Unlock()
+	if len(client.permissions) != 1 {
+		t.Fatalf("%d permission requests, want 1 (the second call was rejected for the session)", len(client.permissions))
+	}
+	p := client.permissions[0]
+	shown, _ := json.Marshal(p.ToolCall.Content)
+	if p.ToolCall.ToolCallId != "c1" || !strings.Contains(string(shown), "touch a.txt ⟨3 trailing blank characters⟩") {
+		t.Fatalf("the permission request shows %s for %s", shown, p.ToolCall.ToolCallId)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Fatalf("%s exists although its command was rejected", f)
+		}
+	}
+	var failed int
+	for _, u := range client.updates {
+		if u.Update.ToolCallUpdate != nil && u.Update.ToolCallUpdate.Status != nil && *u.Update.ToolCallUpdate.Status == sdk.ToolCallStatusFailed {
+			failed++
+		}
+	}
+	if failed != 2 {
+		t.Fatalf("%d failed tool_call_updates, want 2", failed)
+	}
+}
+
+// A prompt for a session that does not exist, and a relative cwd, are
+// refused with invalid params; the server keeps serving.
+func TestACPRefusesUnknownSessionAndRelativeCwd(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, _ := runACP(t, client, providertest.Text("fine"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: "s_nope", Prompt: []sdk.ContentBlock{sdk.TextBlock("hi")}}); err == nil || !strings.Contains(err.Error(), "Invalid params") {
+		t.Fatalf("prompt of an unknown session: %v", err)
+	}
+	if _, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: "relative/dir", McpServers: []sdk.McpServer{}}); err == nil {
+		t.Fatal("a relative cwd was accepted")
+	}
+	if r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("hi")}}); err != nil || r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("the server stopped serving: %v, %v", r.StopReason, err)
+	}
+}
+
+// TestACPUsageUpdatesCoalesced_RO1: a turn whose budget changes with every
+// tool result sends at most one usage_update per 100 ms (plus the last),
+// and the last one carries the final budget.
+func TestACPUsageUpdatesCoalesced_RO1(t *testing.T) {
+	var script []providertest.Reply
+	for i := range 40 {
+		script = append(script, providertest.Call("r"+strconv.Itoa(i), "list_files", map[string]any{}))
+	}
+	script = append(script, providertest.Text("listed"))
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, _ := runACP(t, client, script...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	if r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("list a lot")}}); err != nil || r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %v, %v", r.StopReason, err)
+	}
+	elapsed := time.Since(start)
+	time.Sleep(300 * time.Millisecond) // a trailing update may follow the answer
+	client.mu.Lock()
+	var usages []sdk.SessionUsageUpdate
+	for _, u := range client.updates {
+		if u.Update.UsageUpdate != nil {
+			usages = append(usages, *u.Update.UsageUpdate)
+		}
+	}
+	client.mu.Unlock()
+	limit := int(elapsed/(100*time.Millisecond)) + 3
+	if len(usages) == 0 || len(usages) > limit {
+		t.Fatalf("%d usage_updates in %s, want 1..%d", len(usages), elapsed, limit)
+	}
+	last := usages[len(usages)-1]
+	if last.Size != 65000-8000-8192 || last.Used <= usages[0].Used {
+		t.Fatalf("last usage_update %+v (first %+v): size must be the hard limit and used must have grown", last, usages[0])
+	}
+}
+
+// A turn that reaches the agent's bound of model calls without a final
+// answer stops with max_turn_requests, not an error.
+func TestACPTooManyModelCallsIsMaxTurnRequests(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, _ := runACPModel(t, client, (*providertest.Server).RepeatLast, providertest.Call("r", "list_files", map[string]any{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("list forever")}})
+	if err != nil || r.StopReason != sdk.StopReasonMaxTurnRequests {
+		t.Fatalf("prompt: %q, %v; want max_turn_requests", r.StopReason, err)
+	}
+}
+
+// A client may load a session this process has open (from its history):
+// the open one is closed and the load replays it.
+func TestACPLoadOfAnOpenSession_RT4(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, dir := runACP(t, client, providertest.Text("first answer"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("remember me")}}); err != nil {
+		t.Fatal(err)
+	}
+	client.mu.Lock()
+	from := len(client.updates)
+	client.mu.Unlock()
+	if _, err := conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: dir, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("loading the open session: %v", err)
+	}
+	client.mu.Lock()
+	defer client.mu.Unlock()
+	var replayed string
+	for _, u := range client.updates[from:] {
+		if c := u.Update.UserMessageChunk; c != nil && c.Content.Text != nil {
+			replayed += c.Content.Text.Text
+		}
+	}
+	if replayed != "remember me" {
+		t.Fatalf("replayed user messages %q", replayed)
+	}
+}
+
+// The client sees the command and the whole output of a bash call.
+func TestACPBashShowsCommandAndOutput(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, _ := runACP(t, client,
+		providertest.Call("b1", "bash", map[string]any{"command": "printf 'first line\\nsecond line\\n'"}),
+		providertest.Text("ran"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("run it")}}); err != nil {
+		t.Fatal(err)
+	}
+	client.mu.Lock()
+	defer client.mu.Unlock()
+	var call, result string
+	for _, u := range client.updates {
+		if tc := u.Update.ToolCall; tc != nil {
+			b, _ := json.Marshal(tc.Content)
+			call = string(b)
+		}
+		if tu := u.Update.ToolCallUpdate; tu != nil && tu.Status != nil && *tu.Status == sdk.ToolCallStatusCompleted {
+			b, _ := json.Marshal(tu.Content)
+			result = string(b)
+		}
+	}
+	if !strings.Contains(call, `printf 'first line\\nsecond line\\n'`) {
+		t.Errorf("tool_call content %s lacks the command", call)
+	}
+	if !strings.Contains(result, `first line\nsecond line`) {
+		t.Errorf("tool_call_update content %s lacks the whole output", result)
+	}
+}
