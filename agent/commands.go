@@ -103,10 +103,12 @@ func (a *Agent) startIdleCompact(st *state, trigger, instructions string) {
 		// Nothing to run: answer at once, still holding the lock.
 		r := res
 		st.lastResult = &r
-		st.resolveWaiters(res.OperationID, res)
+		// The editor hears the compaction's start and end before the
+		// request that asked for it is answered.
 		a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: res.OperationID, Trigger: res.Trigger})
 		a.opt.Notifier.Compaction(CompactionEvent{Phase: "end", OperationID: res.OperationID, Trigger: res.Trigger, CompactionResult: &r})
 		a.opt.Notifier.Log(res.Line)
+		st.resolveWaiters(res.OperationID, res)
 		a.next(st)
 		return
 	}

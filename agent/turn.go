@@ -369,9 +369,11 @@ func (a *Agent) finishCompaction(res compaction.CompactionResult, p compaction.P
 			a.mirror(st, *st.appended, p)
 		}
 		st.appended = nil
-		st.resolveWaiters(res.OperationID, res)
+		// The end notification is queued before the waiting requests are
+		// answered, so an editor never gets the answer first.
 		a.opt.Notifier.Compaction(CompactionEvent{Phase: "end", OperationID: res.OperationID, Trigger: res.Trigger, CompactionResult: &r})
 		a.opt.Notifier.Log(res.Line)
+		st.resolveWaiters(res.OperationID, res)
 		a.settle(st)
 		a.publishBudget(st)
 	})
