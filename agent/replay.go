@@ -133,13 +133,47 @@ type ReplayOptions struct {
 	EntryTokens func(*session.Entry) int
 	Resolver    *workspace.Root
 	Out         io.Writer
+	// Summarizer, when set, stands in for a summary model; nil builds
+	// deterministic capsules, as a session without one does.
+	Summarizer compaction.Summarizer
 }
 
 // ReplayReport sums up a replay.
 type ReplayReport struct {
 	Turns, Compactions int
-	SessionPath        string
-	Final              compaction.Budget
+	// Barriers is the number of compactions that ran (any outcome).
+	Barriers int
+	// WastedGenerations counts compactions that generated a capsule — with
+	// a summary model, asked it — and were then declined by the exact check
+	// (R-R2): work thrown away, which the prediction is there to avoid.
+	WastedGenerations int
+	// SummaryRequests counts the summary model's requests.
+	SummaryRequests int
+	SessionPath     string
+	Final           compaction.Budget
+}
+
+// countingSummarizer counts a summarizer's requests.
+type countingSummarizer struct {
+	compaction.Summarizer
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingSummarizer) Summarize(ctx context.Context, req compaction.SummaryRequest, progress func(int)) (string, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return c.Summarizer.Summarize(ctx, req, progress)
+}
+
+func (c *countingSummarizer) count() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
 }
 
 // Replay re-runs a recorded session through the real agent loop and
@@ -153,8 +187,15 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 	}
 	model := &Recorded{}
 	pr := &replayPrinter{out: opt.Out, turnEnded: make(chan Event, 1)}
+	var summarizer compaction.Summarizer
+	var counted *countingSummarizer
+	if opt.Summarizer != nil {
+		counted = &countingSummarizer{Summarizer: opt.Summarizer}
+		summarizer = counted
+	}
 	a, err := New(Options{
-		Root: opt.Workspace, Resolver: opt.Resolver, SessionDir: filepath.Join(opt.Workspace, ".soba", "sessions"),
+		Summarizer: summarizer,
+		Root:       opt.Workspace, Resolver: opt.Resolver, SessionDir: filepath.Join(opt.Workspace, ".soba", "sessions"),
 		FlightDir: filepath.Join(opt.Workspace, ".soba", "flight"), Model: model, ModelName: "replay", ProviderName: "replay",
 		Compaction: opt.Compaction, Approval: "auto", Notifier: pr, Counter: opt.Counter, EntryTokens: opt.EntryTokens,
 		RecordedResults: results,
@@ -200,9 +241,15 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 		rep.Turns++
 	}
 	rep.Final, _ = a.Budget()
-	rep.Compactions = pr.completed()
-	fmt.Fprintf(opt.Out, "replayed %d turns · %d compactions completed · final budget %s/%s (%s)\nsession: %s\n",
-		rep.Turns, rep.Compactions, text.Thousands(rep.Final.EffectiveTokens), text.Thousands(rep.Final.HardLimit), rep.Final.Source, rep.SessionPath)
+	rep.Compactions, rep.Barriers, rep.WastedGenerations = pr.counts()
+	rep.SummaryRequests = counted.count()
+	summaries := "no summary model"
+	if counted != nil {
+		summaries = fmt.Sprintf("%d summary requests", rep.SummaryRequests)
+	}
+	fmt.Fprintf(opt.Out, "replayed %d turns · %d compactions completed of %d run · %d generated and then skipped (%s) · final budget %s/%s (%s)\nsession: %s\n",
+		rep.Turns, rep.Compactions, rep.Barriers, rep.WastedGenerations, summaries,
+		text.Thousands(rep.Final.EffectiveTokens), text.Thousands(rep.Final.HardLimit), rep.Final.Source, rep.SessionPath)
 	return rep, nil
 }
 
@@ -211,6 +258,8 @@ type replayPrinter struct {
 	mu        sync.Mutex
 	out       io.Writer
 	done      int
+	ran       int
+	wasted    int
 	lastPct   int
 	turnEnded chan Event
 }
@@ -234,8 +283,14 @@ func (p *replayPrinter) Compaction(c CompactionEvent) {
 			fmt.Fprintf(p.out, "  Compacting context before response · %d%%\n", *c.Percentage)
 		}
 	case "end":
-		if c.CompactionResult != nil && c.Outcome == compaction.OutcomeCompleted {
-			p.done++
+		if r := c.CompactionResult; r != nil {
+			p.ran++
+			switch {
+			case r.Outcome == compaction.OutcomeCompleted:
+				p.done++
+			case r.Outcome == compaction.OutcomeSkipped && r.Generated:
+				p.wasted++
+			}
 		}
 	}
 }
@@ -249,10 +304,10 @@ func (p *replayPrinter) Warn(m string) {
 	fmt.Fprintf(p.out, "  warning: %s\n", m)
 	p.mu.Unlock()
 }
-func (p *replayPrinter) completed() int {
+func (p *replayPrinter) counts() (completed, ran, wasted int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.done
+	return p.done, p.ran, p.wasted
 }
 
 func quoteShort(s string) string {

@@ -90,7 +90,9 @@ func (b *Barrier) Run(ctx context.Context, in RunInput) CompactionResult {
 		}
 	}
 	report(1)
-	res := b.run(ctx, in, report)
+	var asked bool
+	res := b.run(ctx, in, report, &asked)
+	res.SummaryAsked = asked
 	res.OperationID, res.Trigger = p.OperationID, p.Trigger
 	res.DurationMs = b.now().Sub(start).Milliseconds()
 	if res.TokensBefore == 0 {
@@ -106,10 +108,14 @@ func (b *Barrier) Run(ctx context.Context, in RunInput) CompactionResult {
 	return res
 }
 
-func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) CompactionResult {
+func (b *Barrier) run(ctx context.Context, in RunInput, report func(int), asked *bool) CompactionResult {
 	p := in.Plan
 	if err := ctx.Err(); err != nil {
 		return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled before it started"}
+	}
+	predicted, declined := b.predict(in)
+	if declined != nil {
+		return *declined
 	}
 	var (
 		summary  *capsule.State
@@ -121,6 +127,7 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 		defer nat.stop()
 	}
 	if b.Summarizer != nil {
+		*asked = true
 		st, err := b.summarize(ctx, in, report)
 		switch {
 		case ctx.Err() != nil:
@@ -155,9 +162,13 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 		err error
 	)
 	firstKept := p.Cut.FirstKept
-	if p.Trigger == TriggerHardLimit || p.Trigger == TriggerContextOverflow {
+	switch {
+	case p.Trigger == TriggerHardLimit || p.Trigger == TriggerContextOverflow:
 		p, cp, err = FitForced(in.Transcript, b.Counter, p, build)
-	} else {
+	case predicted != nil && summary == nil && !degraded:
+		// Without a summary the prediction is the capsule itself.
+		cp = *predicted
+	default:
 		cp, err = build(p)
 	}
 	if err != nil {
@@ -190,7 +201,7 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 			// Forced or asked for: not done is a failure, said with why (R-C7).
 			return CompactionResult{Outcome: OutcomeFailed, Reason: why, TokensBefore: p.TokensBefore}
 		}
-		return CompactionResult{Outcome: OutcomeSkipped, Reason: why, TokensBefore: p.TokensBefore,
+		return CompactionResult{Outcome: OutcomeSkipped, Reason: why, TokensBefore: p.TokensBefore, Generated: true,
 			Declined: &Declined{Before: p.TokensBefore, After: cp.TokensAfter}, NativeOutcome: nativeOutcome, NativeDurationMs: nativeMs}
 	}
 	switch err := in.Appender.AppendCapsule(ctx, p.ExpectedLeaf, cp.Entry); {
@@ -206,6 +217,7 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 	}
 	reclaimed := p.TokensBefore - cp.TokensAfter
 	res := CompactionResult{
+		Generated:        true,
 		Outcome:          OutcomeCompleted,
 		TokensBefore:     p.TokensBefore,
 		TokensAfter:      cp.TokensAfter,
@@ -223,6 +235,33 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 		res.Reason = "summary model fallback: " + strings.TrimSuffix(notice, ".")
 	}
 	return res
+}
+
+// predict is the stricter pre-generation check of a soft compaction (beyond
+// R-R1): the deterministic capsule of the plan — the previous capsule
+// rolled in, the exact artifacts, the user's own words — is built and
+// measured as R-R2 would measure it, before any summary model or native
+// compaction is asked. A capsule the exact check would decline is not
+// worth a paid request whose answer is thrown away: the compaction is
+// skipped at once (declined is its result). Otherwise predicted is that
+// capsule, which is the capsule itself when no summary is asked for.
+// Forced and explicit compactions are not subject to R-R2, so they are
+// not predicted.
+func (b *Barrier) predict(in RunInput) (predicted *Capsule, declined *CompactionResult) {
+	p := in.Plan
+	if !IsSoft(p.Trigger) {
+		return nil, nil
+	}
+	cp, err := BuildCapsule(in.Transcript, b.Counter, p, nil, false)
+	if err != nil {
+		// The build after generation reports the same error.
+		return nil, nil
+	}
+	if ok, why := p.Accept(cp); !ok {
+		return nil, &CompactionResult{Outcome: OutcomeSkipped, Reason: "predicted before generating: " + why, TokensBefore: p.TokensBefore,
+			Declined: &Declined{Before: p.TokensBefore, After: cp.TokensAfter}}
+	}
+	return &cp, nil
 }
 
 // summarize asks the summary model, in chunks when the history is larger
@@ -338,7 +377,16 @@ func ResultLine(r CompactionResult) string {
 		}
 		return line
 	}
-	return fmt.Sprintf("Compaction %s · %s · %s", r.Outcome, r.Trigger, r.Reason)
+	line := fmt.Sprintf("Compaction %s · %s · %s", r.Outcome, r.Trigger, r.Reason)
+	if r.Outcome == OutcomeSkipped {
+		// Whether a skip cost a summary request is what the user pays for.
+		if r.SummaryAsked {
+			line += " · the summary model was asked"
+		} else {
+			line += " · the summary model was not asked"
+		}
+	}
+	return line
 }
 
 func oneLine(s string) string {

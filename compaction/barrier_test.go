@@ -298,7 +298,7 @@ func TestResultLine_RB3(t *testing.T) {
 		t.Fatalf("line %q\nwant %q", got, want)
 	}
 	s := ResultLine(CompactionResult{Trigger: TriggerUser, Outcome: OutcomeSkipped, Reason: "nothing to compact"})
-	if s != "Compaction skipped · user · nothing to compact" {
+	if s != "Compaction skipped · user · nothing to compact · the summary model was not asked" {
 		t.Fatalf("line %q", s)
 	}
 }

@@ -72,6 +72,12 @@ type CompactionResult struct {
 	// when none was made; NativeDurationMs is how long it took.
 	NativeOutcome    string
 	NativeDurationMs int64
+	// Generated says the barrier went past its pre-generation checks and
+	// built a capsule; SummaryAsked says a summary model was asked for it.
+	// A skipped result with Generated set is work thrown away (the
+	// prediction of R-R2 missed), which the replay counts.
+	Generated    bool
+	SummaryAsked bool
 }
 
 // CapsuleResult is the completed compaction a recorded capsule stands for,
