@@ -303,7 +303,7 @@ func (a *Agent) planCompaction(st *state, trigger, instructions string) (compact
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	eff, src := st.effective()
-	run := &compactionRun{view: view, ctx: ctx, source: src, sessionID: st.sessionID, flight: st.flight}
+	run := &compactionRun{view: view, ctx: ctx, source: src, sessionID: st.sessionID, flight: st.flight, cachedTokens: st.cachedTokens}
 	st.compaction = &runningCompaction{operationID: opID, trigger: trigger, cancel: cancel, explicit: explicit, starter: starter, effectiveBefore: eff}
 	a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: opID, Trigger: trigger})
 	a.publishBudget(st)
@@ -317,6 +317,8 @@ type compactionRun struct {
 	source    string
 	sessionID string
 	flight    compaction.FlightRecorder
+	// cachedTokens is the last request's cached input, for the flight record.
+	cachedTokens int
 }
 
 // runCompaction runs a planned compaction outside the lock, to its terminal
@@ -332,7 +334,7 @@ func (a *Agent) runCompaction(turnCtx context.Context, p compaction.Plan, run *c
 	}
 	b := *a.barrier
 	b.Flight = run.flight
-	return b.Run(ctx, compaction.RunInput{Plan: p, Transcript: run.view, Appender: appender{a}, Source: run.source, SessionID: run.sessionID,
+	return b.Run(ctx, compaction.RunInput{Plan: p, Transcript: run.view, Appender: appender{a}, Source: run.source, SessionID: run.sessionID, CachedTokens: run.cachedTokens,
 		Hooks: compaction.Hooks{
 			Progress: func(pct int) {
 				v := pct
@@ -525,7 +527,7 @@ func (a *Agent) buildRequest() (req provider.Request, native *capsule.Native, ch
 			return
 		}
 		req = provider.Request{Model: a.opt.ModelName, System: a.systemPrompt(st), MaxOutputTokens: a.opt.Compaction.MaxOutputTokens,
-			ContextWindow: a.opt.Compaction.ContextWindow, ExpectedPromptTokens: eff}
+			ContextWindow: a.opt.Compaction.ContextWindow, ExpectedPromptTokens: eff, CacheKey: cacheKey(st.sessionID)}
 		for _, t := range a.toolSpecs() {
 			req.Tools = append(req.Tools, provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 		}
@@ -563,6 +565,7 @@ func (a *Agent) appendAssistant(turnID string, resp provider.Response, failure s
 			// The provider's count of this request measures the input from
 			// now on and calibrates later estimates (R-O1).
 			st.meter.Usage(as.Usage.InputTokens, as.Usage.OutputTokens)
+			st.cachedTokens = as.Usage.CachedTokens
 		}
 		a.publishBudget(st)
 	})

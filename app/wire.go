@@ -19,7 +19,7 @@ func WireBudget(b compaction.Budget) protocol.Budget {
 		EffectiveTokens: b.EffectiveTokens, HardLimit: b.HardLimit, SoftLimit: b.SoftLimit,
 		ContextWindow: b.ContextWindow, MaxOutputTokens: b.MaxOutputTokens, SafetyReserveTokens: b.SafetyReserveTokens,
 		Source: protocol.Source(b.Source), AutoCompact: b.AutoCompact, State: protocol.State(b.State),
-		Pending: make([]protocol.Trigger, len(b.Pending)),
+		Pending: make([]protocol.Trigger, len(b.Pending)), CachedTokens: b.CachedTokens,
 	}
 	for i, t := range b.Pending {
 		w.Pending[i] = protocol.Trigger(t)

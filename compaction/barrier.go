@@ -73,7 +73,10 @@ type RunInput struct {
 	Source string
 	// SessionID names the session in the flight record.
 	SessionID string
-	Hooks     Hooks
+	// CachedTokens is the session's last request's input read from the
+	// provider's prompt cache, for the flight record.
+	CachedTokens int
+	Hooks        Hooks
 }
 
 // Run runs the plan to a terminal outcome (R-B4) and returns its result. ctx
@@ -103,7 +106,9 @@ func (b *Barrier) Run(ctx context.Context, in RunInput) CompactionResult {
 		report(100)
 	}
 	if b.Flight != nil {
-		_ = b.Flight.Record(NewFlightRecord(b.now(), in.SessionID, in.Source, p, res))
+		rec := NewFlightRecord(b.now(), in.SessionID, in.Source, p, res)
+		rec.CachedTokens = in.CachedTokens
+		_ = b.Flight.Record(rec)
 	}
 	return res
 }

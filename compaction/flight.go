@@ -37,6 +37,9 @@ type FlightRecord struct {
 	// SummaryAsked says a summary model was asked: a skip with it set is a
 	// paid request thrown away.
 	SummaryAsked bool `json:"summaryAsked,omitempty"`
+	// CachedTokens is the part of the session's last request before the
+	// operation that the provider read from its prompt cache.
+	CachedTokens int `json:"cachedTokens,omitempty"`
 }
 
 // NewFlightRecord makes the record of a finished operation.

@@ -44,6 +44,10 @@ type Budget struct {
 	Pending             []string
 	State               string
 	LastCompaction      *CompactionResult
+	// CachedTokens is the part of the last request's input the provider
+	// served from its prompt cache, as its usage reported it (0 before a
+	// report in this run of the session, or when it reported none).
+	CachedTokens int
 }
 
 // CompactionResult is the terminal report of one compaction operation; the

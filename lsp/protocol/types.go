@@ -240,6 +240,9 @@ type Budget struct {
 	Pending             []Trigger         `json:"pending"`
 	State               State             `json:"state"`
 	LastCompaction      *CompactionResult `json:"lastCompaction"`
+	// CachedTokens is the part of the last request's input the provider
+	// read from its prompt cache (0 until a provider reports it).
+	CachedTokens int `json:"cachedTokens"`
 }
 
 // CompactionResult is PROTOCOL.md's terminal report of one compaction

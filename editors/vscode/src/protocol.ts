@@ -77,6 +77,8 @@ export interface Budget {
   pending: string[];
   state: 'idle' | 'generating' | 'tool' | 'compacting' | string;
   lastCompaction: CompactionResult | null;
+  /** The part of the last request's input the provider read from its prompt cache (0 until reported). */
+  cachedTokens: number;
 }
 
 /** A `soba/compaction` notification. On `end` the CompactionResult fields are present. */
