@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -26,6 +28,13 @@ type Recorded struct {
 	answers []session.Assistant
 	// Requests counts the inferences made.
 	Requests int
+	// Extended counts the requests that repeated the request before them
+	// in their turn — system prompt, tools, every message — and appended
+	// to it; Renewed those that carried a new capsule instead (a
+	// compaction ran between them); Broken the others, which a prompt
+	// cache could not serve.
+	Extended, Renewed, Broken int
+	prev                      [][]byte // the turn's previous request, encoded
 }
 
 // Name implements provider.Provider.
@@ -35,7 +44,42 @@ func (r *Recorded) Name() string { return "replay" }
 func (r *Recorded) SetTurn(answers []session.Assistant) {
 	r.mu.Lock()
 	r.answers = answers
+	r.prev = nil
 	r.mu.Unlock()
+}
+
+// encodeRequest is a request as a sequence of parts in the order a server
+// reads them: system prompt, tools, then each message.
+func encodeRequest(req provider.Request) [][]byte {
+	parts := make([][]byte, 0, len(req.Messages)+2)
+	sys, _ := json.Marshal(req.System)
+	tools, _ := json.Marshal(req.Tools)
+	parts = append(parts, sys, tools)
+	for _, m := range req.Messages {
+		b, _ := json.Marshal(m)
+		parts = append(parts, b)
+	}
+	return parts
+}
+
+// notePrefix compares a request with the turn's previous one.
+func (r *Recorded) notePrefix(req provider.Request) {
+	cur := encodeRequest(req)
+	if prev := r.prev; prev != nil {
+		extends := len(cur) > len(prev)
+		for i := 0; extends && i < len(prev); i++ {
+			extends = bytes.Equal(prev[i], cur[i])
+		}
+		switch {
+		case extends:
+			r.Extended++
+		case len(req.Messages) > 0 && req.Messages[0].StablePrefix && (len(prev) < 3 || !bytes.Equal(prev[2], cur[2])):
+			r.Renewed++
+		default:
+			r.Broken++
+		}
+	}
+	r.prev = cur
 }
 
 // replayEnd closes a turn whose recording ended without a final answer.
@@ -45,6 +89,7 @@ const replayEnd = "[replay: the recorded turn ends here]"
 func (r *Recorded) Stream(ctx context.Context, req provider.Request, onEvent func(provider.Event)) (provider.Response, error) {
 	r.mu.Lock()
 	r.Requests++
+	r.notePrefix(req)
 	var a session.Assistant
 	if len(r.answers) == 0 {
 		a = session.Assistant{Text: replayEnd}
@@ -149,8 +194,12 @@ type ReplayReport struct {
 	WastedGenerations int
 	// SummaryRequests counts the summary model's requests.
 	SummaryRequests int
-	SessionPath     string
-	Final           compaction.Budget
+	// Requests counts the model requests; PrefixExtended, PrefixRenewed and
+	// PrefixBroken are Recorded's comparison of each with the request
+	// before it in its turn.
+	Requests, PrefixExtended, PrefixRenewed, PrefixBroken int
+	SessionPath                                           string
+	Final                                                 compaction.Budget
 }
 
 // countingSummarizer counts a summarizer's requests.
@@ -243,13 +292,18 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 	rep.Final, _ = a.Budget()
 	rep.Compactions, rep.Barriers, rep.WastedGenerations = pr.counts()
 	rep.SummaryRequests = counted.count()
+	model.mu.Lock()
+	rep.Requests, rep.PrefixExtended, rep.PrefixRenewed, rep.PrefixBroken = model.Requests, model.Extended, model.Renewed, model.Broken
+	model.mu.Unlock()
 	summaries := "no summary model"
 	if counted != nil {
 		summaries = fmt.Sprintf("%d summary requests", rep.SummaryRequests)
 	}
-	fmt.Fprintf(opt.Out, "replayed %d turns · %d compactions completed of %d run · %d generated and then skipped (%s) · final budget %s/%s (%s)\nsession: %s\n",
+	fmt.Fprintf(opt.Out, "replayed %d turns · %d compactions completed of %d run · %d generated and then skipped (%s) · final budget %s/%s (%s)\n",
 		rep.Turns, rep.Compactions, rep.Barriers, rep.WastedGenerations, summaries,
-		text.Thousands(rep.Final.EffectiveTokens), text.Thousands(rep.Final.HardLimit), rep.Final.Source, rep.SessionPath)
+		text.Thousands(rep.Final.EffectiveTokens), text.Thousands(rep.Final.HardLimit), rep.Final.Source)
+	fmt.Fprintf(opt.Out, "model requests: %d · %d extended the request before them in their turn byte for byte · %d followed a compaction · %d changed an earlier part\nsession: %s\n",
+		rep.Requests, rep.PrefixExtended, rep.PrefixRenewed, rep.PrefixBroken, rep.SessionPath)
 	return rep, nil
 }
 

@@ -72,3 +72,52 @@ func TestReplayWastesNoSummary_RR1_RR2(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayRequestsExtendTheirTurn: over the built-in sample, every model
+// request of a turn after the first repeats the request before it byte for
+// byte (system prompt, tools, capsule, messages) and appends to it, except
+// when a compaction ran between them — at the default window (compactions
+// between turns) and at a small one (compactions inside turns too).
+func TestReplayRequestsExtendTheirTurn(t *testing.T) {
+	recording := filepath.Join(t.TempDir(), "sample-recording.jsonl")
+	if err := os.WriteFile(recording, sampleJSONL, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		window      int
+		wantRenewed bool
+	}{
+		{"default window", 0, false},
+		{"context window 30000", 30000, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := t.TempDir()
+			root, err := workspace.NewRoot(ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := compaction.DefaultConfig()
+			if tt.window > 0 {
+				cfg = withWindow(cfg, tt.window, io.Discard)
+			}
+			counter := newCounter()
+			rep, err := agent.Replay(context.Background(), recording, agent.ReplayOptions{Workspace: ws, Compaction: cfg,
+				Counter: counter, EntryTokens: entryTokens(counter), Resolver: root, Out: io.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.PrefixBroken != 0 {
+				t.Errorf("%d requests changed an earlier part of the request before them", rep.PrefixBroken)
+			}
+			if rep.PrefixExtended < rep.Requests/2 {
+				t.Errorf("only %d of %d requests extended the one before: the sample should have long turns", rep.PrefixExtended, rep.Requests)
+			}
+			if (rep.PrefixRenewed > 0) != tt.wantRenewed {
+				t.Errorf("%d requests followed a compaction inside their turn, want some: %v", rep.PrefixRenewed, tt.wantRenewed)
+			}
+			t.Logf("%d requests: %d extended, %d after a compaction, %d broken", rep.Requests, rep.PrefixExtended, rep.PrefixRenewed, rep.PrefixBroken)
+		})
+	}
+}
