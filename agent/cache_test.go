@@ -51,6 +51,8 @@ func newFormatFixture(t *testing.T, format string, mod func(*Options), script []
 		srv = providertest.NewResponses(t, script...)
 	case provider.NameAnthropic:
 		srv = providertest.NewAnthropic(t, script...)
+	case provider.NameOllama:
+		srv = providertest.NewOllama(t, script...)
 	}
 	p, err := provider.New(provider.Config{Provider: format, BaseURL: srv.URL, Model: "test-model", ContextWindow: 12000, MaxOutputTokens: 1000})
 	if err != nil {
@@ -84,7 +86,7 @@ func capsuleOf(r providertest.Received) string {
 // TestRequestsOfATurnExtendEachOther: over a long scripted session against
 // the fake server of each wire format, with compactions along the way,
 // every request of a turn after the first repeats the request before it
-// byte for byte — tools, system prompt, capsule and every message — and
+// byte for byte (Ollama's and the local servers' KV cache needs no more) — tools, system prompt, capsule and every message — and
 // only appends, except when a compaction put a new capsule in between.
 // The Anthropic fake sees the cache breakpoints (system, capsule, newest
 // block; it refuses more than four) and the cached tokens reach the Budget.
@@ -100,7 +102,7 @@ func TestRequestsOfATurnExtendEachOther(t *testing.T) {
 		// preflight inside a turn: a compaction between two of its requests.
 		{"compacting inside turns", func(o *Options) { o.Compaction.CompactOnTurnComplete = false }},
 	}
-	for _, format := range []string{provider.NameOpenAI, provider.NameOpenAIResponses, provider.NameAnthropic} {
+	for _, format := range []string{provider.NameOpenAI, provider.NameOpenAIResponses, provider.NameAnthropic, provider.NameOllama} {
 		for _, m := range modes {
 			t.Run(format+", "+m.name, func(t *testing.T) {
 				testRequestsExtend(t, format, m.mod, turns, m.mod != nil)

@@ -76,6 +76,7 @@ func TestAnthropicFakeBreakpoints(t *testing.T) {
 
 // TestFakePromptCache: the fakes report cached tokens as the servers do —
 // OpenAI for a repeated prefix of at least 1024 tokens in steps of 128,
+// Ollama for what it shares with the request before it,
 // Anthropic for a repeated prefix that ends at a breakpoint (looking back
 // from the new request's breakpoints), nothing for a changed start.
 func TestFakePromptCache(t *testing.T) {
@@ -92,6 +93,8 @@ func TestFakePromptCache(t *testing.T) {
 		{providertest.FormatResponses, long, true},
 		{providertest.FormatAnthropic, long, true},
 		{providertest.FormatAnthropic, "changed " + long, false},
+		{providertest.FormatOllama, long, true},
+		{providertest.FormatOllama, "changed " + long, false},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s, cached %v", tt.format, tt.wantCached), func(t *testing.T) {
@@ -101,6 +104,8 @@ func TestFakePromptCache(t *testing.T) {
 				s = providertest.NewOpenAI(t, providertest.Text("answer"), providertest.Text("again"))
 			case providertest.FormatResponses:
 				s = providertest.NewResponses(t, providertest.Text("answer"), providertest.Text("again"))
+			case providertest.FormatOllama:
+				s = providertest.NewOllama(t, providertest.Text("answer"), providertest.Text("again"))
 			default:
 				s = providertest.NewAnthropic(t, providertest.Text("answer"), providertest.Text("again"))
 			}
@@ -123,7 +128,7 @@ func TestFakePromptCache(t *testing.T) {
 			if tt.wantCached && cached < len(long)/4-64 {
 				t.Fatalf("cached %d tokens, want at least the system prompt's ~%d", cached, len(long)/4)
 			}
-			if tt.format != providertest.FormatAnthropic && cached%128 != 0 {
+			if (tt.format == providertest.FormatOpenAI || tt.format == providertest.FormatResponses) && cached%128 != 0 {
 				t.Fatalf("cached %d tokens, not a multiple of 128", cached)
 			}
 		})

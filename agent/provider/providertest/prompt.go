@@ -84,8 +84,9 @@ func anthropicPrompt(raw []byte) (items []string, ends []int, where []string, ba
 	return items, ends, where, bad, nil
 }
 
-// openAIPrompt cuts a Chat Completions request (tools, then messages) or a
-// Responses request (instructions, tools, then input items) into items.
+// openAIPrompt cuts a Chat Completions or Ollama request (tools, then
+// messages) or a Responses request (instructions, tools, then input items)
+// into items.
 func openAIPrompt(format string, raw []byte) ([]string, error) {
 	var body struct {
 		Instructions json.RawMessage   `json:"instructions"`
@@ -138,6 +139,21 @@ func prefixKey(items []string) [32]byte {
 type promptCache struct {
 	prefixes map[[32]byte]int // prefix → its tokens
 	requests [][]string       // earlier prompts (automatic caching)
+}
+
+// ollama is the part of a prompt the server still holds in its KV cache:
+// the items it shares from the start with the request before it (one
+// model, one slot), however short.
+func (c *promptCache) ollama(items []string) int {
+	n := 0
+	if k := len(c.requests); k > 0 {
+		prev := c.requests[k-1]
+		for n < len(prev) && n < len(items) && prev[n] == items[n] {
+			n++
+		}
+	}
+	c.requests = append(c.requests, items)
+	return promptTokens(items[:n])
 }
 
 // openAIUsage is the cached part of a prompt of items under automatic

@@ -1,6 +1,7 @@
 // Package providertest is a scriptable fake model server for tests: it
 // speaks the OpenAI-compatible Chat Completions, OpenAI's Responses API
-// (with /responses/compact) and the Anthropic Messages wire formats (SSE
+// (with /responses/compact), the Anthropic Messages and Ollama's /api/chat
+// wire formats (SSE
 // streaming, tool calls split in fragments, usage, error answers), answers each request with the next scripted Reply, and records
 // every request it received, decoded, so a test can assert on what was
 // sent (e.g. that no oversized request ever left the agent).
@@ -31,6 +32,8 @@ const (
 	// (streamed) and POST /v1/responses/compact, whose replies come from a
 	// script of their own (AddCompact).
 	FormatResponses = "openai-responses"
+	// FormatOllama is Ollama's native POST /api/chat (NDJSON streaming).
+	FormatOllama = "ollama"
 )
 
 // Reply is one scripted answer. With Status set (>= 400) the server answers
@@ -182,6 +185,12 @@ func NewResponses(t testing.TB, script ...Reply) *Server {
 	return newForTest(t, FormatResponses, script)
 }
 
+// NewOllama starts an Ollama /api/chat fake; see NewOpenAI. Its URL is the
+// server root ("http://127.0.0.1:PORT").
+func NewOllama(t testing.TB, script ...Reply) *Server {
+	return newForTest(t, FormatOllama, script)
+}
+
 // NewAnthropic starts an Anthropic Messages fake; see NewOpenAI.
 func NewAnthropic(t testing.TB, script ...Reply) *Server {
 	return newForTest(t, FormatAnthropic, script)
@@ -206,8 +215,8 @@ func newForTest(t testing.TB, format string, script []Reply) *Server {
 // port 0 picks a free one) without a testing.T, for a test main or the
 // fakemodel program. Close stops it.
 func Serve(addr, format string, script []Reply) (*Server, error) {
-	if format != FormatOpenAI && format != FormatAnthropic && format != FormatResponses {
-		return nil, fmt.Errorf("unknown format %q (want openai, openai-responses or anthropic)", format)
+	if format != FormatOpenAI && format != FormatAnthropic && format != FormatResponses && format != FormatOllama {
+		return nil, fmt.Errorf("unknown format %q (want openai, openai-responses, anthropic or ollama)", format)
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -287,6 +296,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	switch s.Format {
 	case FormatAnthropic:
 		want = "/v1/messages"
+	case FormatOllama:
+		want = "/api/chat"
 	case FormatResponses:
 		want = "/v1/responses"
 		if r.URL.Path == "/v1/responses/compact" {
@@ -344,6 +355,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	case compact:
 	case s.Format == FormatAnthropic:
 		cached, written = s.cache.anthropic(rec.PromptItems, ends)
+	case s.Format == FormatOllama:
+		cached = s.cache.ollama(rec.PromptItems)
 	default:
 		cached = s.cache.openAI(rec.PromptItems)
 	}
@@ -400,6 +413,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.Format == FormatResponses {
 		writeResponses(w, r, rec.Model, reply, u)
+		return
+	}
+	if s.Format == FormatOllama {
+		writeOllama(w, r, rec.Model, reply, u)
 		return
 	}
 	if s.Format == FormatOpenAI {
@@ -646,6 +663,8 @@ func decode(format string, raw []byte) Received {
 		return decodeAnthropic(raw)
 	case FormatResponses:
 		return decodeResponses(raw)
+	case FormatOllama:
+		return decodeOllama(raw)
 	}
 	return decodeOpenAI(raw)
 }
