@@ -162,6 +162,15 @@ func testRequestsExtend(t *testing.T, format string, mod func(*Options), turns i
 			if b.CachedTokens <= 0 {
 				t.Errorf("the Budget's cachedTokens is %d after %d requests that repeat their prefix", b.CachedTokens, len(reqs))
 			}
+			cachedBefore := 0 // compactions whose flight record carries the cached tokens before them
+			for _, r := range f.flight(t) {
+				if r.CachedTokens > 0 {
+					cachedBefore++
+				}
+			}
+			if cachedBefore == 0 {
+				t.Errorf("no flight record carries cachedTokens")
+			}
 			if format != provider.NameAnthropic {
 				for k, r := range reqs {
 					if r.PromptCacheKey != "" {
