@@ -162,6 +162,14 @@ func testRequestsExtend(t *testing.T, format string, mod func(*Options), turns i
 			if b.CachedTokens <= 0 {
 				t.Errorf("the Budget's cachedTokens is %d after %d requests that repeat their prefix", b.CachedTokens, len(reqs))
 			}
+			in, cached := 0, 0
+			for _, e := range f.entries(t) {
+				if e.Assistant != nil && e.Assistant.Usage != nil {
+					in += e.Assistant.Usage.InputTokens
+					cached += e.Assistant.Usage.CachedTokens
+				}
+			}
+			t.Logf("input %d tokens, %d of them (%.0f%%) read from the fake's prompt cache", in, cached, 100*float64(cached)/float64(max(in, 1)))
 			cachedBefore := 0 // compactions whose flight record carries the cached tokens before them
 			for _, r := range f.flight(t) {
 				if r.CachedTokens > 0 {
