@@ -211,7 +211,7 @@ type replayPrinter struct {
 	mu        sync.Mutex
 	out       io.Writer
 	done      int
-	lastPct   int
+	lastStage string // the last progress message's stage, printed once each
 	turnEnded chan Event
 }
 
@@ -226,12 +226,17 @@ func (p *replayPrinter) Compaction(c CompactionEvent) {
 	defer p.mu.Unlock()
 	switch c.Phase {
 	case "start":
-		p.lastPct = 0
-		fmt.Fprintf(p.out, "  Compacting context before response · %s\n", c.Trigger)
+		p.lastStage = ""
+		title := c.Title
+		if title == "" {
+			title = TitleCompacting
+		}
+		fmt.Fprintf(p.out, "  %s · %s\n", title, c.Trigger)
 	case "progress":
-		if c.Percentage != nil && *c.Percentage >= p.lastPct+25 {
-			p.lastPct = *c.Percentage
-			fmt.Fprintf(p.out, "  Compacting context before response · %d%%\n", *c.Percentage)
+		stage, _, _ := strings.Cut(c.Message, " · ")
+		if stage != "" && stage != p.lastStage {
+			p.lastStage = stage
+			fmt.Fprintf(p.out, "  %s\n", c.Message)
 		}
 	case "end":
 		if c.CompactionResult != nil && c.Outcome == compaction.OutcomeCompleted {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/soba-agent/soba-lsp/internal/id"
 	"github.com/soba-agent/soba-lsp/internal/text"
@@ -295,6 +296,10 @@ func (a *Agent) planCompaction(st *state, trigger, instructions string) (compact
 		return p, nil, compaction.Failed(opID, trigger, err.Error(), p.TokensBefore), false
 	}
 	to := phaseCompacting
+	title := TitleCompacting
+	if st.phase.inTurn() || len(st.queue) > 0 {
+		title = TitleBeforeResponse
+	}
 	if st.phase.inTurn() {
 		to = phaseTurnCompacting
 	}
@@ -305,7 +310,7 @@ func (a *Agent) planCompaction(st *state, trigger, instructions string) (compact
 	eff, src := st.effective()
 	run := &compactionRun{view: view, ctx: ctx, source: src, sessionID: st.sessionID, flight: st.flight}
 	st.compaction = &runningCompaction{operationID: opID, trigger: trigger, cancel: cancel, explicit: explicit, starter: starter, effectiveBefore: eff}
-	a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: opID, Trigger: trigger})
+	a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: opID, Trigger: trigger, Title: title})
 	a.publishBudget(st)
 	return p, run, compaction.CompactionResult{}, true
 }
@@ -332,14 +337,10 @@ func (a *Agent) runCompaction(turnCtx context.Context, p compaction.Plan, run *c
 	}
 	b := *a.barrier
 	b.Flight = run.flight
+	prog := startProgress(a.opt.Notifier, p.OperationID, p.Trigger, time.Now())
+	defer prog.stop()
 	return b.Run(ctx, compaction.RunInput{Plan: p, Transcript: run.view, Appender: appender{a}, Source: run.source, SessionID: run.sessionID,
-		Hooks: compaction.Hooks{
-			Progress: func(pct int) {
-				v := pct
-				a.opt.Notifier.Compaction(CompactionEvent{Phase: "progress", OperationID: p.OperationID, Trigger: p.Trigger, Percentage: &v})
-			},
-			Warn: a.opt.Notifier.Warn,
-		}})
+		Hooks: compaction.Hooks{Progress: prog.update, Summary: prog.summary, Warn: a.opt.Notifier.Warn}})
 }
 
 // finishCompaction records a terminal outcome: the phase goes back to the
