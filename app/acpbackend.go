@@ -126,7 +126,7 @@ func (b *ACPBackend) open(opt acp.SessionOptions) (*acpSession, error) {
 	s.work.Go(s.drain)
 	var servers []agent.MCPServer
 	for _, m := range opt.MCPServers {
-		servers = append(servers, agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers})
+		servers = append(servers, agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, SSE: m.SSE})
 	}
 	ws, warnings, err := OpenWorkspace(WorkspaceOptions{Root: opt.Cwd, Load: b.Load, Notifier: acpNotifier{s}, Approver: acpApprover{s},
 		Counter: b.Counter, EntryTokens: b.EntryTokens, MCPServers: servers, SessionID: opt.SessionID})
