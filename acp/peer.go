@@ -203,11 +203,18 @@ const (
 	AllowAlways
 )
 
-var decisionOptions = []sdk.PermissionOption{
-	{OptionId: "allow_once", Name: "Allow once", Kind: sdk.PermissionOptionKindAllowOnce},
-	{OptionId: "allow_always", Name: "Allow for this session", Kind: sdk.PermissionOptionKindAllowAlways},
-	{OptionId: "reject_once", Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
-	{OptionId: "reject_always", Name: "Reject for this session", Kind: sdk.PermissionOptionKindRejectAlways},
+// decisionOptions are the four answers; scope names what the "this
+// session" answers cover ("file edits", "the tools of MCP server x").
+func decisionOptions(scope string) []sdk.PermissionOption {
+	if scope == "" {
+		scope = "this tool"
+	}
+	return []sdk.PermissionOption{
+		{OptionId: "allow_once", Name: "Allow once", Kind: sdk.PermissionOptionKindAllowOnce},
+		{OptionId: "allow_always", Name: "Allow " + scope + " for this session", Kind: sdk.PermissionOptionKindAllowAlways},
+		{OptionId: "reject_once", Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
+		{OptionId: "reject_always", Name: "Reject " + scope + " for this session", Kind: sdk.PermissionOptionKindRejectAlways},
+	}
 }
 
 // ErrPermissionCancelled is returned when the client answered a permission
@@ -215,12 +222,13 @@ var decisionOptions = []sdk.PermissionOption{
 var ErrPermissionCancelled = errors.New("permission request cancelled")
 
 // Permission asks the user whether the tool call t may run
-// (session/request_permission), showing t's title, content and input.
-func (p *Peer) Permission(ctx context.Context, t ToolCall) (Decision, error) {
+// (session/request_permission), showing t's title, content and input;
+// scope names what the answers for the session cover.
+func (p *Peer) Permission(ctx context.Context, t ToolCall, scope string) (Decision, error) {
 	p.mu.Lock()
 	id := p.id
 	p.mu.Unlock()
-	req := sdk.RequestPermissionRequest{SessionId: sdk.SessionId(id), Options: decisionOptions,
+	req := sdk.RequestPermissionRequest{SessionId: sdk.SessionId(id), Options: decisionOptions(scope),
 		ToolCall: sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(t.ID), Title: sdk.Ptr(t.Title), Kind: sdk.Ptr(sdk.ToolKind(t.Kind)),
 			Status: sdk.Ptr(sdk.ToolCallStatusPending), RawInput: t.RawInput, Locations: locations(t.Locations), Content: content(t.Content)}}
 	resp, err := p.conn.RequestPermission(ctx, req)

@@ -132,4 +132,7 @@ type ApprovalRequest struct {
 	// written.
 	Path     string
 	Proposed *string
+	// Scope is what an answer for the session covers (ApprovalScope), in
+	// words: "file edits", "bash commands", "the tools of MCP server x".
+	Scope string
 }

@@ -585,13 +585,16 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 	skill := a.tools.changesSkill(sc)
 	if a.needsApproval(call.Name) || skill {
 		allowed := false
+		scope := a.approvalScope(call.Name)
 		if !skill { // a change to a skill is asked every time
-			_ = a.do(func(st *state) { allowed = st.allowSession[call.Name] })
+			_ = a.do(func(st *state) { allowed = st.allowSession[scope] })
 		}
 		if !allowed {
 			decision := Deny
 			if a.opt.Approver != nil {
-				d, err := a.opt.Approver.Approve(ctx, a.tools.approvalRequest(sc))
+				req := a.tools.approvalRequest(sc)
+				req.Scope = scope
+				d, err := a.opt.Approver.Approve(ctx, req)
 				if err == nil {
 					decision = d
 				}
@@ -599,7 +602,7 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 			switch decision {
 			case AllowSession:
 				if !skill {
-					_ = a.do(func(st *state) { st.allowSession[call.Name] = true })
+					_ = a.do(func(st *state) { st.allowSession[scope] = true })
 				}
 			case AllowOnce:
 			default:

@@ -161,7 +161,7 @@ type acpSession struct {
 	ends     map[string]chan turnEnd
 	inTurn   bool
 	lastCall acp.ToolCall
-	rejected map[string]bool // tools rejected for the session
+	rejected map[string]bool // approval scopes rejected for the session
 	// callNames are the tool names of this session's calls by id, so a
 	// result is shown as its tool's kind wants.
 	callNames map[string]string
@@ -546,21 +546,26 @@ func (acpLSPNotifier) Compaction(protocol.CompactionEvent) {}
 
 // acpApprover asks through session/request_permission, about the tool call
 // the agent announced last (approvals run one at a time, right after the
-// call's tool_call event).
+// call's tool_call event). "Allow for this session" is kept by the agent,
+// "reject for this session" here, both by the request's scope: a kind of
+// tool (file edits, bash commands) or one MCP server's tools.
 type acpApprover struct{ s *acpSession }
 
 func (a acpApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
-	name := req.Tool
+	scope := req.Scope
+	if scope == "" {
+		scope = req.Tool
+	}
 	s := a.s
 	s.mu.Lock()
 	t := s.lastCall
-	rejected := s.rejected[name]
+	rejected := s.rejected[scope]
 	s.mu.Unlock()
 	if rejected {
 		return agent.Deny, nil
 	}
 	s.flush()
-	d, err := s.peer.Permission(ctx, t)
+	d, err := s.peer.Permission(ctx, t, req.Scope)
 	if err != nil {
 		return agent.Deny, err
 	}
@@ -571,7 +576,7 @@ func (a acpApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (ag
 		return agent.AllowSession, nil
 	case acp.RejectAlways:
 		s.mu.Lock()
-		s.rejected[name] = true
+		s.rejected[scope] = true
 		s.mu.Unlock()
 	}
 	return agent.Deny, nil
