@@ -111,7 +111,8 @@ func (p *compactionProgress) stop() {
 
 // progressMessage says what a compaction is doing, for people:
 // "waiting for the summary model · 12 s", "summarizing · 640 tokens · 15 s",
-// "building the capsule · 16 s"; "part 2 of 3" when the history is
+// "waiting for the provider's native compaction · 14 s", "building the
+// capsule · 16 s"; "part 2 of 3" when the history is
 // summarized in several requests.
 func progressMessage(pr compaction.Progress, elapsed time.Duration) string {
 	part := ""
@@ -127,6 +128,8 @@ func progressMessage(pr compaction.Progress, elapsed time.Duration) string {
 		}
 	case compaction.StageSummarizing:
 		what = "summarizing" + part + " · " + text.Thousands(pr.OutputTokens) + " " + plural(pr.OutputTokens, "token", "tokens")
+	case compaction.StageNative:
+		what = "waiting for the provider's native compaction"
 	default:
 		what = "building the capsule"
 	}

@@ -131,6 +131,7 @@ func TestProgressMessage_RB3(t *testing.T) {
 		{compaction.Progress{Stage: compaction.StageSummarizing, Part: 1, Parts: 1, OutputTokens: 1}, 500 * time.Millisecond, "summarizing · 1 token · 0 s"},
 		{compaction.Progress{Stage: compaction.StageWaiting, Part: 2, Parts: 3, Percent: 33}, 65 * time.Second, "waiting for the summary model · part 2 of 3 · 1 min 05 s"},
 		{compaction.Progress{Stage: compaction.StageSummarizing, Part: 3, Parts: 3, OutputTokens: 12040}, 3 * time.Second, "summarizing part 3 of 3 · 12,040 tokens · 3 s"},
+		{compaction.Progress{Stage: compaction.StageNative, Part: 1, Parts: 1, OutputTokens: 80}, 14 * time.Second, "waiting for the provider's native compaction · 14 s"},
 		{compaction.Progress{Stage: compaction.StageBuilding}, 0, "building the capsule · 0 s"},
 	}
 	for _, tt := range tests {

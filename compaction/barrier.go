@@ -140,6 +140,7 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report *reporter) Compac
 		nativeMs      int64
 	)
 	if nat != nil {
+		report.stage(StageNative)
 		native, nativeOutcome, nativeMs = nat.wait(b.now)
 		if ctx.Err() != nil {
 			return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled while the native compaction ran", NativeOutcome: NativeCancelled, NativeDurationMs: nativeMs}

@@ -11,6 +11,9 @@ const (
 	StageWaiting Stage = "waiting"
 	// StageSummarizing: the summary model's answer is streaming.
 	StageSummarizing Stage = "summarizing"
+	// StageNative: the summary is done (or there is none) and the
+	// provider's native compaction of the same history is awaited.
+	StageNative Stage = "native"
 	// StageBuilding: the capsule is assembled, checked and appended.
 	StageBuilding Stage = "building"
 )
@@ -71,7 +74,7 @@ func (r *reporter) delta(d string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || r.cur.Stage == StageBuilding { // the wait for the summary is over
+	if r.closed || r.cur.Stage == StageBuilding || r.cur.Stage == StageNative { // the wait for the summary is over
 		return
 	}
 	if r.hooks.Summary != nil {
