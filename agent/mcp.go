@@ -194,6 +194,9 @@ func (c *mcpConn) connect(ctx context.Context) ([]*mcp.Tool, error) {
 		}
 		stderr = &tailWriter{max: maxMCPStderr}
 		cmd.Stderr = stderr
+		// A child the server started may hold its stderr open after the
+		// server exits (npx starts node): stopping must not wait for it.
+		cmd.WaitDelay = mcpStopTimeout
 		cs, err = client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: mcpStopTimeout}, nil)
 		if err != nil {
 			err = withStderr(err, stderr)
