@@ -216,7 +216,7 @@ func (s *Server) open(ctx context.Context, cwd, id string, replay bool, mcp []sd
 		_ = old.Close()
 	}
 	s.work.Go(func() {
-		if r := panics.Try(func() { peer.Commands(context.Background()) }); r != nil {
+		if r := panics.Try(func() { peer.Commands(context.Background()); peer.flushEarly(context.Background()) }); r != nil {
 			s.log.Error("acp: announcing commands", "panic", r.Value)
 		}
 	})

@@ -24,10 +24,17 @@ type Peer struct {
 	raw        io.Writer
 	compaction *atomic.Bool
 
-	mu       sync.Mutex // guards id, lastUsed; serializes sends
+	mu       sync.Mutex // guards id, lastUsed, early; serializes sends
 	id       string
 	lastUsed [2]int
+	// early holds what was sent while a new session was being made (its
+	// start warnings: an MCP server that did not start), before it had an
+	// id; flushEarly sends them once it has one.
+	early []sdk.SessionUpdate
 }
+
+// maxEarly bounds the updates kept before a session has its id.
+const maxEarly = 64
 
 func (p *Peer) setID(id string) {
 	p.mu.Lock()
@@ -38,10 +45,30 @@ func (p *Peer) setID(id string) {
 func (p *Peer) send(ctx context.Context, u sdk.SessionUpdate) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.id == "" || p.conn == nil {
+	if p.conn == nil {
+		return
+	}
+	if p.id == "" {
+		if len(p.early) < maxEarly {
+			p.early = append(p.early, u)
+		}
 		return
 	}
 	_ = p.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sdk.SessionId(p.id), Update: u})
+}
+
+// flushEarly sends what was sent before the session had its id.
+func (p *Peer) flushEarly(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	early := p.early
+	p.early = nil
+	if p.id == "" || p.conn == nil {
+		return
+	}
+	for _, u := range early {
+		_ = p.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sdk.SessionId(p.id), Update: u})
+	}
 }
 
 // Text streams a piece of the agent's answer (agent_message_chunk).

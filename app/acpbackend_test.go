@@ -391,3 +391,30 @@ func TestACPApprovalScopes_RW3(t *testing.T) {
 		})
 	}
 }
+
+// TestACPStartWarningsReachTheClient: an MCP server handed over in
+// session/new that does not start is a warning the client sees (the
+// session is made; the warning is not lost for lack of a session id).
+func TestACPStartWarningsReachTheClient(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	servers := []sdk.McpServer{{Stdio: &sdk.McpServerStdio{Name: "broken", Command: "/nonexistent/mcp-server", Args: []string{}, Env: []sdk.EnvVariable{}}}}
+	_, id, _ := runACPServers(t, client, nil, servers, providertest.Text("fine"))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		client.mu.Lock()
+		var text strings.Builder
+		for _, u := range client.updates {
+			if u.SessionId == id && u.Update.AgentMessageChunk != nil && u.Update.AgentMessageChunk.Content.Text != nil {
+				text.WriteString(u.Update.AgentMessageChunk.Content.Text.Text)
+			}
+		}
+		client.mu.Unlock()
+		if strings.Contains(text.String(), `MCP server "broken" did not start`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning about the broken MCP server; the client saw %q", text.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
