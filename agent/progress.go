@@ -25,22 +25,46 @@ const progressMinGap = 250 * time.Millisecond
 type compactionProgress struct {
 	n           Notifier
 	op, trigger string
-	start       time.Time
+	title       string
 
 	mu       sync.Mutex
+	began    time.Time
 	cur      compaction.Progress
 	known    bool
+	waits    bool // a prompt was queued behind a compaction titled without "before response"
 	lastSent time.Time
 	stopped  bool
 	done     chan struct{}
 	wg       sync.WaitGroup
 }
 
-func startProgress(n Notifier, op, trigger string, start time.Time) *compactionProgress {
-	p := &compactionProgress{n: n, op: op, trigger: trigger, start: start, done: make(chan struct{})}
+// newProgress is the progress of a planned compaction; start begins its
+// reports when it runs.
+func newProgress(n Notifier, op, trigger, title string) *compactionProgress {
+	return &compactionProgress{n: n, op: op, trigger: trigger, title: title, done: make(chan struct{})}
+}
+
+func (p *compactionProgress) start(at time.Time) {
+	p.mu.Lock()
+	p.began = at
+	p.mu.Unlock()
 	p.wg.Add(1)
 	go p.tick()
-	return p
+}
+
+// promptWaits notes a prompt queued behind the compaction: its title
+// ("Compacting context") cannot change once shown, so the messages say it
+// from now on.
+func (p *compactionProgress) promptWaits() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waits || p.title == TitleBeforeResponse {
+		return
+	}
+	p.waits = true
+	if p.known {
+		p.sendLocked()
+	}
 }
 
 func (p *compactionProgress) tick() {
@@ -88,9 +112,13 @@ func (p *compactionProgress) sendLocked() {
 	}
 	now := time.Now()
 	p.lastSent = now
-	elapsed := now.Sub(p.start)
+	elapsed := now.Sub(p.began)
+	msg := progressMessage(p.cur, elapsed)
+	if p.waits {
+		msg += " · a prompt waits"
+	}
 	ev := CompactionEvent{Phase: "progress", OperationID: p.op, Trigger: p.trigger,
-		Message: progressMessage(p.cur, elapsed), ElapsedMs: elapsed.Milliseconds()}
+		Message: msg, ElapsedMs: elapsed.Milliseconds()}
 	if p.cur.Percent > 0 {
 		v := p.cur.Percent
 		ev.Percentage = &v

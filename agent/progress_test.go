@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,10 +25,12 @@ func TestCompactionProgressIsHonest_RB3(t *testing.T) {
 	tests := []struct {
 		name      string
 		inTurn    bool
+		queue     bool // a prompt is sent while the compaction runs
 		wantTitle string
 	}{
-		{"manual compact between turns", false, TitleCompacting},
-		{"compact at a turn's preflight", true, TitleBeforeResponse},
+		{"manual compact between turns", false, false, TitleCompacting},
+		{"compact at a turn's preflight", true, false, TitleBeforeResponse},
+		{"manual compact, then a prompt waits for it", false, true, TitleCompacting},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,11 +59,23 @@ func TestCompactionProgressIsHonest_RB3(t *testing.T) {
 				turn, _, _ = f.agent.Prompt("read missing.txt")
 				time.Sleep(50 * time.Millisecond) // the slow inference is streaming
 			}
-			res, err := f.agent.Compact(context.Background(), "")
-			if err != nil || res.Outcome != compaction.OutcomeCompleted {
-				t.Fatalf("compact %+v %v", res, err)
+			done := make(chan compaction.CompactionResult, 1)
+			go func() { r, _ := f.agent.Compact(context.Background(), ""); done <- r }()
+			if tt.queue {
+				f.rec.await(t, "the compaction's start", func(r *recorder) bool {
+					return slices.ContainsFunc(r.comps, func(c CompactionEvent) bool { return c.Phase == "start" })
+				})
+				var queued bool
+				turn, queued, _ = f.agent.Prompt("read missing.txt")
+				if !queued {
+					t.Fatal("a prompt during the compaction was not queued")
+				}
 			}
-			if tt.inTurn {
+			res := <-done
+			if res.Outcome != compaction.OutcomeCompleted {
+				t.Fatalf("compact %+v", res)
+			}
+			if tt.inTurn || tt.queue {
 				f.rec.turnEnd(t, turn)
 			}
 			f.rec.mu.Lock()
@@ -103,6 +118,13 @@ func TestCompactionProgressIsHonest_RB3(t *testing.T) {
 			}
 			if streamed.String() != streamedSummary {
 				t.Fatalf("streamed summary %q, want the model's answer %q", streamed.String(), streamedSummary)
+			}
+			waits := slices.ContainsFunc(msgs, func(m string) bool { return strings.HasSuffix(m, " · a prompt waits") })
+			if waits != tt.queue {
+				t.Fatalf("progress says a prompt waits: %v, want %v (messages %q)", waits, tt.queue, msgs)
+			}
+			for i, m := range msgs {
+				msgs[i] = strings.TrimSuffix(m, " · a prompt waits")
 			}
 			all := strings.Join(msgs, "\n")
 			for _, want := range []*regexp.Regexp{

@@ -44,6 +44,9 @@ func (a *Agent) Prompt(text string) (turnID string, queued bool, err error) {
 			st.queue = append(st.queue, queuedPrompt{turnID: turnID, text: text})
 			queued = true
 			a.opt.Notifier.Event(Event{TurnID: turnID, Type: "queued"})
+			if c := st.compaction; c != nil && c.progress != nil {
+				c.progress.promptWaits()
+			}
 			return
 		}
 		err = a.startTurn(st, turnID, text)
@@ -308,8 +311,9 @@ func (a *Agent) planCompaction(st *state, trigger, instructions string) (compact
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	eff, src := st.effective()
-	run := &compactionRun{view: view, ctx: ctx, source: src, sessionID: st.sessionID, flight: st.flight}
-	st.compaction = &runningCompaction{operationID: opID, trigger: trigger, cancel: cancel, explicit: explicit, starter: starter, effectiveBefore: eff}
+	prog := newProgress(a.opt.Notifier, opID, trigger, title)
+	run := &compactionRun{view: view, ctx: ctx, source: src, sessionID: st.sessionID, flight: st.flight, progress: prog}
+	st.compaction = &runningCompaction{operationID: opID, trigger: trigger, cancel: cancel, explicit: explicit, starter: starter, effectiveBefore: eff, progress: prog}
 	a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: opID, Trigger: trigger, Title: title})
 	a.publishBudget(st)
 	return p, run, compaction.CompactionResult{}, true
@@ -322,6 +326,7 @@ type compactionRun struct {
 	source    string
 	sessionID string
 	flight    compaction.FlightRecorder
+	progress  *compactionProgress
 }
 
 // runCompaction runs a planned compaction outside the lock, to its terminal
@@ -337,7 +342,8 @@ func (a *Agent) runCompaction(turnCtx context.Context, p compaction.Plan, run *c
 	}
 	b := *a.barrier
 	b.Flight = run.flight
-	prog := startProgress(a.opt.Notifier, p.OperationID, p.Trigger, time.Now())
+	prog := run.progress
+	prog.start(time.Now())
 	defer prog.stop()
 	return b.Run(ctx, compaction.RunInput{Plan: p, Transcript: run.view, Appender: appender{a}, Source: run.source, SessionID: run.sessionID,
 		Hooks: compaction.Hooks{Progress: prog.update, Summary: prog.summary, Warn: a.opt.Notifier.Warn}})
