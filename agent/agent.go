@@ -170,6 +170,8 @@ type state struct {
 	appended *session.Capsule
 
 	activeSkills []string
+	// allowSession holds the approval scopes allowed for the session
+	// (approvalScope: a kind of tool or an MCP server).
 	allowSession map[string]bool
 }
 

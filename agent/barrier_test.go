@@ -186,7 +186,7 @@ type gatedSummarizer struct {
 	calls   int
 }
 
-func (g *gatedSummarizer) Summarize(ctx context.Context, req compaction.SummaryRequest, progress func(int)) (string, error) {
+func (g *gatedSummarizer) Summarize(ctx context.Context, req compaction.SummaryRequest, _ func(string)) (string, error) {
 	g.mu.Lock()
 	g.calls++
 	g.mu.Unlock()

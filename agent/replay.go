@@ -209,11 +209,11 @@ type countingSummarizer struct {
 	calls int
 }
 
-func (c *countingSummarizer) Summarize(ctx context.Context, req compaction.SummaryRequest, progress func(int)) (string, error) {
+func (c *countingSummarizer) Summarize(ctx context.Context, req compaction.SummaryRequest, delta func(string)) (string, error) {
 	c.mu.Lock()
 	c.calls++
 	c.mu.Unlock()
-	return c.Summarizer.Summarize(ctx, req, progress)
+	return c.Summarizer.Summarize(ctx, req, delta)
 }
 
 func (c *countingSummarizer) count() int {
@@ -314,7 +314,7 @@ type replayPrinter struct {
 	done      int
 	ran       int
 	wasted    int
-	lastPct   int
+	lastStage string // the last progress message's stage, printed once each
 	turnEnded chan Event
 }
 
@@ -329,12 +329,17 @@ func (p *replayPrinter) Compaction(c CompactionEvent) {
 	defer p.mu.Unlock()
 	switch c.Phase {
 	case "start":
-		p.lastPct = 0
-		fmt.Fprintf(p.out, "  Compacting context before response · %s\n", c.Trigger)
+		p.lastStage = ""
+		title := c.Title
+		if title == "" {
+			title = TitleCompacting
+		}
+		fmt.Fprintf(p.out, "  %s · %s\n", title, c.Trigger)
 	case "progress":
-		if c.Percentage != nil && *c.Percentage >= p.lastPct+25 {
-			p.lastPct = *c.Percentage
-			fmt.Fprintf(p.out, "  Compacting context before response · %d%%\n", *c.Percentage)
+		stage, _, _ := strings.Cut(c.Message, " · ")
+		if stage != "" && stage != p.lastStage {
+			p.lastStage = stage
+			fmt.Fprintf(p.out, "  %s\n", c.Message)
 		}
 	case "end":
 		if r := c.CompactionResult; r != nil {

@@ -56,9 +56,15 @@ type Barrier struct {
 }
 
 // Hooks receive a running compaction's progress and notices. Any may be nil.
+// Progress and Summary may be called from the summary request's goroutine;
+// none is called after Run returned.
 type Hooks struct {
-	// Progress reports percent complete (1..100).
-	Progress func(percent int)
+	// Progress reports what the compaction is doing whenever that changes.
+	Progress func(Progress)
+	// Summary receives the summary model's answer as it streams, each part's
+	// answer in order (a part that fails leaves its text unfinished: the
+	// result says what landed).
+	Summary func(delta string)
 	// Warn announces a degraded fallback to the user (R-F1).
 	Warn func(message string)
 }
@@ -87,14 +93,10 @@ type RunInput struct {
 func (b *Barrier) Run(ctx context.Context, in RunInput) CompactionResult {
 	start := b.now()
 	p := in.Plan
-	report := func(pct int) {
-		if in.Hooks.Progress != nil {
-			in.Hooks.Progress(min(max(pct, 1), 100))
-		}
-	}
-	report(1)
+	report := &reporter{hooks: in.Hooks, counter: b.Counter}
 	var asked bool
 	res := b.run(ctx, in, report, &asked)
+	report.close()
 	res.SummaryAsked = asked
 	res.OperationID, res.Trigger = p.OperationID, p.Trigger
 	res.DurationMs = b.now().Sub(start).Milliseconds()
@@ -102,9 +104,6 @@ func (b *Barrier) Run(ctx context.Context, in RunInput) CompactionResult {
 		res.TokensBefore = p.TokensBefore
 	}
 	res.Line = ResultLine(res)
-	if res.Outcome == OutcomeCompleted {
-		report(100)
-	}
 	if b.Flight != nil {
 		rec := NewFlightRecord(b.now(), in.SessionID, in.Source, p, res)
 		rec.CachedTokens = in.CachedTokens
@@ -113,7 +112,7 @@ func (b *Barrier) Run(ctx context.Context, in RunInput) CompactionResult {
 	return res
 }
 
-func (b *Barrier) run(ctx context.Context, in RunInput, report func(int), asked *bool) CompactionResult {
+func (b *Barrier) run(ctx context.Context, in RunInput, report *reporter, asked *bool) CompactionResult {
 	p := in.Plan
 	if err := ctx.Err(); err != nil {
 		return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled before it started"}
@@ -153,12 +152,13 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int), asked 
 		nativeMs      int64
 	)
 	if nat != nil {
+		report.stage(StageNative)
 		native, nativeOutcome, nativeMs = nat.wait(b.now)
 		if ctx.Err() != nil {
 			return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled while the native compaction ran", NativeOutcome: NativeCancelled, NativeDurationMs: nativeMs}
 		}
 	}
-	report(90)
+	report.stage(StageBuilding)
 	build := func(p Plan) (Capsule, error) {
 		return BuildCapsule(in.Transcript, b.Counter, p, summary, degraded)
 	}
@@ -272,7 +272,7 @@ func (b *Barrier) predict(in RunInput) (predicted *Capsule, declined *Compaction
 // summarize asks the summary model, in chunks when the history is larger
 // than its window, under the timeoutMs deadline. A summarizer that ignores
 // its context cannot hold the barrier: the wait ends at the deadline.
-func (b *Barrier) summarize(ctx context.Context, in RunInput, report func(int)) (capsule.State, error) {
+func (b *Barrier) summarize(ctx context.Context, in RunInput, report *reporter) (capsule.State, error) {
 	p := in.Plan
 	sctx, cancel := context.WithTimeout(ctx, time.Duration(p.Config.TimeoutMs)*time.Millisecond)
 	defer cancel()
@@ -307,7 +307,7 @@ func (b *Barrier) summarize(ctx context.Context, in RunInput, report func(int)) 
 	}
 }
 
-func (b *Barrier) summarizeChunks(ctx context.Context, p Plan, chunks []string, report func(int)) (capsule.State, error) {
+func (b *Barrier) summarizeChunks(ctx context.Context, p Plan, chunks []string, report *reporter) (capsule.State, error) {
 	prev := p.Base.State
 	var acc *capsule.State
 	for i, chunk := range chunks {
@@ -316,8 +316,8 @@ func (b *Barrier) summarizeChunks(ctx context.Context, p Plan, chunks []string, 
 			Prompt:          SummaryPrompt(SummaryPromptOptions{Previous: prev, History: chunk, Instructions: p.Instructions, Part: i + 1, Parts: len(chunks)}),
 			MaxOutputTokens: b.SummaryMaxOutputTokens,
 		}
-		base, span := 1+88*i/len(chunks), 88/len(chunks)
-		md, err := b.Summarizer.Summarize(ctx, req, func(pct int) { report(base + span*min(max(pct, 0), 100)/100) })
+		report.part(i+1, len(chunks))
+		md, err := b.Summarizer.Summarize(ctx, req, report.delta)
 		if err != nil {
 			return capsule.State{}, err
 		}

@@ -17,7 +17,7 @@ import (
 // with the same short summary, as a model that writes tersely would.
 type fixedSummarizer struct{ answer string }
 
-func (f fixedSummarizer) Summarize(ctx context.Context, req compaction.SummaryRequest, progress func(int)) (string, error) {
+func (f fixedSummarizer) Summarize(ctx context.Context, req compaction.SummaryRequest, delta func(string)) (string, error) {
 	if !strings.Contains(req.Prompt, "orders") {
 		// The history must reach the model: a summary of nothing would
 		// make the test prove nothing.

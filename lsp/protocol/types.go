@@ -282,6 +282,15 @@ type CompactionEvent struct {
 	Phase       Phase   `json:"phase"`
 	OperationID string  `json:"operationId"`
 	Trigger     Trigger `json:"trigger"`
-	Percentage  *int    `json:"percentage,omitempty"`
+	// Percentage is sent only when it is real (several summary parts).
+	Percentage *int `json:"percentage,omitempty"`
+	// Title (start): "Compacting context before response" when a response
+	// waits for this compaction, otherwise "Compacting context".
+	Title string `json:"title,omitempty"`
+	// Message (progress): what the compaction waits for and what streamed,
+	// with the elapsed time, as the $/progress report says it.
+	Message string `json:"message,omitempty"`
+	// ElapsedMs (progress): milliseconds since the compaction started.
+	ElapsedMs int64 `json:"elapsedMs,omitempty"`
 	*CompactionResult
 }

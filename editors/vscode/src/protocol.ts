@@ -87,6 +87,9 @@ export interface CompactionEvent extends Partial<CompactionResult> {
   operationId: string;
   trigger: string;
   percentage?: number;
+  title?: string;
+  message?: string;
+  elapsedMs?: number;
 }
 
 /** A `soba/event` notification: one item of the agent's stream. */
