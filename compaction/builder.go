@@ -131,6 +131,11 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 				}
 				turnPending = false
 			}
+			if len(e.Assistant.ToolCalls) == 0 && e.Assistant.Error == "" && len(users) == 0 && !slices.Contains(done, answeredEarlier) {
+				// The final answer to a request made before this range:
+				// a roll names that request (R-M4).
+				done = append(done, answeredEarlier)
+			}
 		case e.ToolResult != nil:
 			r := e.ToolResult
 			call := calls[r.ToolCallID]
@@ -184,15 +189,21 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		st.InProgress = []string{"Latest request: " + latest}
 	}
 	// The final plan state (TodoWrite, update_plan, todowrite) says what
-	// was under way and what was left.
+	// was under way, what was left and what was finished.
+	var planDone []string
 	for _, it := range plan {
 		switch it.status {
 		case "in_progress", "in-progress", "active":
 			st.InProgress = append(st.InProgress, text.Clip(it.text, maxItemChars))
 		case "pending", "todo", "not_started":
 			st.Pending = append(st.Pending, text.Clip(it.text, maxItemChars))
+		case "completed", "done":
+			// The model's own record of what it finished: a roll drops
+			// the item from what was open (R-C8).
+			planDone = append(planDone, planDoneItem+text.Clip(it.text, maxItemChars))
 		}
 	}
+	st.Done = append(st.Done, lastN(planDone, maxListItems)...)
 	if lastReply != "" {
 		st.Notes = append(st.Notes, lastReplyNote+text.Clip(strings.TrimSpace(lastReply), maxLastReplyChars))
 	}
@@ -254,7 +265,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		st.Blockers = append(st.Blockers, f.text)
 	}
 	if latest != "" && turnPending {
-		st.NextSteps = append(st.NextSteps, "Continue with: "+latest)
+		st.NextSteps = append(st.NextSteps, continueWith+latest)
 	}
 	st.FilesRead = foldPaths(arts.read, MaxFileItems)
 	st.FilesModified = foldPaths(arts.modified, MaxFileItems)
@@ -451,11 +462,36 @@ func Roll(prev, next capsule.State) capsule.State {
 		Constraints: lastN(dedupeFold(union(prev.Constraints, next.Constraints)), maxListItems),
 		Done:        lastN(keepRecentTurns(union(prev.Done, next.Done), maxTurnItems), 2*maxListItems),
 		InProgress:  orElse(next.InProgress, stillOpen(prev.InProgress, next)),
-		NextSteps:   orElse(next.NextSteps, stillOpen(prev.NextSteps, next)),
 		Notes:       boundNotes(union(notesBefore(prev.Notes, next.Notes), next.Notes), maxNotes),
 	}
+	// The request under way at prev's cut: answered in next, or replaced by
+	// next's own request, its "Continue with" is no longer a step.
+	prevNext := stillOpen(prev.NextSteps, next)
+	if i := slices.Index(next.Done, answeredEarlier); i >= 0 {
+		for _, s := range prevNext {
+			if req, ok := strings.CutPrefix(s, continueWith); ok {
+				next.Done = slices.Clone(next.Done)
+				next.Done[i] = answered + req
+				out.Done = lastN(keepRecentTurns(union(prev.Done, next.Done), maxTurnItems), 2*maxListItems)
+				break
+			}
+		}
+	}
+	if slices.Contains(next.Done, answeredEarlier) || slices.ContainsFunc(next.Done, isTurnItem) ||
+		slices.ContainsFunc(next.NextSteps, func(s string) bool { return strings.HasPrefix(s, continueWith) }) {
+		prevNext = slices.DeleteFunc(prevNext, func(s string) bool { return strings.HasPrefix(s, continueWith) })
+	}
+	out.Done = slices.DeleteFunc(out.Done, func(d string) bool { return d == answeredEarlier })
+	out.NextSteps = lastN(union(prevNext, next.NextSteps), maxListItems)
 	doneSet := setOf(out.Done)
-	out.Pending = slices.DeleteFunc(union(prev.Pending, next.Pending), func(s string) bool { return doneSet[s] })
+	for _, d := range next.Done {
+		doneSet[d] = true
+	}
+	// An item is done when Done holds it, as it is or marked done in the
+	// model's plan.
+	isDone := func(s string) bool { return doneSet[s] || doneSet[planDoneItem+s] }
+	out.Pending = slices.DeleteFunc(union(stillOpen(prev.Pending, next), next.Pending), isDone)
+	out.InProgress = slices.DeleteFunc(out.InProgress, isDone)
 	out.Decisions = slices.Clone(prev.Decisions)
 	for _, d := range next.Decisions {
 		if !slices.ContainsFunc(out.Decisions, func(x capsule.Decision) bool { return x.Decision == d.Decision }) {
@@ -510,7 +546,7 @@ func Roll(prev, next capsule.State) capsule.State {
 	// A tool that failed before the previous capsule was followed by more
 	// work: it is history, not a current blocker.
 	prevBlockers := slices.DeleteFunc(slices.Clone(prev.Blockers), func(s string) bool { return toolFailure.MatchString(s) })
-	out.Blockers = slices.DeleteFunc(union(prevBlockers, next.Blockers), func(s string) bool { return doneSet[s] || resolved(s) })
+	out.Blockers = slices.DeleteFunc(union(prevBlockers, next.Blockers), func(s string) bool { return isDone(s) || resolved(s) })
 	out.NextSteps = slices.DeleteFunc(out.NextSteps, resolved)
 	// "`X` passes" holds only while X's rolled outcome is a pass and no
 	// newer item says it passed before later edits (R-C5).
@@ -711,6 +747,14 @@ func verificationNotes(notes []string, prev, next capsule.State, rolled []capsul
 const (
 	workedOn = "Worked on: "
 	answered = "Answered: "
+	// answeredEarlier is the Done item of a final answer to a request made
+	// before the range; a roll replaces it with the request it names.
+	answeredEarlier = answered + "the request made before this part of the session"
+	// planDoneItem starts the Done item of a plan step the model marked
+	// completed.
+	planDoneItem = "Marked done in the plan: "
+	// continueWith starts the next step of a request still under way.
+	continueWith = "Continue with: "
 )
 
 // maxTurnItems bounds the turn items a rolled capsule keeps: they record

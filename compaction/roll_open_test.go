@@ -1,0 +1,139 @@
+package compaction
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/soba-agent/soba-lsp/capsule"
+)
+
+// R-M4 with R-C8: a roll keeps the In progress, Pending and Next steps items
+// that are still open and drops those the entries since resolved — a plan
+// item marked completed, a check that passed, a file that was changed, a
+// turn that was answered. It never drops an open item because the newer
+// range has items of its own.
+func TestRollKeepsOpenItemsDropsResolved_RM4_RC8(t *testing.T) {
+	todo := func(b *builder, items string) { b.batch("TodoWrite", 10, `{"todos":[`+items+`]}`) }
+	cases := []struct {
+		name       string
+		before     func(b *builder)
+		after      func(b *builder)
+		open, gone []string // items (substrings) expected in the open lists, and absent from them
+		done       []string // substrings expected in Done
+	}{
+		{
+			name: "plan items completed since are dropped, the pending one stays",
+			before: func(b *builder) {
+				b.user("port the selectors", 10)
+				todo(b, `{"content":"Port the model selector","status":"in_progress"},{"content":"Port the theme selector","status":"pending"},{"content":"Update the changelog","status":"pending"}`)
+			},
+			after: func(b *builder) {
+				todo(b, `{"content":"Port the model selector","status":"completed"},{"content":"Port the theme selector","status":"completed"},{"content":"Update the changelog","status":"pending"}`)
+			},
+			open: []string{"Update the changelog"},
+			gone: []string{"Port the model selector", "Port the theme selector"},
+			done: []string{"Port the theme selector"},
+		},
+		{
+			name: "a failing check's next step survives a new request",
+			before: func(b *builder) {
+				b.user("fix the parser", 10)
+				b.bash("go test ./...", 1, 10)
+			},
+			after: func(b *builder) {
+				b.user("also update the docs", 10)
+				b.edit("docs/parser.md", 10)
+			},
+			open: []string{"Make `go test ./...` pass", "Continue with: also update the docs"},
+		},
+		{
+			name: "a failing check's next step goes when it passes",
+			before: func(b *builder) {
+				b.user("fix the parser", 10)
+				b.bash("go test ./...", 1, 10)
+			},
+			after: func(b *builder) {
+				b.edit("parser.go", 10)
+				b.bash("go test ./...", 0, 10)
+			},
+			gone: []string{"Make `go test ./...` pass", "`go test ./...` fails"},
+		},
+		{
+			name: "the turn under way at the cut was answered since",
+			before: func(b *builder) {
+				b.user("rename the config loader", 10)
+				b.edit("config/load.go", 10)
+			},
+			after: func(b *builder) {
+				b.edit("config/loader.go", 10)
+				b.reply("Renamed: the loader is config/loader.go now.", 10)
+			},
+			gone: []string{"Continue with: rename the config loader"},
+			done: []string{"Answered: rename the config loader"},
+		},
+		{
+			name: "the turn under way at the cut is still under way",
+			before: func(b *builder) {
+				b.user("rename the config loader", 10)
+				b.edit("config/load.go", 10)
+			},
+			after: func(b *builder) {
+				b.edit("config/loader.go", 10)
+			},
+			open: []string{"Continue with: rename the config loader"},
+		},
+		{
+			name: "a pending step whose file was changed since is done",
+			before: func(b *builder) {
+				b.user("update the API docs", 10)
+				todo(b, `{"content":"Update `+"`docs/api.md`"+`","status":"pending"},{"content":"Bump the version","status":"pending"}`)
+			},
+			after: func(b *builder) {
+				b.edit("docs/api.md", 10)
+			},
+			open: []string{"Bump the version"},
+			gone: []string{"Update `docs/api.md`"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBuilder()
+			c.before(b)
+			cut := len(b.es)
+			c.after(b)
+			prev, err := BuildDeterministic(b.es, 0, cut, nil, Extras{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rolled, err := BuildDeterministic(b.es, cut, len(b.es), &prev, Extras{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			open := slices.Concat(rolled.InProgress, rolled.Pending, rolled.NextSteps, rolled.Blockers)
+			has := func(xs []string, s string) bool {
+				return slices.ContainsFunc(xs, func(x string) bool { return strings.Contains(x, s) })
+			}
+			for _, s := range c.open {
+				if !has(open, s) {
+					t.Errorf("open item %q was dropped: %s", s, openLists(rolled))
+				}
+			}
+			for _, s := range c.gone {
+				if has(open, s) {
+					t.Errorf("resolved item %q was kept: %s", s, openLists(rolled))
+				}
+			}
+			for _, s := range c.done {
+				if !has(rolled.Done, s) {
+					t.Errorf("Done lacks %q: %q", s, rolled.Done)
+				}
+			}
+		})
+	}
+}
+
+func openLists(st capsule.State) string {
+	return "in progress " + strings.Join(st.InProgress, " | ") + "; pending " + strings.Join(st.Pending, " | ") +
+		"; next steps " + strings.Join(st.NextSteps, " | ") + "; blockers " + strings.Join(st.Blockers, " | ")
+}
