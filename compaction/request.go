@@ -44,6 +44,9 @@ const (
 // when the message is context only (R-C8).
 func userWords(msg string) string {
 	s := msg
+	if strings.HasPrefix(strings.TrimSpace(s), CodexSummaryPrefix) {
+		return "" // another agent's handoff summary, not the user's words
+	}
 	if strings.Contains(s, codexIDEContext) {
 		if _, req, ok := strings.Cut(s, codexMyRequest); ok {
 			s = req

@@ -187,7 +187,32 @@ var (
 	headingPattern     = regexp.MustCompile(`^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$`)
 	boldHeadingPattern = regexp.MustCompile(`^\s{0,3}\*\*([^*]{2,60}?)\s*:?\s*\*\*\s*:?\s*$`)
 	numberedHeading    = regexp.MustCompile(`^\s{0,3}\d{1,2}\.\s+([A-Z][^:]{2,60}):\s*$`)
+	// A title alone on its line with a colon ("Remaining work:"), as a
+	// Codex handoff may head its parts.
+	plainHeading = regexp.MustCompile(`^\s{0,3}([A-Z][A-Za-z /&,()-]{2,60}):\s*$`)
 )
+
+// CodexSummaryPrefix opens the handoff summary Codex puts in a compacted
+// history, before the summary itself: the other model's instructions, not
+// the summary (R-C8).
+const CodexSummaryPrefix = "Another language model started to solve this problem and produced a summary of its thinking process."
+
+// withoutCodexPrefix is a Codex handoff without its opening paragraph.
+func withoutCodexPrefix(md string) string {
+	t := strings.TrimSpace(md)
+	if !strings.HasPrefix(t, CodexSummaryPrefix) {
+		return md
+	}
+	// The prefix is one paragraph ending in "…your own analysis:".
+	if _, rest, ok := strings.Cut(t, "analysis:"); ok {
+		return rest
+	}
+	if _, rest, ok := strings.Cut(t, "\n"); ok {
+		return rest
+	}
+	return ""
+}
+
 var bulletPattern = regexp.MustCompile(`^\s*([-*+]|\d+[.)])\s+(.*)$`)
 
 // ParseSummary reads the summary model's Markdown into the narrative fields
@@ -199,7 +224,7 @@ func ParseSummary(md string) (capsule.State, error) {
 	section := ""
 	found := 0
 	var goal []string
-	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
+	lines := strings.Split(strings.ReplaceAll(withoutCodexPrefix(md), "\r\n", "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		if isTableRow(line) {
@@ -226,6 +251,13 @@ func ParseSummary(md string) (capsule.State, error) {
 			}
 		}
 		if m := numberedHeading.FindStringSubmatch(line); m != nil {
+			if name, ok := sectionName(m[1]); ok {
+				section = name
+				found++
+				continue
+			}
+		}
+		if m := plainHeading.FindStringSubmatch(line); m != nil {
 			if name, ok := sectionName(m[1]); ok {
 				section = name
 				found++
@@ -352,6 +384,11 @@ func sectionName(h string) (string, bool) {
 // sectionAliases map words in a free heading to a section, most specific
 // first.
 var sectionAliases = []struct{ word, section string }{
+	// Codex's handoff ("Current progress and key decisions made", "Important
+	// context, constraints, or user preferences", "What remains to be done
+	// (clear next steps)", "Any critical data, examples, or references").
+	{"progress and key decision", "Done"}, {"user preference", "Constraints"}, {"critical data", "Notes"},
+	{"reference", "Notes"}, {"remains to be done", "Next steps"},
 	// Claude Code's nine numbered sections and pi's headings.
 	{"primary request", "Goal"}, {"intent", "Goal"},
 	{"key technical concept", "Notes"}, {"files and code", "Notes"}, {"errors and fix", "Notes"},

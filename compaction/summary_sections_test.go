@@ -76,3 +76,51 @@ Summary:
 		}
 	}
 }
+
+// TestCodexHandoffSections_RM4: Codex's handoff summary — its prompt asks
+// for current progress and key decisions, context and user preferences,
+// what remains (next steps) and critical references — maps onto the
+// capsule's sections whether its parts are headed in bold, with a plain
+// "Title:" line or as Markdown headings; the prefix Codex puts before it is
+// not a note.
+func TestCodexHandoffSections_RM4(t *testing.T) {
+	prefix := CodexSummaryPrefix + " You also have access to the state of the tools that were used by that language model. Use this to build on the work that has already been done and avoid duplicating work. Here is the summary produced by the other language model, use the information in this summary to assist with your own analysis:\n"
+	for _, tc := range []struct {
+		name, md                       string
+		done, next, constraints, notes []string
+	}{
+		{
+			name: "bold parts, with the prefix",
+			md: prefix + "**Current progress and key decisions made**\n- Added the enum check in `config-validator.ts`\n\n" +
+				"**Important context, constraints, or user preferences**\n- Never force-push results branches\n\n" +
+				"**What remains to be done (clear next steps)**\n1. Run `bun run typecheck`\n2. Open the draft PR\n\n" +
+				"**Critical data, examples, or references**\n- worktree: ../agentv__worktrees/av-raf-5\n",
+			done: []string{"Added the enum check in `config-validator.ts`"}, next: []string{"Run `bun run typecheck`", "Open the draft PR"},
+			constraints: []string{"Never force-push results branches"}, notes: []string{"worktree: ../agentv__worktrees/av-raf-5"},
+		},
+		{
+			name:  "plain title lines",
+			md:    "Current progress and key decisions:\n- Added the check\n\nWhat remains to be done:\n- Open the PR\n\nReferences:\n- PR 12\n",
+			done:  []string{"Added the check"},
+			next:  []string{"Open the PR"},
+			notes: []string{"PR 12"},
+		},
+		{
+			name:        "Markdown headings",
+			md:          "## Current progress\n- wrote the loader\n## Next steps\n- wire it in\n## Constraints / user preferences\n- never push\n## References\n- PR 12\n",
+			next:        []string{"wire it in"},
+			constraints: []string{"never push"},
+			notes:       []string{"PR 12"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := ParseSummary(tc.md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(st.Done, tc.done) || !slices.Equal(st.NextSteps, tc.next) || !slices.Equal(st.Constraints, tc.constraints) || !slices.Equal(st.Notes, tc.notes) {
+				t.Errorf("done %q next %q constraints %q notes %q", st.Done, st.NextSteps, st.Constraints, st.Notes)
+			}
+		})
+	}
+}
