@@ -481,6 +481,13 @@ func Roll(prev, next capsule.State) capsule.State {
 		slices.ContainsFunc(next.NextSteps, func(s string) bool { return strings.HasPrefix(s, continueWith) }) {
 		prevNext = slices.DeleteFunc(prevNext, func(s string) bool { return strings.HasPrefix(s, continueWith) })
 	}
+	if slices.Contains(next.Done, answeredEarlier) {
+		// The turn under way at prev's cut ended with its answer: its steps
+		// and its work in progress are history. A step about a check stays
+		// until the check passes (its blocker stays too).
+		prevNext = slices.DeleteFunc(prevNext, func(s string) bool { return !namesCheck(s) })
+		out.InProgress = orElse(next.InProgress, slices.DeleteFunc(stillOpen(prev.InProgress, next), func(s string) bool { return !namesCheck(s) }))
+	}
 	out.Done = slices.DeleteFunc(out.Done, func(d string) bool { return d == answeredEarlier })
 	out.NextSteps = lastN(union(prevNext, next.NextSteps), maxListItems)
 	doneSet := setOf(out.Done)
@@ -662,8 +669,31 @@ func stillOpen(items []string, next capsule.State) []string {
 				allChanged = allChanged && changed(sp)
 			}
 		}
+		for _, w := range pathWords(item) {
+			paths++
+			allChanged = allChanged && changed(w)
+		}
 		return paths > 0 && allChanged
 	})
+}
+
+// namesCheck reports whether an item names a check in a code span ("Make
+// `go test ./...` pass").
+func namesCheck(item string) bool {
+	return slices.ContainsFunc(codeSpans(item), IsVerificationCommand)
+}
+
+// pathWords are the words of an item that name a path outside code spans
+// ("Create directories src/core and src/modes"): a slash inside, no URL.
+func pathWords(item string) []string {
+	var out []string
+	for _, w := range strings.Fields(item) {
+		w = strings.Trim(w, ",.;:()[]\"'*")
+		if strings.Count(w, "/") > 0 && !strings.Contains(w, "://") && !strings.Contains(w, "`") && len(w) > 2 && !strings.HasPrefix(w, "/") {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // codeSpans returns the `code spans` of a Markdown line.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/session"
 )
 
 // R-M4 with R-C8: a roll keeps the In progress, Pending and Next steps items
@@ -21,6 +22,7 @@ func TestRollKeepsOpenItemsDropsResolved_RM4_RC8(t *testing.T) {
 		after      func(b *builder)
 		open, gone []string // items (substrings) expected in the open lists, and absent from them
 		done       []string // substrings expected in Done
+		prevExtra  capsule.State
 	}{
 		{
 			name: "plan items completed since are dropped, the pending one stays",
@@ -84,6 +86,33 @@ func TestRollKeepsOpenItemsDropsResolved_RM4_RC8(t *testing.T) {
 			open: []string{"Continue with: rename the config loader"},
 		},
 		{
+			name: "the steps of the turn under way at the cut are history once it is answered",
+			before: func(b *builder) {
+				b.user("split the package", 10)
+				b.bash("go test ./...", 1, 10)
+			},
+			after: func(b *builder) {
+				b.edit("core/session.go", 10)
+				b.reply("Split done.", 10)
+			},
+			open: []string{"Make `go test ./...` pass", "`go test ./...` fails"},
+			gone: []string{"Continue with: split the package"},
+		},
+		{
+			name: "a step naming directories in plain words is done once files under them changed",
+			before: func(b *builder) {
+				b.user("split the package", 10)
+			},
+			after: func(b *builder) {
+				b.add(session.Entry{Type: session.TypeUser, User: &session.UserMessage{Text: "go on"}}, 10)
+				b.edit("src/core/session.ts", 10)
+				b.edit("src/modes/interactive.ts", 10)
+			},
+			prevExtra: capsule.State{NextSteps: []string{"Create directories src/core and src/modes", "Move the docs to docs/guide"}},
+			open:      []string{"Move the docs to docs/guide"},
+			gone:      []string{"Create directories src/core and src/modes"},
+		},
+		{
 			name: "a pending step whose file was changed since is done",
 			before: func(b *builder) {
 				b.user("update the API docs", 10)
@@ -106,6 +135,8 @@ func TestRollKeepsOpenItemsDropsResolved_RM4_RC8(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Items of a model's or another agent's summary.
+			prev.NextSteps = append(prev.NextSteps, c.prevExtra.NextSteps...)
 			rolled, err := BuildDeterministic(b.es, cut, len(b.es), &prev, Extras{})
 			if err != nil {
 				t.Fatal(err)
