@@ -142,16 +142,18 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			arts.addResult(r, call)
 			target := callPath(r, call)
 			switch {
-			case r.ToolName == tool.Bash, r.Artifacts != nil && r.Artifacts.Command != "":
-				// A command: its outcome is in Verification or, when it
-				// is consequential, in Blockers (R-C5).
 			case !r.OK && isDenial(r.Content):
 				// The user's decision, not a failure (R-C6).
 				d := "The user denied `" + r.ToolName + "`"
 				if target != "" {
 					d += " on `" + target + "`"
+				} else if cmd := callCommand(call); cmd != "" {
+					d += ": `" + text.Clip(cmd, maxItemChars) + "`"
 				}
 				decisions = append(decisions, capsule.Decision{Decision: d, Rationale: "denied in the approval prompt; not done"})
+			case r.ToolName == tool.Bash, r.Artifacts != nil && r.Artifacts.Command != "":
+				// A command: its outcome is in Verification or, when it
+				// is consequential, in Blockers (R-C5).
 			case !r.OK:
 				failures = append(failures, toolFailureItem{text: "`" + r.ToolName + "` failed: " + firstLine(r.Content, maxItemChars), tool: r.ToolName, path: target})
 			case target != "":
@@ -386,10 +388,47 @@ func callPath(r *session.ToolResult, call *session.ToolCall) string {
 	return args.Path
 }
 
+// callCommand is the command line of a shell call, or "".
+func callCommand(call *session.ToolCall) string {
+	if call == nil {
+		return ""
+	}
+	var args struct {
+		Command string `json:"command"`
+	}
+	_ = json.Unmarshal(call.Arguments, &args)
+	return strings.TrimSpace(args.Command)
+}
+
 // isDenial reports whether a tool result is the user's refusal of the call
-// in the approval prompt, as the agent records it.
-func isDenial(content string) bool {
-	return strings.HasPrefix(strings.TrimSpace(content), "denied: ")
+// in the approval prompt.
+func isDenial(content string) bool { return IsDenial(content) }
+
+// denialTexts open the result other agents record for a call the user
+// refused: Claude Code, Codex (a command, a patch), opencode (asked, or
+// refused by a rule the user set).
+var denialTexts = []string{
+	"The user doesn't want to proceed with this tool use",
+	"exec command rejected by user",
+	"patch rejected by user",
+	"The user rejected permission to use this specific tool call",
+	"The user has specified a rule which prevents you from using this specific tool call",
+}
+
+// IsDenial reports whether a tool result is the user's refusal of the call,
+// as SOBA ("denied: …") or another agent records it: the user's decision,
+// not a failure, and nothing ran (R-C6).
+func IsDenial(content string) bool {
+	t := strings.TrimSpace(content)
+	if strings.HasPrefix(t, "denied: ") {
+		return true
+	}
+	for _, d := range denialTexts {
+		if strings.HasPrefix(t, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // isChatter reports whether a user message is an acknowledgement or an
