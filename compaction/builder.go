@@ -85,6 +85,11 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		nd := t.Node(i)
 		switch nd.Type {
 		case session.TypeUser, session.TypeAssistant, session.TypeToolResult, session.TypeCheckpoint:
+		case session.TypeCapsule:
+			// The kept tail of the capsule being rolled into comes before
+			// it: an answer there is older than that capsule's state.
+			done = slices.DeleteFunc(done, func(d string) bool { return d == answeredEarlier })
+			continue
 		default:
 			continue
 		}

@@ -75,6 +75,19 @@ func TestRollKeepsOpenItemsDropsResolved_RM4_RC8(t *testing.T) {
 			done: []string{"Answered: rename the config loader"},
 		},
 		{
+			name: "an answer in the kept tail before the capsule is older than the capsule",
+			before: func(b *builder) {
+				b.user("rename the config loader", 10)
+				b.edit("config/load.go", 10)
+			},
+			after: func(b *builder) {
+				b.reply("Next I rename the file.", 10)
+				b.add(session.Entry{Type: session.TypeCapsule, Capsule: &session.Capsule{CheckpointID: "ck_1"}}, 0)
+				b.edit("config/loader.go", 10)
+			},
+			open: []string{"Continue with: rename the config loader"},
+		},
+		{
 			name: "the turn under way at the cut is still under way",
 			before: func(b *builder) {
 				b.user("rename the config loader", 10)

@@ -197,6 +197,41 @@ var (
 // the summary (R-C8).
 const CodexSummaryPrefix = "Another language model started to solve this problem and produced a summary of its thinking process."
 
+// Claude Code wraps its summary: a continuation line before it, the
+// model's "Analysis:" scratchpad before "Summary:", and an instruction to
+// continue after it. None of that is the summary.
+const (
+	claudeContinued = "This session is being continued from a previous conversation"
+	claudeContinue  = "Please continue the conversation from where we left"
+)
+
+// withoutWrappers is a foreign summary without the text its agent wraps
+// around it (Codex's prefix, Claude Code's continuation lines and analysis).
+func withoutWrappers(md string) string {
+	md = withoutCodexPrefix(md)
+	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
+	start, analysis := 0, false
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, claudeContinued):
+			start = i + 1
+		case t == "Analysis:" && !analysis:
+			analysis = true
+		case t == "Summary:" && analysis:
+			start = i + 1
+		}
+	}
+	out := lines[start:]
+	for i, l := range out {
+		if strings.HasPrefix(strings.TrimSpace(l), claudeContinue) {
+			out = out[:i]
+			break
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // withoutCodexPrefix is a Codex handoff without its opening paragraph.
 func withoutCodexPrefix(md string) string {
 	t := strings.TrimSpace(md)
@@ -224,7 +259,7 @@ func ParseSummary(md string) (capsule.State, error) {
 	section := ""
 	found := 0
 	var goal []string
-	lines := strings.Split(strings.ReplaceAll(withoutCodexPrefix(md), "\r\n", "\n"), "\n")
+	lines := strings.Split(withoutWrappers(md), "\n")
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		if isTableRow(line) {
@@ -409,7 +444,7 @@ var sectionAliases = []struct{ word, section string }{
 
 func isNone(s string) bool {
 	switch strings.ToLower(strings.Trim(s, "_*. ")) {
-	case "none", "n/a", "nothing", "-":
+	case "none", "n/a", "nothing", "-", "none yet", "none so far":
 		return true
 	}
 	return false

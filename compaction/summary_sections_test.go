@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/capsule"
@@ -48,6 +49,16 @@ Summary:
 	}
 	if len(st.Blockers) != 0 || !slices.Contains(st.Notes, "LIFO heuristic") || !slices.Contains(st.Notes, "per-file pools") {
 		t.Errorf("blockers %q, notes %q", st.Blockers, st.Notes)
+	}
+	// Claude Code's wrapping — the continuation line, the analysis before
+	// "Summary:", the instruction after it — is not a note.
+	wrapped := "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n" +
+		claude + "\nPlease continue the conversation from where we left it off without asking the user any further questions."
+	if st, err := ParseSummary(wrapped); err != nil || st.Goal != "Fix the humanModified calculation in attribution." ||
+		slices.ContainsFunc(st.Notes, func(n string) bool {
+			return strings.Contains(n, "continued") || strings.Contains(n, "Analysis") || strings.Contains(n, "chronologically") || strings.Contains(n, "Please continue")
+		}) {
+		t.Errorf("wrapped Claude Code summary: notes %q, goal %q, %v", st.Notes, st.Goal, err)
 	}
 
 	pi := "## Goal\nRefactor coding-agent\n\n## Constraints & Preferences\n- Keep old code working\n\n## Progress\n### Done\n- [x] AgentSession\n\n### In Progress\n- [ ] modes\n\n### Blocked\n- tsgo fails\n\n## Key Decisions\n- **Layout**: the tree below\n```\nsrc/\n├── core/\n└── modes/\n```\n\n## Next Steps\n1. Move files\n\n## Critical Context\n**lib/api.ts**: posts to NEXT_PUBLIC_API_URL\n"
