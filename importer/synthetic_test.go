@@ -388,4 +388,3 @@ func syntheticClaudeSubagent() []byte {
 	g.reply("Replaced the one mention in docs/cli.md.")
 	return g.buf.Bytes()
 }
-
