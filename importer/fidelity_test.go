@@ -48,7 +48,8 @@ type facts struct {
 	NotChecks []string `json:"notChecks"`
 	// FilesRead are files the session read by name (read tools, cat,
 	// sed -n, head, tail, rg -n of a file): their recall is scored.
-	FilesRead []string `json:"filesRead"`
+	FilesRead     []string `json:"filesRead"`
+	FilesReadNote string   `json:"filesReadNote"`
 	// The narrative facts, judged with keepRecentTokens 0 (the capsule
 	// alone): Constraints the capsule must list exactly as written;
 	// ConstraintsAbsent, BlockersAbsent, OpenAbsent substrings no item of
