@@ -894,6 +894,25 @@ func constraintsFrom(users []string) []string {
 	return lastN(dedupeFold(out), maxListItems/2)
 }
 
+// isTerminalCopy reports whether a message's lines are a copy of a
+// terminal's screen rather than typed: most of at least four lines padded
+// with trailing blanks to the terminal's width, or carrying a diff's line
+// gutter ("+ 12 ", "- 3 ").
+func isTerminalCopy(lines []string) bool {
+	if len(lines) < 4 {
+		return false
+	}
+	copied := 0
+	for _, l := range lines {
+		if strings.HasSuffix(l, "   ") || diffGutter.MatchString(l) {
+			copied++
+		}
+	}
+	return copied*2 > len(lines)
+}
+
+var diffGutter = regexp.MustCompile(`^\s*[+-]\s+\d+\b`)
+
 // ownWords is a user message without what it pastes: fenced code blocks and
 // quoted lines. A rule is in the user's words; "must" in a pasted error or
 // log line is not one.
@@ -928,6 +947,9 @@ const minPasteChars = 200
 // Markdown heading when it has two or more.
 func withoutPaste(msg string) string {
 	lines := strings.Split(msg, "\n")
+	if isTerminalCopy(lines) {
+		return ""
+	}
 	for i := 0; i < len(lines)-2 && i < 3; i++ {
 		if strings.HasSuffix(strings.TrimSpace(lines[i]), ":") && strings.TrimSpace(lines[i+1]) == "" &&
 			len(strings.Join(lines[i+2:], "\n")) >= minPasteChars {

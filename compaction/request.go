@@ -77,6 +77,14 @@ func isQuestionOrComplaint(s string) bool {
 			return true
 		}
 	}
+	// An opinion is not a rule: "i think there's only one file left",
+	// "i don't think the invalidate works".
+	head := t[:min(len(t), 30)]
+	for _, p := range []string{"i think", "i don't think", "i dont think", "i don't tink", "i believe", "i guess", "i suppose", "seems like", "looks like"} {
+		if i := strings.Index(head, p); i == 0 || i > 0 && !isWordByte(head[i-1]) {
+			return true
+		}
+	}
 	return false
 }
 

@@ -181,3 +181,30 @@ func openLists(st capsule.State) string {
 	return "in progress " + strings.Join(st.InProgress, " | ") + "; pending " + strings.Join(st.Pending, " | ") +
 		"; next steps " + strings.Join(st.NextSteps, " | ") + "; blockers " + strings.Join(st.Blockers, " | ")
 }
+
+// TestOpinionsAndTerminalCopiesAreNotConstraints_RC8: the user's opinion
+// ("i think …") and a copy of a terminal's screen (lines padded to its
+// width, a diff's gutter) state no rule, whatever words they hold; a rule
+// next to them still does.
+func TestOpinionsAndTerminalCopiesAreNotConstraints_RC8(t *testing.T) {
+	pad := func(s string) string { return s + strings.Repeat(" ", max(3, 50-len(s))) }
+	for _, tc := range []struct {
+		name, msg string
+		want      []string
+	}{
+		{"opinion", "alright, i think there's only one file left to fix up. Never touch the theme files.", []string{"Never touch the theme files"}},
+		{"doubt", "i don't tink the component invalidate works correctly", nil},
+		{"opinion after an aside", "ok, i think the queued messages component doesn't adhere to the width invariant", nil},
+		{"terminal copy", pad("+ 15 - TruncatedText now stops at the first") + "\n" + pad(" newline and only displays the first line.") + "\n" +
+			pad("+ 16 - Invalid themes must no longer crash") + "\n" + pad(" the app."), nil},
+		{"a rule with thinking in it", "Always think about the width before rendering.", []string{"Always think about the width before rendering"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			b.user(tc.msg, 10)
+			if got := b.capsule(t).Constraints; !slices.Equal(got, tc.want) {
+				t.Errorf("constraints %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
