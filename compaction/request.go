@@ -71,7 +71,7 @@ func isQuestionOrComplaint(s string) bool {
 	if strings.HasSuffix(t, "?") {
 		return true
 	}
-	for _, p := range []string{"why ", "how come", "what ", "how ", "can you", "could you", "would you", "do you", "does ", "is it ", "is there", "are there",
+	for _, p := range []string{"why ", "how come", "what ", "how ", "can you", "could you", "would you", "do you", "does ", "can we", "could we", "should we", "shall we", "would it", "is it ", "is there", "are there",
 		"you didn't", "you did not", "you forgot", "you still", "you broke", "you keep", "this is wrong", "that's wrong", "this is still", "still not", "it still"} {
 		if strings.HasPrefix(t, p) {
 			return true

@@ -197,6 +197,8 @@ func TestOpinionsAndTerminalCopiesAreNotConstraints_RC8(t *testing.T) {
 		{"opinion after an aside", "ok, i think the queued messages component doesn't adhere to the width invariant", nil},
 		{"terminal copy", pad("+ 15 - TruncatedText now stops at the first") + "\n" + pad(" newline and only displays the first line.") + "\n" +
 			pad("+ 16 - Invalid themes must no longer crash") + "\n" + pad(" the app."), nil},
+		{"question", "could we create a summary of the options but keep it in the repo", nil},
+		{"complaint", "you forgot the tests again, never skip them", nil},
 		{"a rule with thinking in it", "Always think about the width before rendering.", []string{"Always think about the width before rendering"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

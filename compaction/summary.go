@@ -203,6 +203,9 @@ const CodexSummaryPrefix = "Another language model started to solve this problem
 const (
 	claudeContinued = "This session is being continued from a previous conversation"
 	claudeContinue  = "Please continue the conversation from where we left"
+	// claudeTranscriptHint points the model at Claude Code's own transcript
+	// file, which a SOBA session does not have.
+	claudeTranscriptHint = "If you need specific details from before compaction"
 )
 
 // withoutWrappers is a foreign summary without the text its agent wraps
@@ -222,7 +225,9 @@ func withoutWrappers(md string) string {
 			start = i + 1
 		}
 	}
-	out := lines[start:]
+	out := slices.DeleteFunc(slices.Clone(lines[start:]), func(l string) bool {
+		return strings.HasPrefix(strings.TrimSpace(l), claudeTranscriptHint)
+	})
 	for i, l := range out {
 		if strings.HasPrefix(strings.TrimSpace(l), claudeContinue) {
 			out = out[:i]

@@ -53,11 +53,12 @@ Summary:
 	// Claude Code's wrapping — the continuation line, the analysis before
 	// "Summary:", the instruction after it — is not a note.
 	wrapped := "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n" +
-		claude + "\nPlease continue the conversation from where we left it off without asking the user any further questions."
+		claude + "\nIf you need specific details from before compaction (like exact code snippets, error messages, or content you generated), read the full transcript at: /Users/x/.claude/projects/p/s.jsonl\n" +
+		"Please continue the conversation from where we left it off without asking the user any further questions."
 	if st, err := ParseSummary(wrapped); err != nil || st.Goal != "Fix the humanModified calculation in attribution." ||
 		slices.ContainsFunc(st.Notes, func(n string) bool {
-			return strings.Contains(n, "continued") || strings.Contains(n, "Analysis") || strings.Contains(n, "chronologically") || strings.Contains(n, "Please continue")
-		}) {
+			return strings.Contains(n, "continued") || strings.Contains(n, "Analysis") || strings.Contains(n, "chronologically") || strings.Contains(n, "Please continue") || strings.Contains(n, "read the full transcript")
+		}) || slices.ContainsFunc(st.NextSteps, func(n string) bool { return strings.Contains(n, "read the full transcript") }) {
 		t.Errorf("wrapped Claude Code summary: notes %q, goal %q, %v", st.Notes, st.Goal, err)
 	}
 
