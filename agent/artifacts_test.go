@@ -11,6 +11,7 @@ import (
 	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/workspace"
 )
 
 // denyPaths denies a write or an edit of the listed paths and allows every
@@ -119,5 +120,14 @@ func TestArtifactsOnlyWhatHappened_RC6(t *testing.T) {
 	}
 	if !slices.ContainsFunc(cs.Decisions, func(d capsule.Decision) bool { return strings.Contains(d.Decision, "denied") }) {
 		t.Errorf("the denial is not among the decisions: %+v", cs.Decisions)
+	}
+}
+
+// TestDeletedSuffixAgrees_RC6: the watcher's list and the capsule mark a
+// deleted file the same way, so a roll replays a live deletion like an
+// imported one.
+func TestDeletedSuffixAgrees_RC6(t *testing.T) {
+	if workspace.DeletedSuffix != compaction.DeletedSuffix {
+		t.Fatalf("workspace marks a deletion %q, the capsule %q", workspace.DeletedSuffix, compaction.DeletedSuffix)
 	}
 }
