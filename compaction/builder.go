@@ -911,6 +911,25 @@ func isTerminalCopy(lines []string) bool {
 	return copied*2 > len(lines)
 }
 
+// pointsAtPaste reports whether a message's introduction points at what
+// follows it ("fix this", "see the review", "…, right") rather than
+// heading the user's own text ("Goal", "Note").
+func pointsAtPaste(intro string) bool {
+	l := strings.ToLower(strings.TrimSpace(intro))
+	if strings.Contains(" "+l+" ", " this ") || strings.HasSuffix(l, " this") {
+		return true
+	}
+	for _, w := range []string{"right", "here", "following", "says", "said", "comment", "review", "error", "output", "log"} {
+		if strings.HasSuffix(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// reviewSeverity is the severity line of a code-review bot's comment.
+var reviewSeverity = regexp.MustCompile(`^\s*(Low|Medium|High|Critical) Severity\s*$`)
+
 var diffGutter = regexp.MustCompile(`^\s*[+-]\s+\d+\b`)
 
 // ownWords is a user message without what it pastes: fenced code blocks and
@@ -947,8 +966,16 @@ const minPasteChars = 200
 // Markdown heading when it has two or more.
 func withoutPaste(msg string) string {
 	lines := strings.Split(msg, "\n")
-	if isTerminalCopy(lines) {
+	if isTerminalCopy(lines) || slices.ContainsFunc(lines, func(l string) bool { return reviewSeverity.MatchString(l) }) {
+		// A screen copy, or a code-review bot's comment ("Medium
+		// Severity" on a line of its own): not typed by the user.
 		return ""
+	}
+	// "I think this was just fixed, right: <a pasted comment>": a short
+	// introduction ending in a colon, then the pasted text on the same line.
+	if intro, rest, ok := strings.Cut(lines[0], ": "); ok && len(intro) <= 60 && pointsAtPaste(intro) &&
+		len(rest)+len(strings.Join(lines[1:], "\n")) >= minPasteChars {
+		return intro + ":"
 	}
 	for i := 0; i < len(lines)-2 && i < 3; i++ {
 		if strings.HasSuffix(strings.TrimSpace(lines[i]), ":") && strings.TrimSpace(lines[i+1]) == "" &&

@@ -199,6 +199,11 @@ func TestOpinionsAndTerminalCopiesAreNotConstraints_RC8(t *testing.T) {
 			pad("+ 16 - Invalid themes must no longer crash") + "\n" + pad(" the app."), nil},
 		{"question", "could we create a summary of the options but keep it in the repo", nil},
 		{"complaint", "you forgot the tests again, never skip them", nil},
+		{"review bot comment", "Missing UserAddedPerFile field causes lost per-file tracking\n\nMedium Severity\n\nWhen session state is saved, the map is lost. Without this field, the per-file data must be recomputed.", nil},
+		{"pasted after a short introduction", "I think this was just fixed, right: The UserAddedPerFile field is not being converted between the two structs. Without this conversion, the per-file tracking data will be lost when session state is saved and loaded, causing incorrect attribution in multi-checkpoint scenarios.", nil},
+		{"a rule after a colon is not a paste", "One rule: never push to main.", []string{"One rule: never push to main"}},
+		{"a long message under a heading word is the user's", "Note: never change the public API of the tokenizer package, keep every exported name as it is, and run the whole test suite before you tell me it is done, including the slow integration tests under ./integration.",
+			[]string{"Note: never change the public API of the tokenizer package, keep every exported name as it is, and run the whole test suite before you tell me it is done, including the slow integration tests under ./integration"}},
 		{"a rule with thinking in it", "Always think about the width before rendering.", []string{"Always think about the width before rendering"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
