@@ -607,18 +607,35 @@ func Roll(prev, next capsule.State) capsule.State {
 			stale[sp[0]] = true
 		}
 	}
+	// A pass carried from prev that the roll's notes call stale (next
+	// changed files) is not said to pass either; Done says it passed
+	// before those changes.
+	staleNote := map[string]bool{}
+	for _, n := range out.Notes {
+		if rest, ok := strings.CutPrefix(n, verificationNote+"`"); ok {
+			if cmd, tail, ok := strings.Cut(rest, "`"); ok && strings.HasPrefix(tail, " is stale") {
+				staleNote[cmd] = true
+			}
+		}
+	}
 	rolledOutcome := map[string]string{}
 	for _, v := range out.Verification {
 		rolledOutcome[v.Command] = v.Outcome
 	}
+	var passedBefore []string
 	out.Done = slices.DeleteFunc(out.Done, func(d string) bool {
 		cmd, ok := strings.CutSuffix(strings.TrimPrefix(d, "`"), "` passes")
 		if !ok || !strings.HasPrefix(d, "`") {
 			return false
 		}
 		o, known := rolledOutcome[cmd]
+		if !stale[cmd] && staleNote[cmd] && (!known || o == OutcomePassed) {
+			passedBefore = append(passedBefore, "`"+cmd+"` passed before later changes")
+			return true
+		}
 		return stale[cmd] || known && o != OutcomePassed
 	})
+	out.Done = append(out.Done, passedBefore...)
 	out.InProgress = slices.DeleteFunc(out.InProgress, resolved)
 	out.FilesRead = foldPaths(union(prev.FilesRead, next.FilesRead), MaxFileItems)
 	out.FilesModified = foldPaths(replayModified(prev.FilesModified, next.FilesModified), MaxFileItems)

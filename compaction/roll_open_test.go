@@ -215,3 +215,32 @@ func TestOpinionsAndTerminalCopiesAreNotConstraints_RC8(t *testing.T) {
 		})
 	}
 }
+
+// TestRollNeverSaysStalePasses_RC5: a pass carried from the previous
+// capsule while files changed since is stale — its note says so, and Done no
+// longer says it passes but that it passed before later changes.
+func TestRollNeverSaysStalePasses_RC5(t *testing.T) {
+	b := newBuilder()
+	b.user("fix the parser", 10)
+	b.edit("parser.go", 10)
+	b.bash("go test ./...", 0, 10)
+	cut := len(b.es)
+	b.edit("lexer.go", 10)
+	prev, err := BuildDeterministic(b.es, 0, cut, nil, Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(prev.Done, "`go test ./...` passes") {
+		t.Fatalf("before the roll: done %q", prev.Done)
+	}
+	rolled, err := BuildDeterministic(b.es, cut, len(b.es), &prev, Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(rolled.Done, "`go test ./...` passes") || !slices.Contains(rolled.Done, "`go test ./...` passed before later changes") {
+		t.Errorf("done %q", rolled.Done)
+	}
+	if !slices.ContainsFunc(rolled.Notes, func(n string) bool { return strings.Contains(n, "`go test ./...` is stale") }) {
+		t.Errorf("notes %q", rolled.Notes)
+	}
+}
