@@ -259,6 +259,27 @@ func scoreCapsule(fx facts, st capsule.State, cwd, mode string, tail map[string]
 			s.falseFailed = append(s.falseFailed, c.Command)
 		}
 	}
+	// Done must not say a check passes when its outcome is another, when
+	// the check's true last outcome is not a pass, or when a note calls the
+	// pass stale.
+	for _, d := range st.Done {
+		cmd, ok := strings.CutSuffix(strings.TrimPrefix(d, "`"), "` passes")
+		if !ok || !strings.HasPrefix(d, "`") {
+			continue
+		}
+		i := slices.IndexFunc(st.Verification, func(v capsule.Verification) bool { return v.Command == cmd })
+		staleNote := slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "`"+cmd+"` is stale") })
+		untrue := slices.ContainsFunc(fx.Checks, func(c struct {
+			Command string `json:"command"`
+			Last    string `json:"last"`
+			Why     string `json:"why"`
+		}) bool {
+			return sameCheck(c.Command, cmd, cwd) && c.Last != "passed" && !tail[c.Command]
+		})
+		if i < 0 || st.Verification[i].Outcome != compaction.OutcomePassed || staleNote || untrue {
+			s.falsePassed = append(s.falsePassed, "Done: "+d)
+		}
+	}
 	for _, v := range st.Verification {
 		for _, n := range fx.NotChecks {
 			if strings.HasPrefix(strings.TrimSpace(stripCd(v.Command)), n) {
