@@ -280,6 +280,23 @@ func scoreCapsule(fx facts, st capsule.State, cwd, mode string, tail map[string]
 			s.falsePassed = append(s.falsePassed, "Done: "+d)
 		}
 	}
+	// Blockers and Next steps must not say a check fails when it passed.
+	for _, item := range slices.Concat(st.Blockers, st.NextSteps) {
+		var cmd string
+		switch {
+		case strings.HasPrefix(item, "`") && strings.HasSuffix(item, "` fails"):
+			cmd = strings.TrimSuffix(strings.TrimPrefix(item, "`"), "` fails")
+		case strings.HasPrefix(item, "Make `") && strings.HasSuffix(item, "` pass"):
+			cmd = strings.TrimSuffix(strings.TrimPrefix(item, "Make `"), "` pass")
+		default:
+			continue
+		}
+		for _, c := range fx.Checks {
+			if sameCheck(c.Command, cmd, cwd) && c.Last == "passed" && !tail[c.Command] {
+				s.falseFailed = append(s.falseFailed, item)
+			}
+		}
+	}
 	for _, v := range st.Verification {
 		for _, n := range fx.NotChecks {
 			if strings.HasPrefix(strings.TrimSpace(stripCd(v.Command)), n) {
