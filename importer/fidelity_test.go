@@ -88,7 +88,8 @@ func fidelityTranscript(t *testing.T, name string) []byte {
 
 // contextMarkers are the wrappers of R-C8: never in the goal or a work item.
 var contextMarkers = []string{"<ide_", "<system-reminder", "<environment_context", "# Context from my IDE setup",
-	"[Request interrupted", "<turn_aborted", "<command-name", "<local-command"}
+	"[Request interrupted", "<turn_aborted", "<command-name", "<local-command", "Called the Read tool with the following input",
+	compaction.CodexSummaryPrefix}
 
 // fidelityScore is one capsule's score.
 type fidelityScore struct {
