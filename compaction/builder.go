@@ -533,6 +533,23 @@ func Roll(prev, next capsule.State) capsule.State {
 		out.InProgress = orElse(next.InProgress, slices.DeleteFunc(stillOpen(prev.InProgress, next), func(s string) bool { return !namesCheck(s) }))
 	}
 	out.Done = slices.DeleteFunc(out.Done, func(d string) bool { return d == answeredEarlier })
+	if turns := countFunc(next.Done, isTurnItem); turns >= laterRequests {
+		// The user has moved on through several requests since prev: its
+		// steps are not confirmed open any more. They are kept as one note,
+		// not as steps (nothing dropped without saying, R-C7); a step about
+		// a check stays until the check passes.
+		var earlier []string
+		prevNext = slices.DeleteFunc(prevNext, func(s string) bool {
+			if namesCheck(s) {
+				return false
+			}
+			earlier = append(earlier, s)
+			return true
+		})
+		if len(earlier) > 0 {
+			out.Notes = append(out.Notes, text.Clip(earlierSteps+"("+plural(turns, "later request")+" since): "+strings.Join(earlier, "; "), 2*maxItemChars))
+		}
+	}
 	out.NextSteps = lastN(union(prevNext, next.NextSteps), maxListItems)
 	doneSet := setOf(out.Done)
 	for _, d := range next.Done {
@@ -709,10 +726,27 @@ func stillOpen(items []string, next capsule.State) []string {
 		check, _ := CheckOf(v.Command)
 		ran[check] = true
 	}
+	// The files next changed, each side of a rename and a deleted file by
+	// its path; a folded directory by its directory.
+	var files []string
+	for _, f := range next.FilesModified {
+		f = strings.TrimSuffix(f, DeletedSuffix)
+		if dir, _, ok := parseFolded(f); ok {
+			f = dir
+		}
+		if from, to, ok := strings.Cut(f, RenameSep); ok {
+			files = append(files, from, to)
+			continue
+		}
+		files = append(files, f)
+	}
 	changed := func(p string) bool {
 		p = strings.TrimPrefix(p, "./")
-		for _, f := range next.FilesModified {
-			if f == p || strings.HasSuffix(f, "/"+p) || strings.HasPrefix(f, strings.TrimSuffix(p, "/")+"/") {
+		dir := "/" + strings.TrimSuffix(p, "/") + "/"
+		for _, f := range files {
+			// The file itself, under any prefix, or a file under the
+			// directory it names, wherever that directory is.
+			if f == p || strings.HasSuffix(f, "/"+p) || strings.Contains("/"+f, dir) {
 				return true
 			}
 		}
@@ -736,6 +770,23 @@ func stillOpen(items []string, next capsule.State) []string {
 		}
 		return paths > 0 && allChanged
 	})
+}
+
+// laterRequests is the number of requests worked on since a capsule after
+// which its remaining next steps are no longer taken as open.
+const laterRequests = 3
+
+// earlierSteps starts the note that keeps such steps.
+const earlierSteps = "Next steps of an earlier capsule, not confirmed "
+
+func countFunc[T any](xs []T, f func(T) bool) int {
+	n := 0
+	for _, x := range xs {
+		if f(x) {
+			n++
+		}
+	}
+	return n
 }
 
 // namesCheck reports whether an item names a check in a code span ("Make

@@ -22,6 +22,7 @@ func TestRollKeepsOpenItemsDropsResolved_RM4_RC8(t *testing.T) {
 		after      func(b *builder)
 		open, gone []string // items (substrings) expected in the open lists, and absent from them
 		done       []string // substrings expected in Done
+		noted      []string // substrings expected in Notes
 		prevExtra  capsule.State
 	}{
 		{
@@ -126,6 +127,38 @@ func TestRollKeepsOpenItemsDropsResolved_RM4_RC8(t *testing.T) {
 			gone:      []string{"Create directories src/core and src/modes"},
 		},
 		{
+			name: "steps naming files under a directory anywhere, deleted or renamed, are done",
+			before: func(b *builder) {
+				b.user("restructure", 10)
+			},
+			after: func(b *builder) {
+				b.user("go on", 10)
+				b.edit("packages/agent/src/utils/config.ts", 10)
+				b.edit("packages/agent/src/main.ts (deleted)", 10)
+				b.edit("packages/agent/src/tui.ts → packages/agent/src/modes/tui.ts", 10)
+			},
+			prevExtra: capsule.State{NextSteps: []string{"Create directories: `src/utils/`", "Remove `main.ts` and move `tui.ts`", "Write the changelog"}},
+			open:      []string{"Write the changelog"},
+			gone:      []string{"Create directories", "Remove `main.ts`"},
+		},
+		{
+			name: "after several requests the earlier steps are a note, a check's step stays",
+			before: func(b *builder) {
+				b.user("refactor the modes", 10)
+				b.bash("npm run check", 2, 10)
+			},
+			after: func(b *builder) {
+				for _, q := range []string{"what does the queue do", "rename the flag", "explain the footer"} {
+					b.user(q, 10)
+					b.reply("Done: "+q, 10)
+				}
+			},
+			prevExtra: capsule.State{NextSteps: []string{"Move files as per structure above"}},
+			open:      []string{"Make `npm run check` pass"},
+			gone:      []string{"Move files as per structure above"},
+			noted:     []string{"not confirmed (3 later requests since): Move files as per structure above"},
+		},
+		{
 			name: "a pending step whose file was changed since is done",
 			before: func(b *builder) {
 				b.user("update the API docs", 10)
@@ -171,6 +204,11 @@ func TestRollKeepsOpenItemsDropsResolved_RM4_RC8(t *testing.T) {
 			for _, s := range c.done {
 				if !has(rolled.Done, s) {
 					t.Errorf("Done lacks %q: %q", s, rolled.Done)
+				}
+			}
+			for _, s := range c.noted {
+				if !has(rolled.Notes, s) {
+					t.Errorf("Notes lack %q: %q", s, rolled.Notes)
 				}
 			}
 		})
