@@ -63,6 +63,7 @@ type facts struct {
 	BlockersAbsent    []string `json:"blockersAbsent"`
 	Open              []string `json:"open"`
 	OpenAbsent        []string `json:"openAbsent"`
+	OpenAbsentNote    string   `json:"openAbsentNote"`
 	Kept              []string `json:"kept"`
 	Absent            []string `json:"absent"`
 }
