@@ -136,9 +136,10 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 				}
 				turnPending = false
 			}
-			if len(e.Assistant.ToolCalls) == 0 && e.Assistant.Error == "" && len(users) == 0 && !slices.Contains(done, answeredEarlier) {
-				// The final answer to a request made before this range:
-				// a roll names that request (R-M4).
+			if len(e.Assistant.ToolCalls) == 0 && e.Assistant.Error == "" && len(users) == 0 && from > 0 && !slices.Contains(done, answeredEarlier) {
+				// The final answer to a request made before this range
+				// (there is none before the session's start): a roll
+				// names that request (R-M4).
 				done = append(done, answeredEarlier)
 			}
 		case e.ToolResult != nil:
