@@ -282,3 +282,15 @@ func TestRollNeverSaysStalePasses_RC5(t *testing.T) {
 		t.Errorf("notes %q", rolled.Notes)
 	}
 }
+
+// TestReplyBeforeAnyRequest_RM4: a reply at the session's start, before any
+// request, answers nothing: Done does not claim an earlier request was
+// answered.
+func TestReplyBeforeAnyRequest_RM4(t *testing.T) {
+	b := newBuilder()
+	b.reply("Hello, what shall we work on?", 10)
+	b.user("add a flag", 10)
+	if d := b.capsule(t).Done; slices.ContainsFunc(d, func(s string) bool { return strings.HasPrefix(s, answered) }) {
+		t.Errorf("done %q", d)
+	}
+}
