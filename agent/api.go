@@ -55,9 +55,15 @@ type Event struct {
 	Summary   string
 	// Output is a tool result's whole content as recorded (tool_result);
 	// the LSP wire carries only Summary.
-	Output  string
-	Outcome string
-	Error   string
+	Output string
+	// FilesRead and FilesModified are what a successful tool_result read
+	// and changed (R-C6): a proposed, denied or failed write has none, so
+	// an editor's file list built from them never shows what did not
+	// happen.
+	FilesRead     []string
+	FilesModified []string
+	Outcome       string
+	Error         string
 }
 
 // CompactionEvent is a `soba/compaction` notification: phase start, progress

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -660,7 +661,12 @@ func (a *Agent) appendToolResult(turnID string, call session.ToolCall, run toolR
 		}
 		a.publishBudget(st)
 	})
-	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "tool_result", ID: call.ID, OK: &ok, Summary: firstLineOf(run.content, 160), Output: run.content})
+	ev := Event{TurnID: turnID, Type: "tool_result", ID: call.ID, OK: &ok, Summary: firstLineOf(run.content, 160), Output: run.content}
+	if ok && run.artifacts != nil {
+		ev.FilesRead = slices.Clone(run.artifacts.FilesRead)
+		ev.FilesModified = slices.Clone(run.artifacts.FilesModified)
+	}
+	a.opt.Notifier.Event(ev)
 }
 
 func firstLineOf(s string, n int) string {

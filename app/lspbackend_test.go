@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,11 @@ func TestAgentBackendFullTurnWithTools(t *testing.T) {
 	calls, results, texts := eventsOf(s, "tool_call"), eventsOf(s, "tool_result"), eventsOf(s, "text")
 	if len(calls) != 2 || calls[0].Name != "write_file" || len(results) != 2 || !*results[1].OK || len(texts) == 0 {
 		t.Fatalf("events: %d calls, %d results, %d texts", len(calls), len(results), len(texts))
+	}
+	// The editor's file lists come from the results, never the calls (R-C6).
+	if !slices.Equal(results[0].FilesModified, []string{"notes.txt"}) || !slices.Equal(results[1].FilesRead, []string{"notes.txt"}) ||
+		len(results[0].FilesRead)+len(results[1].FilesModified) != 0 {
+		t.Fatalf("tool_result files: %+v / %+v", results[0], results[1])
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.dir, "notes.txt")); string(b) != "hello" {
 		t.Fatalf("notes.txt = %q", b)

@@ -159,8 +159,8 @@ func (a *artifactSet) addResult(r *session.ToolResult, call *session.ToolCall) {
 		a.addCommand(art.Command, art.ExitCode, art.Pipefail, r.Content)
 		return
 	}
-	if call == nil {
-		return
+	if call == nil || !r.OK && IsDenial(r.Content) {
+		return // a refused call ran nothing (R-C6)
 	}
 	var args toolArgs
 	_ = json.Unmarshal(call.Arguments, &args) // unknown shapes leave no artifacts

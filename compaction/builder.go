@@ -85,6 +85,11 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		nd := t.Node(i)
 		switch nd.Type {
 		case session.TypeUser, session.TypeAssistant, session.TypeToolResult, session.TypeCheckpoint:
+		case session.TypeCapsule:
+			// The kept tail of the capsule being rolled into comes before
+			// it: an answer there is older than that capsule's state.
+			done = slices.DeleteFunc(done, func(d string) bool { return d == answeredEarlier })
+			continue
 		default:
 			continue
 		}
@@ -131,22 +136,30 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 				}
 				turnPending = false
 			}
+			if len(e.Assistant.ToolCalls) == 0 && e.Assistant.Error == "" && len(users) == 0 && from > 0 && !slices.Contains(done, answeredEarlier) {
+				// The final answer to a request made before this range
+				// (there is none before the session's start): a roll
+				// names that request (R-M4).
+				done = append(done, answeredEarlier)
+			}
 		case e.ToolResult != nil:
 			r := e.ToolResult
 			call := calls[r.ToolCallID]
 			arts.addResult(r, call)
 			target := callPath(r, call)
 			switch {
-			case r.ToolName == tool.Bash, r.Artifacts != nil && r.Artifacts.Command != "":
-				// A command: its outcome is in Verification or, when it
-				// is consequential, in Blockers (R-C5).
 			case !r.OK && isDenial(r.Content):
 				// The user's decision, not a failure (R-C6).
 				d := "The user denied `" + r.ToolName + "`"
 				if target != "" {
 					d += " on `" + target + "`"
+				} else if cmd := callCommand(call); cmd != "" {
+					d += ": `" + text.Clip(cmd, maxItemChars) + "`"
 				}
 				decisions = append(decisions, capsule.Decision{Decision: d, Rationale: "denied in the approval prompt; not done"})
+			case r.ToolName == tool.Bash, r.Artifacts != nil && r.Artifacts.Command != "":
+				// A command: its outcome is in Verification or, when it
+				// is consequential, in Blockers (R-C5).
 			case !r.OK:
 				failures = append(failures, toolFailureItem{text: "`" + r.ToolName + "` failed: " + firstLine(r.Content, maxItemChars), tool: r.ToolName, path: target})
 			case target != "":
@@ -184,15 +197,21 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		st.InProgress = []string{"Latest request: " + latest}
 	}
 	// The final plan state (TodoWrite, update_plan, todowrite) says what
-	// was under way and what was left.
+	// was under way, what was left and what was finished.
+	var planDone []string
 	for _, it := range plan {
 		switch it.status {
 		case "in_progress", "in-progress", "active":
 			st.InProgress = append(st.InProgress, text.Clip(it.text, maxItemChars))
 		case "pending", "todo", "not_started":
 			st.Pending = append(st.Pending, text.Clip(it.text, maxItemChars))
+		case "completed", "done":
+			// The model's own record of what it finished: a roll drops
+			// the item from what was open (R-C8).
+			planDone = append(planDone, planDoneItem+text.Clip(it.text, maxItemChars))
 		}
 	}
+	st.Done = append(st.Done, lastN(planDone, maxListItems)...)
 	if lastReply != "" {
 		st.Notes = append(st.Notes, lastReplyNote+text.Clip(strings.TrimSpace(lastReply), maxLastReplyChars))
 	}
@@ -254,7 +273,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		st.Blockers = append(st.Blockers, f.text)
 	}
 	if latest != "" && turnPending {
-		st.NextSteps = append(st.NextSteps, "Continue with: "+latest)
+		st.NextSteps = append(st.NextSteps, continueWith+latest)
 	}
 	st.FilesRead = foldPaths(arts.read, MaxFileItems)
 	st.FilesModified = foldPaths(arts.modified, MaxFileItems)
@@ -375,10 +394,47 @@ func callPath(r *session.ToolResult, call *session.ToolCall) string {
 	return args.Path
 }
 
+// callCommand is the command line of a shell call, or "".
+func callCommand(call *session.ToolCall) string {
+	if call == nil {
+		return ""
+	}
+	var args struct {
+		Command string `json:"command"`
+	}
+	_ = json.Unmarshal(call.Arguments, &args)
+	return strings.TrimSpace(args.Command)
+}
+
 // isDenial reports whether a tool result is the user's refusal of the call
-// in the approval prompt, as the agent records it.
-func isDenial(content string) bool {
-	return strings.HasPrefix(strings.TrimSpace(content), "denied: ")
+// in the approval prompt.
+func isDenial(content string) bool { return IsDenial(content) }
+
+// denialTexts open the result other agents record for a call the user
+// refused: Claude Code, Codex (a command, a patch), opencode (asked, or
+// refused by a rule the user set).
+var denialTexts = []string{
+	"The user doesn't want to proceed with this tool use",
+	"exec command rejected by user",
+	"patch rejected by user",
+	"The user rejected permission to use this specific tool call",
+	"The user has specified a rule which prevents you from using this specific tool call",
+}
+
+// IsDenial reports whether a tool result is the user's refusal of the call,
+// as SOBA ("denied: …") or another agent records it: the user's decision,
+// not a failure, and nothing ran (R-C6).
+func IsDenial(content string) bool {
+	t := strings.TrimSpace(content)
+	if strings.HasPrefix(t, "denied: ") {
+		return true
+	}
+	for _, d := range denialTexts {
+		if strings.HasPrefix(t, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // isChatter reports whether a user message is an acknowledgement or an
@@ -451,11 +507,60 @@ func Roll(prev, next capsule.State) capsule.State {
 		Constraints: lastN(dedupeFold(union(prev.Constraints, next.Constraints)), maxListItems),
 		Done:        lastN(keepRecentTurns(union(prev.Done, next.Done), maxTurnItems), 2*maxListItems),
 		InProgress:  orElse(next.InProgress, stillOpen(prev.InProgress, next)),
-		NextSteps:   orElse(next.NextSteps, stillOpen(prev.NextSteps, next)),
 		Notes:       boundNotes(union(notesBefore(prev.Notes, next.Notes), next.Notes), maxNotes),
 	}
+	// The request under way at prev's cut: answered in next, or replaced by
+	// next's own request, its "Continue with" is no longer a step.
+	prevNext := stillOpen(prev.NextSteps, next)
+	if i := slices.Index(next.Done, answeredEarlier); i >= 0 {
+		for _, s := range prevNext {
+			if req, ok := strings.CutPrefix(s, continueWith); ok {
+				next.Done = slices.Clone(next.Done)
+				next.Done[i] = answered + req
+				out.Done = lastN(keepRecentTurns(union(prev.Done, next.Done), maxTurnItems), 2*maxListItems)
+				break
+			}
+		}
+	}
+	if slices.Contains(next.Done, answeredEarlier) || slices.ContainsFunc(next.Done, isTurnItem) ||
+		slices.ContainsFunc(next.NextSteps, func(s string) bool { return strings.HasPrefix(s, continueWith) }) {
+		prevNext = slices.DeleteFunc(prevNext, func(s string) bool { return strings.HasPrefix(s, continueWith) })
+	}
+	if slices.Contains(next.Done, answeredEarlier) {
+		// The turn under way at prev's cut ended with its answer: its steps
+		// and its work in progress are history. A step about a check stays
+		// until the check passes (its blocker stays too).
+		prevNext = slices.DeleteFunc(prevNext, func(s string) bool { return !namesCheck(s) })
+		out.InProgress = orElse(next.InProgress, slices.DeleteFunc(stillOpen(prev.InProgress, next), func(s string) bool { return !namesCheck(s) }))
+	}
+	out.Done = slices.DeleteFunc(out.Done, func(d string) bool { return d == answeredEarlier })
+	if turns := countFunc(next.Done, isTurnItem); turns >= laterRequests {
+		// The user has moved on through several requests since prev: its
+		// steps are not confirmed open any more. They are kept as one note,
+		// not as steps (nothing dropped without saying, R-C7); a step about
+		// a check stays until the check passes.
+		var earlier []string
+		prevNext = slices.DeleteFunc(prevNext, func(s string) bool {
+			if namesCheck(s) {
+				return false
+			}
+			earlier = append(earlier, s)
+			return true
+		})
+		if len(earlier) > 0 {
+			out.Notes = append(out.Notes, text.Clip(earlierSteps+"("+plural(turns, "later request")+" since): "+strings.Join(earlier, "; "), 2*maxItemChars))
+		}
+	}
+	out.NextSteps = lastN(union(prevNext, next.NextSteps), maxListItems)
 	doneSet := setOf(out.Done)
-	out.Pending = slices.DeleteFunc(union(prev.Pending, next.Pending), func(s string) bool { return doneSet[s] })
+	for _, d := range next.Done {
+		doneSet[d] = true
+	}
+	// An item is done when Done holds it, as it is or marked done in the
+	// model's plan.
+	isDone := func(s string) bool { return doneSet[s] || doneSet[planDoneItem+s] }
+	out.Pending = slices.DeleteFunc(union(stillOpen(prev.Pending, next), next.Pending), isDone)
+	out.InProgress = slices.DeleteFunc(out.InProgress, isDone)
 	out.Decisions = slices.Clone(prev.Decisions)
 	for _, d := range next.Decisions {
 		if !slices.ContainsFunc(out.Decisions, func(x capsule.Decision) bool { return x.Decision == d.Decision }) {
@@ -510,7 +615,7 @@ func Roll(prev, next capsule.State) capsule.State {
 	// A tool that failed before the previous capsule was followed by more
 	// work: it is history, not a current blocker.
 	prevBlockers := slices.DeleteFunc(slices.Clone(prev.Blockers), func(s string) bool { return toolFailure.MatchString(s) })
-	out.Blockers = slices.DeleteFunc(union(prevBlockers, next.Blockers), func(s string) bool { return doneSet[s] || resolved(s) })
+	out.Blockers = slices.DeleteFunc(union(prevBlockers, next.Blockers), func(s string) bool { return isDone(s) || resolved(s) })
 	out.NextSteps = slices.DeleteFunc(out.NextSteps, resolved)
 	// "`X` passes" holds only while X's rolled outcome is a pass and no
 	// newer item says it passed before later edits (R-C5).
@@ -520,18 +625,35 @@ func Roll(prev, next capsule.State) capsule.State {
 			stale[sp[0]] = true
 		}
 	}
+	// A pass carried from prev that the roll's notes call stale (next
+	// changed files) is not said to pass either; Done says it passed
+	// before those changes.
+	staleNote := map[string]bool{}
+	for _, n := range out.Notes {
+		if rest, ok := strings.CutPrefix(n, verificationNote+"`"); ok {
+			if cmd, tail, ok := strings.Cut(rest, "`"); ok && strings.HasPrefix(tail, " is stale") {
+				staleNote[cmd] = true
+			}
+		}
+	}
 	rolledOutcome := map[string]string{}
 	for _, v := range out.Verification {
 		rolledOutcome[v.Command] = v.Outcome
 	}
+	var passedBefore []string
 	out.Done = slices.DeleteFunc(out.Done, func(d string) bool {
 		cmd, ok := strings.CutSuffix(strings.TrimPrefix(d, "`"), "` passes")
 		if !ok || !strings.HasPrefix(d, "`") {
 			return false
 		}
 		o, known := rolledOutcome[cmd]
+		if !stale[cmd] && staleNote[cmd] && (!known || o == OutcomePassed) {
+			passedBefore = append(passedBefore, "`"+cmd+"` passed before later changes")
+			return true
+		}
 		return stale[cmd] || known && o != OutcomePassed
 	})
+	out.Done = append(out.Done, passedBefore...)
 	out.InProgress = slices.DeleteFunc(out.InProgress, resolved)
 	out.FilesRead = foldPaths(union(prev.FilesRead, next.FilesRead), MaxFileItems)
 	out.FilesModified = foldPaths(replayModified(prev.FilesModified, next.FilesModified), MaxFileItems)
@@ -605,10 +727,27 @@ func stillOpen(items []string, next capsule.State) []string {
 		check, _ := CheckOf(v.Command)
 		ran[check] = true
 	}
+	// The files next changed, each side of a rename and a deleted file by
+	// its path; a folded directory by its directory.
+	var files []string
+	for _, f := range next.FilesModified {
+		f = strings.TrimSuffix(f, DeletedSuffix)
+		if dir, _, ok := parseFolded(f); ok {
+			f = dir
+		}
+		if from, to, ok := strings.Cut(f, RenameSep); ok {
+			files = append(files, from, to)
+			continue
+		}
+		files = append(files, f)
+	}
 	changed := func(p string) bool {
 		p = strings.TrimPrefix(p, "./")
-		for _, f := range next.FilesModified {
-			if f == p || strings.HasSuffix(f, "/"+p) || strings.HasPrefix(f, strings.TrimSuffix(p, "/")+"/") {
+		dir := "/" + strings.TrimSuffix(p, "/") + "/"
+		for _, f := range files {
+			// The file itself, under any prefix, or a file under the
+			// directory it names, wherever that directory is.
+			if f == p || strings.HasSuffix(f, "/"+p) || strings.Contains("/"+f, dir) {
 				return true
 			}
 		}
@@ -626,8 +765,48 @@ func stillOpen(items []string, next capsule.State) []string {
 				allChanged = allChanged && changed(sp)
 			}
 		}
+		for _, w := range pathWords(item) {
+			paths++
+			allChanged = allChanged && changed(w)
+		}
 		return paths > 0 && allChanged
 	})
+}
+
+// laterRequests is the number of requests worked on since a capsule after
+// which its remaining next steps are no longer taken as open.
+const laterRequests = 3
+
+// earlierSteps starts the note that keeps such steps.
+const earlierSteps = "Next steps of an earlier capsule, not confirmed "
+
+func countFunc[T any](xs []T, f func(T) bool) int {
+	n := 0
+	for _, x := range xs {
+		if f(x) {
+			n++
+		}
+	}
+	return n
+}
+
+// namesCheck reports whether an item names a check in a code span ("Make
+// `go test ./...` pass").
+func namesCheck(item string) bool {
+	return slices.ContainsFunc(codeSpans(item), IsVerificationCommand)
+}
+
+// pathWords are the words of an item that name a path outside code spans
+// ("Create directories src/core and src/modes"): a slash inside, no URL.
+func pathWords(item string) []string {
+	var out []string
+	for _, w := range strings.Fields(item) {
+		w = strings.Trim(w, ",.;:()[]\"'*")
+		if strings.Count(w, "/") > 0 && !strings.Contains(w, "://") && !strings.Contains(w, "`") && len(w) > 2 && !strings.HasPrefix(w, "/") {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // codeSpans returns the `code spans` of a Markdown line.
@@ -711,6 +890,14 @@ func verificationNotes(notes []string, prev, next capsule.State, rolled []capsul
 const (
 	workedOn = "Worked on: "
 	answered = "Answered: "
+	// answeredEarlier is the Done item of a final answer to a request made
+	// before the range; a roll replaces it with the request it names.
+	answeredEarlier = answered + "the request made before this part of the session"
+	// planDoneItem starts the Done item of a plan step the model marked
+	// completed.
+	planDoneItem = "Marked done in the plan: "
+	// continueWith starts the next step of a request still under way.
+	continueWith = "Continue with: "
 )
 
 // maxTurnItems bounds the turn items a rolled capsule keeps: they record
@@ -776,6 +963,44 @@ func constraintsFrom(users []string) []string {
 	return lastN(dedupeFold(out), maxListItems/2)
 }
 
+// isTerminalCopy reports whether a message's lines are a copy of a
+// terminal's screen rather than typed: most of at least four lines padded
+// with trailing blanks to the terminal's width, or carrying a diff's line
+// gutter ("+ 12 ", "- 3 ").
+func isTerminalCopy(lines []string) bool {
+	if len(lines) < 4 {
+		return false
+	}
+	copied := 0
+	for _, l := range lines {
+		if strings.HasSuffix(l, "   ") || diffGutter.MatchString(l) {
+			copied++
+		}
+	}
+	return copied*2 > len(lines)
+}
+
+// pointsAtPaste reports whether a message's introduction points at what
+// follows it ("fix this", "see the review", "…, right") rather than
+// heading the user's own text ("Goal", "Note").
+func pointsAtPaste(intro string) bool {
+	l := strings.ToLower(strings.TrimSpace(intro))
+	if strings.Contains(" "+l+" ", " this ") || strings.HasSuffix(l, " this") {
+		return true
+	}
+	for _, w := range []string{"right", "here", "following", "says", "said", "comment", "review", "error", "output", "log"} {
+		if strings.HasSuffix(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// reviewSeverity is the severity line of a code-review bot's comment.
+var reviewSeverity = regexp.MustCompile(`^\s*(Low|Medium|High|Critical) Severity\s*$`)
+
+var diffGutter = regexp.MustCompile(`^\s*[+-]\s+\d+\b`)
+
 // ownWords is a user message without what it pastes: fenced code blocks and
 // quoted lines. A rule is in the user's words; "must" in a pasted error or
 // log line is not one.
@@ -810,6 +1035,17 @@ const minPasteChars = 200
 // Markdown heading when it has two or more.
 func withoutPaste(msg string) string {
 	lines := strings.Split(msg, "\n")
+	if isTerminalCopy(lines) || slices.ContainsFunc(lines, func(l string) bool { return reviewSeverity.MatchString(l) }) {
+		// A screen copy, or a code-review bot's comment ("Medium
+		// Severity" on a line of its own): not typed by the user.
+		return ""
+	}
+	// "I think this was just fixed, right: <a pasted comment>": a short
+	// introduction ending in a colon, then the pasted text on the same line.
+	if intro, rest, ok := strings.Cut(lines[0], ": "); ok && len(intro) <= 60 && pointsAtPaste(intro) &&
+		len(rest)+len(strings.Join(lines[1:], "\n")) >= minPasteChars {
+		return intro + ":"
+	}
 	for i := 0; i < len(lines)-2 && i < 3; i++ {
 		if strings.HasSuffix(strings.TrimSpace(lines[i]), ":") && strings.TrimSpace(lines[i+1]) == "" &&
 			len(strings.Join(lines[i+2:], "\n")) >= minPasteChars {

@@ -27,32 +27,36 @@ func foldPaths(paths []string, max int) []string {
 	}
 	type item = foldItem
 	items := make([]item, 0, len(paths))
-	for _, p := range paths {
+	for i, p := range paths {
+		it := newFoldItem(p, 1, false)
 		if dir, count, ok := parseFolded(p); ok {
-			items = append(items, item{dir, count, true})
-			continue
+			it = newFoldItem(dir, count, true)
 		}
-		items = append(items, item{p, 1, false})
+		it.order = i
+		items = append(items, it)
 	}
-	parent := func(it item) string {
-		d := path.Dir(strings.TrimSuffix(it.p, "/"))
-		switch d {
-		case ".":
-			return "./"
-		case "/":
-			return d
-		}
-		return d + "/"
-	}
-	for len(items) > max {
-		// The parent directory holding the most items folds first.
-		counts := map[string]int{}
-		best, bestN := "", 0
+	// counts holds the items directly under each directory and first the
+	// order of the first of them; both are kept up to date as directories
+	// fold, so a list of tens of thousands of files is counted once.
+	counts, first := map[string]int{}, map[string]int{}
+	recount := func() {
+		clear(counts)
+		clear(first)
 		for _, it := range items {
-			d := parent(it)
-			counts[d]++
-			if counts[d] > bestN || counts[d] == bestN && len(d) > len(best) {
-				best, bestN = d, counts[d]
+			if _, seen := first[it.parent]; !seen || it.order < first[it.parent] {
+				first[it.parent] = it.order
+			}
+			counts[it.parent]++
+		}
+	}
+	recount()
+	for len(items) > max {
+		// The directory holding the most items folds first (the deeper
+		// one, then the one seen first, on a tie).
+		best, bestN := "", 0
+		for d, n := range counts {
+			if n > bestN || n == bestN && (len(d) > len(best) || len(d) == len(best) && first[d] < first[best]) {
+				best, bestN = d, n
 			}
 		}
 		if bestN < 2 {
@@ -60,8 +64,10 @@ func foldPaths(paths []string, max int) []string {
 			// parent, which moves them up one level.
 			moved := false
 			for i := range items {
-				if d := parent(items[i]); d != "./" && d != "/" {
-					items[i] = item{d, items[i].n, true}
+				if d := items[i].parent; d != "./" && d != "/" {
+					o := items[i].order
+					items[i] = newFoldItem(d, items[i].n, true)
+					items[i].order = o
 					moved = true
 				}
 			}
@@ -69,22 +75,40 @@ func foldPaths(paths []string, max int) []string {
 				break // all at the top: nothing left to fold
 			}
 			items = mergeFolded(items)
+			recount()
 			continue
 		}
-		out := items[:0:0]
-		at := -1
+		// The items under best, and a folded item of best itself (carried
+		// from an earlier capsule), become one item at the first one's
+		// place. The list is filtered in place: the new item takes the place
+		// of the first item it folds, so writes never pass reads.
+		out := items[:0]
+		at, merged := -1, 0
 		for _, it := range items {
-			if parent(it) != best {
+			under := it.parent == best
+			if !under && (!it.folded || it.p != best) {
 				out = append(out, it)
 				continue
 			}
+			if !under {
+				merged++ // counted under best's parent, where the new item goes
+			}
 			if at < 0 {
 				at = len(out)
-				out = append(out, item{best, 0, true})
+				out = append(out, newFoldItem(best, 0, true))
+				out[at].order = it.order
 			}
 			out[at].n += it.n
+			out[at].order = min(out[at].order, it.order)
 		}
-		items = mergeFolded(out) // with a folded item of the same directory
+		items = out
+		np := out[at].parent
+		delete(counts, best)
+		delete(first, best)
+		counts[np] += 1 - merged
+		if f, seen := first[np]; !seen || out[at].order < f {
+			first[np] = out[at].order
+		}
 	}
 	out := make([]string, len(items))
 	for i, it := range items {
@@ -103,6 +127,24 @@ type foldItem struct {
 	p      string
 	n      int
 	folded bool
+	// order is the item's place in the list given (the first of those
+	// it folds).
+	order int
+	// parent is the directory p folds into, computed once: a list of tens
+	// of thousands of files is scanned once per directory folded.
+	parent string
+}
+
+func newFoldItem(p string, n int, folded bool) foldItem {
+	d := path.Dir(strings.TrimSuffix(p, "/"))
+	switch d {
+	case ".":
+		d = "./"
+	case "/":
+	default:
+		d += "/"
+	}
+	return foldItem{p: p, n: n, folded: folded, parent: d}
 }
 
 // mergeFolded merges items naming the same directory, summing their counts,

@@ -44,6 +44,9 @@ const (
 // when the message is context only (R-C8).
 func userWords(msg string) string {
 	s := msg
+	if strings.HasPrefix(strings.TrimSpace(s), CodexSummaryPrefix) {
+		return "" // another agent's handoff summary, not the user's words
+	}
 	if strings.Contains(s, codexIDEContext) {
 		if _, req, ok := strings.Cut(s, codexMyRequest); ok {
 			s = req
@@ -68,9 +71,17 @@ func isQuestionOrComplaint(s string) bool {
 	if strings.HasSuffix(t, "?") {
 		return true
 	}
-	for _, p := range []string{"why ", "how come", "what ", "how ", "can you", "could you", "would you", "do you", "does ", "is it ", "is there", "are there",
+	for _, p := range []string{"why ", "how come", "what ", "how ", "can you", "could you", "would you", "do you", "does ", "can we", "could we", "should we", "shall we", "would it", "is it ", "is there", "are there",
 		"you didn't", "you did not", "you forgot", "you still", "you broke", "you keep", "this is wrong", "that's wrong", "this is still", "still not", "it still"} {
 		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	// An opinion is not a rule: "i think there's only one file left",
+	// "i don't think the invalidate works".
+	head := t[:min(len(t), 30)]
+	for _, p := range []string{"i think", "i don't think", "i dont think", "i don't tink", "i believe", "i guess", "i suppose", "seems like", "looks like"} {
+		if i := strings.Index(head, p); i == 0 || i > 0 && !isWordByte(head[i-1]) {
 			return true
 		}
 	}

@@ -30,6 +30,7 @@ func TestContextIsNotARequest_RC8(t *testing.T) {
 		{"codex turn aborted", "<turn_aborted>\nThe user interrupted the previous turn on purpose.\n</turn_aborted>", ""},
 		{"claude code slash command", "<command-name>/exit</command-name>\n            <command-message>exit</command-message>\n            <command-args></command-args>", ""},
 		{"its output", "<local-command-stdout>See ya!</local-command-stdout>", ""},
+		{"codex handoff summary", CodexSummaryPrefix + " Use this to build on the work. Here is the summary produced by the other language model, use the information in this summary to assist with your own analysis:\n- Added the check", ""},
 		{"plain", "make the build pass", "make the build pass"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -121,6 +122,23 @@ func (w *shellWalker) callFiles(words []string, dir string) {
 				fs.Written = appendNew(fs.Written, p)
 			} else {
 				fs.Read = appendNew(fs.Read, p)
+			}
+		}
+	case "rg", "grep", "egrep", "fgrep":
+		// A search of a named file reads it (`rg -n loadConfig src/app.ts`);
+		// a search of a directory or a file listing reads no file by name.
+		if containsString(args, "--files") || containsString(args, "-r") && name != "rg" || containsString(args, "-R") {
+			break
+		}
+		ps := skipValues(args, "-e", "-f", "-g", "--glob", "-t", "--type", "-T", "--type-not", "-A", "-B", "-C", "-m", "--max-count", "-M", "-j", "--context", "--after-context", "--before-context")
+		if !slices.ContainsFunc(args, func(a string) bool { return a == "-e" || a == "-f" || strings.HasPrefix(a, "--regexp") }) && len(ps) > 0 {
+			ps = ps[1:] // the pattern
+		}
+		for _, x := range ps {
+			if b := path.Base(x); strings.Contains(strings.TrimPrefix(b, "."), ".") {
+				if p, ok := filePath(x, dir); ok {
+					fs.Read = appendNew(fs.Read, p)
+				}
 			}
 		}
 	case "tee", "touch":

@@ -188,7 +188,72 @@ var (
 	headingPattern     = regexp.MustCompile(`^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$`)
 	boldHeadingPattern = regexp.MustCompile(`^\s{0,3}\*\*([^*]{2,60}?)\s*:?\s*\*\*\s*:?\s*$`)
 	numberedHeading    = regexp.MustCompile(`^\s{0,3}\d{1,2}\.\s+([A-Z][^:]{2,60}):\s*$`)
+	// A title alone on its line with a colon ("Remaining work:"), as a
+	// Codex handoff may head its parts.
+	plainHeading = regexp.MustCompile(`^\s{0,3}([A-Z][A-Za-z /&,()-]{2,60}):\s*$`)
 )
+
+// CodexSummaryPrefix opens the handoff summary Codex puts in a compacted
+// history, before the summary itself: the other model's instructions, not
+// the summary (R-C8).
+const CodexSummaryPrefix = "Another language model started to solve this problem and produced a summary of its thinking process."
+
+// Claude Code wraps its summary: a continuation line before it, the
+// model's "Analysis:" scratchpad before "Summary:", and an instruction to
+// continue after it. None of that is the summary.
+const (
+	claudeContinued = "This session is being continued from a previous conversation"
+	claudeContinue  = "Please continue the conversation from where we left"
+	// claudeTranscriptHint points the model at Claude Code's own transcript
+	// file, which a SOBA session does not have.
+	claudeTranscriptHint = "If you need specific details from before compaction"
+)
+
+// withoutWrappers is a foreign summary without the text its agent wraps
+// around it (Codex's prefix, Claude Code's continuation lines and analysis).
+func withoutWrappers(md string) string {
+	md = withoutCodexPrefix(md)
+	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
+	start, analysis := 0, false
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, claudeContinued):
+			start = i + 1
+		case t == "Analysis:" && !analysis:
+			analysis = true
+		case t == "Summary:" && analysis:
+			start = i + 1
+		}
+	}
+	out := slices.DeleteFunc(slices.Clone(lines[start:]), func(l string) bool {
+		return strings.HasPrefix(strings.TrimSpace(l), claudeTranscriptHint)
+	})
+	for i, l := range out {
+		if strings.HasPrefix(strings.TrimSpace(l), claudeContinue) {
+			out = out[:i]
+			break
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// withoutCodexPrefix is a Codex handoff without its opening paragraph.
+func withoutCodexPrefix(md string) string {
+	t := strings.TrimSpace(md)
+	if !strings.HasPrefix(t, CodexSummaryPrefix) {
+		return md
+	}
+	// The prefix is one paragraph ending in "…your own analysis:".
+	if _, rest, ok := strings.Cut(t, "analysis:"); ok {
+		return rest
+	}
+	if _, rest, ok := strings.Cut(t, "\n"); ok {
+		return rest
+	}
+	return ""
+}
+
 var bulletPattern = regexp.MustCompile(`^\s*([-*+]|\d+[.)])\s+(.*)$`)
 
 // ParseSummary reads the summary model's Markdown into the narrative fields
@@ -200,7 +265,7 @@ func ParseSummary(md string) (capsule.State, error) {
 	section := ""
 	found := 0
 	var goal []string
-	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
+	lines := strings.Split(withoutWrappers(md), "\n")
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		if isTableRow(line) {
@@ -227,6 +292,13 @@ func ParseSummary(md string) (capsule.State, error) {
 			}
 		}
 		if m := numberedHeading.FindStringSubmatch(line); m != nil {
+			if name, ok := sectionName(m[1]); ok {
+				section = name
+				found++
+				continue
+			}
+		}
+		if m := plainHeading.FindStringSubmatch(line); m != nil {
 			if name, ok := sectionName(m[1]); ok {
 				section = name
 				found++
@@ -353,6 +425,11 @@ func sectionName(h string) (string, bool) {
 // sectionAliases map words in a free heading to a section, most specific
 // first.
 var sectionAliases = []struct{ word, section string }{
+	// Codex's handoff ("Current progress and key decisions made", "Important
+	// context, constraints, or user preferences", "What remains to be done
+	// (clear next steps)", "Any critical data, examples, or references").
+	{"progress and key decision", "Done"}, {"user preference", "Constraints"}, {"critical data", "Notes"},
+	{"reference", "Notes"}, {"remains to be done", "Next steps"},
 	// Claude Code's nine numbered sections and pi's headings.
 	{"primary request", "Goal"}, {"intent", "Goal"},
 	{"key technical concept", "Notes"}, {"files and code", "Notes"}, {"errors and fix", "Notes"},
@@ -373,7 +450,7 @@ var sectionAliases = []struct{ word, section string }{
 
 func isNone(s string) bool {
 	switch strings.ToLower(strings.Trim(s, "_*. ")) {
-	case "none", "n/a", "nothing", "-":
+	case "none", "n/a", "nothing", "-", "none yet", "none so far":
 		return true
 	}
 	return false

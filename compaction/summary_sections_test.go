@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/capsule"
@@ -49,6 +50,17 @@ Summary:
 	if len(st.Blockers) != 0 || !slices.Contains(st.Notes, "LIFO heuristic") || !slices.Contains(st.Notes, "per-file pools") {
 		t.Errorf("blockers %q, notes %q", st.Blockers, st.Notes)
 	}
+	// Claude Code's wrapping — the continuation line, the analysis before
+	// "Summary:", the instruction after it — is not a note.
+	wrapped := "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n" +
+		claude + "\nIf you need specific details from before compaction (like exact code snippets, error messages, or content you generated), read the full transcript at: /Users/x/.claude/projects/p/s.jsonl\n" +
+		"Please continue the conversation from where we left it off without asking the user any further questions."
+	if st, err := ParseSummary(wrapped); err != nil || st.Goal != "Fix the humanModified calculation in attribution." ||
+		slices.ContainsFunc(st.Notes, func(n string) bool {
+			return strings.Contains(n, "continued") || strings.Contains(n, "Analysis") || strings.Contains(n, "chronologically") || strings.Contains(n, "Please continue") || strings.Contains(n, "read the full transcript")
+		}) || slices.ContainsFunc(st.NextSteps, func(n string) bool { return strings.Contains(n, "read the full transcript") }) {
+		t.Errorf("wrapped Claude Code summary: notes %q, goal %q, %v", st.Notes, st.Goal, err)
+	}
 
 	pi := "## Goal\nRefactor coding-agent\n\n## Constraints & Preferences\n- Keep old code working\n\n## Progress\n### Done\n- [x] AgentSession\n\n### In Progress\n- [ ] modes\n\n### Blocked\n- tsgo fails\n\n## Key Decisions\n- **Layout**: the tree below\n```\nsrc/\n├── core/\n└── modes/\n```\n\n## Next Steps\n1. Move files\n\n## Critical Context\n**lib/api.ts**: posts to NEXT_PUBLIC_API_URL\n"
 	st, err = ParseSummary(pi)
@@ -74,5 +86,53 @@ Summary:
 		if st, err := ParseSummary(bold + "\n- x\n"); err != nil || len(st.NextSteps)+len(st.Blockers) != 1 {
 			t.Errorf("%q alone is a heading: %+v %v", bold, st, err)
 		}
+	}
+}
+
+// TestCodexHandoffSections_RM4: Codex's handoff summary — its prompt asks
+// for current progress and key decisions, context and user preferences,
+// what remains (next steps) and critical references — maps onto the
+// capsule's sections whether its parts are headed in bold, with a plain
+// "Title:" line or as Markdown headings; the prefix Codex puts before it is
+// not a note.
+func TestCodexHandoffSections_RM4(t *testing.T) {
+	prefix := CodexSummaryPrefix + " You also have access to the state of the tools that were used by that language model. Use this to build on the work that has already been done and avoid duplicating work. Here is the summary produced by the other language model, use the information in this summary to assist with your own analysis:\n"
+	for _, tc := range []struct {
+		name, md                       string
+		done, next, constraints, notes []string
+	}{
+		{
+			name: "bold parts, with the prefix",
+			md: prefix + "**Current progress and key decisions made**\n- Added the enum check in `config-validator.ts`\n\n" +
+				"**Important context, constraints, or user preferences**\n- Never force-push results branches\n\n" +
+				"**What remains to be done (clear next steps)**\n1. Run `bun run typecheck`\n2. Open the draft PR\n\n" +
+				"**Critical data, examples, or references**\n- worktree: ../agentv__worktrees/av-raf-5\n",
+			done: []string{"Added the enum check in `config-validator.ts`"}, next: []string{"Run `bun run typecheck`", "Open the draft PR"},
+			constraints: []string{"Never force-push results branches"}, notes: []string{"worktree: ../agentv__worktrees/av-raf-5"},
+		},
+		{
+			name:  "plain title lines",
+			md:    "Current progress and key decisions:\n- Added the check\n\nWhat remains to be done:\n- Open the PR\n\nReferences:\n- PR 12\n",
+			done:  []string{"Added the check"},
+			next:  []string{"Open the PR"},
+			notes: []string{"PR 12"},
+		},
+		{
+			name:        "Markdown headings",
+			md:          "## Current progress\n- wrote the loader\n## Next steps\n- wire it in\n## Constraints / user preferences\n- never push\n## References\n- PR 12\n",
+			next:        []string{"wire it in"},
+			constraints: []string{"never push"},
+			notes:       []string{"PR 12"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := ParseSummary(tc.md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(st.Done, tc.done) || !slices.Equal(st.NextSteps, tc.next) || !slices.Equal(st.Constraints, tc.constraints) || !slices.Equal(st.Notes, tc.notes) {
+				t.Errorf("done %q next %q constraints %q notes %q", st.Done, st.NextSteps, st.Constraints, st.Notes)
+			}
+		})
 	}
 }

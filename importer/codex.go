@@ -83,6 +83,24 @@ func codexNative(history json.RawMessage, model string) *capsule.Native {
 	return &capsule.Native{Provider: configschema.ProviderOpenAIResponses, Model: model, Items: append(json.RawMessage(nil), history...)}
 }
 
+// codexHandoff is the handoff summary in a compacted line's replacement
+// history — the user message that opens with Codex's summary prefix — or ""
+// (a remote compaction keeps its summary encrypted).
+func codexHandoff(history json.RawMessage) string {
+	var items []codexItem
+	if json.Unmarshal(history, &items) != nil {
+		return ""
+	}
+	for i := len(items) - 1; i >= 0; i-- {
+		if it := items[i]; it.Type == "message" && it.Role == "user" {
+			if t := codexText(it.Content); strings.HasPrefix(strings.TrimSpace(t), compaction.CodexSummaryPrefix) {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
 // codexBoilerplate starts user messages Codex writes itself at a session's
 // start (instructions, environment), which are not the user's words.
 var codexBoilerplate = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>"}
@@ -142,7 +160,11 @@ func (c *codexState) line(no, ord int, typ string, ts time.Time, it *codexItem) 
 		}
 		return
 	case "compacted":
-		c.last = b.addCapsule(c.last, ord, foreignCompaction{summary: it.Message, keepFrom: -1,
+		summary := it.Message
+		if strings.TrimSpace(summary) == "" {
+			summary = codexHandoff(it.ReplacementHistory)
+		}
+		c.last = b.addCapsule(c.last, ord, foreignCompaction{summary: summary, keepFrom: -1,
 			trigger: compaction.TriggerAutoThreshold, title: "Imported Codex compaction", native: codexNative(it.ReplacementHistory, c.model), ts: ts})
 		c.response = ""
 		return

@@ -46,11 +46,51 @@ type facts struct {
 	// NotChecks are commands the transcript runs that are not checks: no
 	// Verification line may start with them.
 	NotChecks []string `json:"notChecks"`
+	// FilesRead are files the session read by name (read tools, cat,
+	// sed -n, head, tail, rg -n of a file): their recall is scored.
+	FilesRead     []string `json:"filesRead"`
+	FilesReadNote string   `json:"filesReadNote"`
+	// The narrative facts, judged with keepRecentTokens 0 (the capsule
+	// alone): Constraints the capsule must list exactly as written;
+	// ConstraintsAbsent, BlockersAbsent, OpenAbsent substrings no item of
+	// those lists may hold (OpenAbsent: In progress, Pending, Next steps
+	// and Blockers); Decisions, Blockers and Open substrings some item must
+	// hold; Kept and Absent substrings of the whole capsule text.
+	Constraints       []string `json:"constraints"`
+	ConstraintsAbsent []string `json:"constraintsAbsent"`
+	Decisions         []string `json:"decisions"`
+	Blockers          []string `json:"blockers"`
+	BlockersAbsent    []string `json:"blockersAbsent"`
+	Open              []string `json:"open"`
+	OpenAbsent        []string `json:"openAbsent"`
+	OpenAbsentNote    string   `json:"openAbsentNote"`
+	Kept              []string `json:"kept"`
+	Absent            []string `json:"absent"`
+}
+
+// narrativeFacts counts the facts fx states about the narrative.
+func (fx facts) narrativeFacts() int {
+	return len(fx.Constraints) + len(fx.ConstraintsAbsent) + len(fx.Decisions) + len(fx.Blockers) + len(fx.BlockersAbsent) +
+		len(fx.Open) + len(fx.OpenAbsent) + len(fx.Kept) + len(fx.Absent)
+}
+
+// fidelityTranscript is a fact file's transcript: a synthetic one from
+// testdata/fidelity, a real one from ../shared/transcripts.
+func fidelityTranscript(t *testing.T, name string) []byte {
+	if strings.HasPrefix(name, "synthetic-") {
+		data, err := os.ReadFile(filepath.Join("..", "testdata", "fidelity", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	return transcript(t, name)
 }
 
 // contextMarkers are the wrappers of R-C8: never in the goal or a work item.
 var contextMarkers = []string{"<ide_", "<system-reminder", "<environment_context", "# Context from my IDE setup",
-	"[Request interrupted", "<turn_aborted", "<command-name", "<local-command"}
+	"[Request interrupted", "<turn_aborted", "<command-name", "<local-command", "Called the Read tool with the following input",
+	compaction.CodexSummaryPrefix}
 
 // fidelityScore is one capsule's score.
 type fidelityScore struct {
@@ -67,6 +107,10 @@ type fidelityScore struct {
 	capsuleTokens, sourceTokens int
 	missingFiles                []string
 	keptTailChecks              map[string]bool
+	readRecall                  string
+	missingRead                 []string
+	narrativeRight, narrative   int
+	narrativeWrong              []string
 }
 
 func TestCapsuleFidelity_RC5_RC6_RC8(t *testing.T) {
@@ -86,7 +130,7 @@ func TestCapsuleFidelity_RC5_RC6_RC8(t *testing.T) {
 		}
 		name := strings.TrimSuffix(filepath.Base(f), ".facts.json")
 		t.Run(name, func(t *testing.T) {
-			data := transcript(t, fx.Transcript)
+			data := fidelityTranscript(t, fx.Transcript)
 			res, err := Convert(data, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -153,6 +197,12 @@ func TestCapsuleFidelity_RC5_RC6_RC8(t *testing.T) {
 				if len(s.notChecksCounted) > 0 {
 					t.Errorf("%s: commands counted as checks that are not: %q", mode, s.notChecksCounted)
 				}
+				if len(s.missingRead) > 0 {
+					t.Errorf("%s: files read missing: %q", mode, s.missingRead)
+				}
+				if len(s.narrativeWrong) > 0 {
+					t.Errorf("%s: narrative facts that do not hold:\n%s\n%s", mode, strings.Join(s.narrativeWrong, "\n"), compaction.ModelText(cp.Entry.State))
+				}
 			}
 		})
 	}
@@ -211,6 +261,44 @@ func scoreCapsule(fx facts, st capsule.State, cwd, mode string, tail map[string]
 			s.falseFailed = append(s.falseFailed, c.Command)
 		}
 	}
+	// Done must not say a check passes when its outcome is another, when
+	// the check's true last outcome is not a pass, or when a note calls the
+	// pass stale.
+	for _, d := range st.Done {
+		cmd, ok := strings.CutSuffix(strings.TrimPrefix(d, "`"), "` passes")
+		if !ok || !strings.HasPrefix(d, "`") {
+			continue
+		}
+		i := slices.IndexFunc(st.Verification, func(v capsule.Verification) bool { return v.Command == cmd })
+		staleNote := slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "`"+cmd+"` is stale") })
+		untrue := slices.ContainsFunc(fx.Checks, func(c struct {
+			Command string `json:"command"`
+			Last    string `json:"last"`
+			Why     string `json:"why"`
+		}) bool {
+			return sameCheck(c.Command, cmd, cwd) && c.Last != "passed" && !tail[c.Command]
+		})
+		if i < 0 || st.Verification[i].Outcome != compaction.OutcomePassed || staleNote || untrue {
+			s.falsePassed = append(s.falsePassed, "Done: "+d)
+		}
+	}
+	// Blockers and Next steps must not say a check fails when it passed.
+	for _, item := range slices.Concat(st.Blockers, st.NextSteps) {
+		var cmd string
+		switch {
+		case strings.HasPrefix(item, "`") && strings.HasSuffix(item, "` fails"):
+			cmd = strings.TrimSuffix(strings.TrimPrefix(item, "`"), "` fails")
+		case strings.HasPrefix(item, "Make `") && strings.HasSuffix(item, "` pass"):
+			cmd = strings.TrimSuffix(strings.TrimPrefix(item, "Make `"), "` pass")
+		default:
+			continue
+		}
+		for _, c := range fx.Checks {
+			if sameCheck(c.Command, cmd, cwd) && c.Last == "passed" && !tail[c.Command] {
+				s.falseFailed = append(s.falseFailed, item)
+			}
+		}
+	}
 	for _, v := range st.Verification {
 		for _, n := range fx.NotChecks {
 			if strings.HasPrefix(strings.TrimSpace(stripCd(v.Command)), n) {
@@ -234,6 +322,20 @@ func scoreCapsule(fx facts, st capsule.State, cwd, mode string, tail map[string]
 			}
 		}
 	}
+	if full && len(fx.FilesRead) > 0 {
+		read := setOf(st.FilesRead)
+		for _, f := range fx.FilesRead {
+			if !read[f] {
+				s.missingRead = append(s.missingRead, f)
+			}
+		}
+		s.readRecall = fmt.Sprintf("%d/%d", len(fx.FilesRead)-len(s.missingRead), len(fx.FilesRead))
+	}
+	if full {
+		s.narrative = fx.narrativeFacts()
+		s.narrativeWrong = narrativeWrong(fx, st)
+		s.narrativeRight = s.narrative - len(s.narrativeWrong)
+	}
 	s.goalWordsTotal = len(fx.GoalWords)
 	for _, w := range fx.GoalWords {
 		if strings.Contains(strings.ToLower(st.Goal), strings.ToLower(w)) {
@@ -241,6 +343,74 @@ func scoreCapsule(fx facts, st capsule.State, cwd, mode string, tail map[string]
 		}
 	}
 	return s
+}
+
+func setOf(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// narrativeWrong lists the narrative facts of fx that st does not meet.
+func narrativeWrong(fx facts, st capsule.State) []string {
+	var wrong []string
+	has := func(xs []string, sub string) bool {
+		return slices.ContainsFunc(xs, func(x string) bool { return strings.Contains(x, sub) })
+	}
+	open := slices.Concat(st.InProgress, st.Pending, st.NextSteps, st.Blockers)
+	var decisions []string
+	for _, d := range st.Decisions {
+		decisions = append(decisions, d.Decision+" — "+d.Rationale)
+	}
+	text := compaction.ModelText(st)
+	for _, c := range fx.Constraints {
+		if !slices.Contains(st.Constraints, c) {
+			wrong = append(wrong, "constraint missing or cut: "+c)
+		}
+	}
+	for _, c := range fx.ConstraintsAbsent {
+		if has(st.Constraints, c) {
+			wrong = append(wrong, "not a constraint: "+c)
+		}
+	}
+	for _, d := range fx.Decisions {
+		if !has(decisions, d) {
+			wrong = append(wrong, "decision missing: "+d)
+		}
+	}
+	for _, b := range fx.Blockers {
+		if !has(st.Blockers, b) {
+			wrong = append(wrong, "blocker missing: "+b)
+		}
+	}
+	for _, b := range fx.BlockersAbsent {
+		if has(st.Blockers, b) {
+			wrong = append(wrong, "not a blocker: "+b)
+		}
+	}
+	for _, o := range fx.Open {
+		if !has(open, o) {
+			wrong = append(wrong, "open item dropped: "+o)
+		}
+	}
+	for _, o := range fx.OpenAbsent {
+		if has(open, o) {
+			wrong = append(wrong, "resolved item kept open: "+o)
+		}
+	}
+	for _, k := range fx.Kept {
+		if !strings.Contains(text, k) {
+			wrong = append(wrong, "not kept: "+k)
+		}
+	}
+	for _, a := range fx.Absent {
+		if strings.Contains(text, a) {
+			wrong = append(wrong, "in the capsule although it must not be: "+a)
+		}
+	}
+	return wrong
 }
 
 // sameCheck reports whether a recorded command runs the fact's check: the
@@ -268,13 +438,24 @@ func stripCd(cmd string) string {
 // docs/capsule-fidelity.md.
 func fidelityTable(rows []fidelityScore) string {
 	var b strings.Builder
-	b.WriteString("| transcript | capsule | files modified (recall) | false positives | checks listed | outcome right | false passed | false failed | non-checks counted | final blocker | wrappers as requests | goal words | tokens |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| transcript | capsule | files modified (recall) | false positives | files read (recall) | checks listed | outcome right | false passed | false failed | non-checks counted | final blocker | wrappers as requests | goal words | narrative facts | tokens |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d/%d | %d | %d | %d | %d | %s | %d | %d/%d | %d → %d |\n",
-			r.name, r.mode, r.filesRecall, len(r.falsePositives), r.checksListed, r.checksTotal, r.checksRight, len(r.falsePassed),
+		read, narrative := orDash(r.readRecall), "—"
+		if r.narrative > 0 {
+			narrative = fmt.Sprintf("%d/%d", r.narrativeRight, r.narrative)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %d/%d | %d | %d | %d | %d | %s | %d | %d/%d | %s | %d → %d |\n",
+			r.name, r.mode, r.filesRecall, len(r.falsePositives), read, r.checksListed, r.checksTotal, r.checksRight, len(r.falsePassed),
 			len(r.falseFailed), len(r.notChecksCounted), r.finalBlocker, len(r.wrappers), r.goalWords, r.goalWordsTotal,
-			r.sourceTokens, r.capsuleTokens)
+			narrative, r.sourceTokens, r.capsuleTokens)
 	}
 	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
 }

@@ -521,7 +521,12 @@ func (b *builder) addResult(line int, id, sourceName string, ok bool, content st
 		return ""
 	}
 	delete(b.calls, id)
-	r := &session.ToolResult{ToolCallID: id, ToolName: c.name, OK: ok, Content: content, Artifacts: c.artifacts(ok, exit)}
+	r := &session.ToolResult{ToolCallID: id, ToolName: c.name, OK: ok, Content: content}
+	if ok || !compaction.IsDenial(content) {
+		// A call the user refused ran nothing: no files, no command run
+		// (R-C6).
+		r.Artifacts = c.artifacts(ok, exit)
+	}
 	if r.ToolName == "" {
 		r.ToolName = sourceName
 	}

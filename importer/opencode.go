@@ -771,7 +771,13 @@ func (c *ocState) user(ord int, m *ocMsg) {
 		case "text":
 			// Synthetic text (a mentioned file's content, opencode's own
 			// notes) is kept: opencode sends it to its model as the user's.
-			if !p.Ignored && p.Text != "" {
+			// It is context, not the user's words (R-C8): wrapped as such,
+			// so no goal, constraint or request is taken from it.
+			switch {
+			case p.Ignored || p.Text == "":
+			case p.Synthetic:
+				words = append(words, "<context>\n"+p.Text+"\n</context>")
+			default:
 				words = append(words, p.Text)
 			}
 		case "file":

@@ -147,6 +147,12 @@ func TestImportOpencodeExport_RC2(t *testing.T) {
 	if u := c.Entries[0].User; u == nil || !strings.HasPrefix(u.Text, "The config tests fail.") || !strings.Contains(u.Text, "00001| package config") {
 		t.Errorf("first prompt with the mentioned file's synthetic text: %+v", u)
 	}
+	// That text is context, not the user's words (R-C8): the capsule's goal
+	// and constraints come from the typed request only.
+	if st, err := compaction.BuildDeterministic(compaction.Entries(c.Entries), 0, len(c.Entries), nil, compaction.Extras{}); err != nil ||
+		strings.Contains(st.Goal, "package config") || !strings.HasPrefix(st.Goal, "The config tests fail.") {
+		t.Errorf("goal %q (%v)", st.Goal, err)
+	}
 	for id, want := range map[string]string{"toolu_01Bash1": "bash", "toolu_02Read1": "read_file", "toolu_03Edit1": "edit_file", "toolu_04Edit2": "edit_file",
 		"toolu_06Glob1": "list_files", "toolu_07Todo1": "todowrite", "toolu_08Write1": "write_file", "toolu_09Patch1": "patch", "toolu_10Grep1": "grep"} {
 		if c.calls[id].Name != want || c.result[id].ToolName != want {

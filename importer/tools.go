@@ -53,9 +53,22 @@ func (b *builder) shellFiles(cmd string) (read, modified []string) {
 		r := b.rel(p)
 		return r, r != "" && !filepath.IsAbs(r) && !strings.HasPrefix(r, "~") && !strings.HasPrefix(r, "../")
 	}
+	// A file read in the directory the agent ran the command in (Codex's
+	// workdir, given as a leading `cd`: a worktree beside the repository)
+	// is read too, by its absolute path. Changes there are not taken from
+	// the command line: a false "modified" is worse than a missing read.
+	workdir := ""
+	if rest, ok := strings.CutPrefix(cmd, "cd /"); ok {
+		if end := strings.IndexAny(rest, " ;&|\n'\""); end > 0 {
+			workdir = filepath.Clean("/" + rest[:end])
+		}
+	}
+	scratch := workdir == "" || workdir == "/" || workdir == "/tmp" || strings.HasPrefix(workdir, "/tmp/") || strings.HasPrefix(workdir, "/var/")
 	for _, p := range fs.Read {
 		if r, ok := in(p); ok {
 			read = append(read, r)
+		} else if c := filepath.Clean(p); !scratch && strings.HasPrefix(c, workdir+"/") {
+			read = append(read, c)
 		}
 	}
 	for _, p := range fs.Written {

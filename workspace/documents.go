@@ -56,7 +56,9 @@ func (r *Root) URIToRel(uri string) (string, error) {
 //     only: compaction.ValidateForMemory accepts that);
 //   - paths the Ignore rules leave out (`.git`, `.soba`, `node_modules`, the
 //     root .gitignore) and paths outside the root are not listed;
-//   - closing a document removes nothing: it was still read.
+//   - closing a document removes nothing: it was still read;
+//   - a file whose last change the watcher reported is its removal is listed
+//     as deleted ("old.go (deleted)", R-C6), until it is written again.
 type Touched struct {
 	root   *Root
 	ignore *Ignore
@@ -64,8 +66,14 @@ type Touched struct {
 	mu       sync.Mutex // guards the maps below
 	read     map[string]struct{}
 	modified map[string]struct{}
+	deleted  map[string]struct{} // removed on disk, and not written since
 	open     map[string]struct{}
 }
+
+// DeletedSuffix marks a deleted file in the list of modified files, as the
+// capsule lists it (compaction.DeletedSuffix; a test in agent holds them
+// equal, workspace importing no engine).
+const DeletedSuffix = " (deleted)"
 
 // NewTouched tracks files under root; ig may be nil (only the fixed names
 // `.git`, `.soba` and `node_modules` are then left out). Share the watcher's
@@ -76,6 +84,7 @@ func NewTouched(root *Root, ig *Ignore) *Touched {
 		ignore:   ig,
 		read:     make(map[string]struct{}),
 		modified: make(map[string]struct{}),
+		deleted:  make(map[string]struct{}),
 		open:     make(map[string]struct{}),
 	}
 }
@@ -114,10 +123,10 @@ func (t *Touched) Opened(rel string) {
 
 // Changed records an edit of an open document: it is modified, saved or
 // not, since what was read of it earlier is stale.
-func (t *Touched) Changed(rel string) { t.mark(t.modified, rel) }
+func (t *Touched) Changed(rel string) { t.markModified(rel) }
 
 // Saved records a document the editor saved: it is modified.
-func (t *Touched) Saved(rel string) { t.mark(t.modified, rel) }
+func (t *Touched) Saved(rel string) { t.markModified(rel) }
 
 // Closed records a document the editor closed; it stays listed.
 func (t *Touched) Closed(rel string) {
@@ -133,7 +142,18 @@ func (t *Touched) Closed(rel string) {
 func (t *Touched) Read(rel string) { t.mark(t.read, rel) }
 
 // Modified records a file the agent wrote or edited.
-func (t *Touched) Modified(rel string) { t.mark(t.modified, rel) }
+func (t *Touched) Modified(rel string) { t.markModified(rel) }
+
+// markModified lists a file as modified; written again, it is no longer
+// deleted.
+func (t *Touched) markModified(p string) {
+	if rel := t.canonical(p); rel != "" {
+		t.mu.Lock()
+		t.modified[rel] = struct{}{}
+		delete(t.deleted, rel)
+		t.mu.Unlock()
+	}
+}
 
 // FromWatcher records a watcher batch: every created, modified or removed
 // file changed on disk during the session, so it is modified. A rescan
@@ -142,7 +162,7 @@ func (t *Touched) Modified(rel string) { t.mark(t.modified, rel) }
 func (t *Touched) FromWatcher(b Batch) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, list := range [][]string{b.Created, b.Modified, b.Removed} {
+	for i, list := range [][]string{b.Created, b.Modified, b.Removed} {
 		for _, p := range list {
 			// Batches hold clean relative paths already; only the
 			// ignore rules (which Touched may hold stricter) apply.
@@ -150,6 +170,12 @@ func (t *Touched) FromWatcher(b Batch) {
 			if p == "." || p == ".." || strings.HasPrefix(p, "../") || path.IsAbs(p) || t.ignore.Match(p, false) {
 				continue
 			}
+			if i == 2 { // removed: its last change
+				delete(t.modified, p)
+				t.deleted[p] = struct{}{}
+				continue
+			}
+			delete(t.deleted, p)
 			t.modified[p] = struct{}{}
 		}
 	}
@@ -160,7 +186,11 @@ func (t *Touched) FromWatcher(b Batch) {
 func (t *Touched) Snapshot() (read, modified []string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return sortedSet(t.read), sortedSet(t.modified)
+	modified = sortedSet(t.modified)
+	for _, p := range sortedSet(t.deleted) {
+		modified = append(modified, p+DeletedSuffix)
+	}
+	return sortedSet(t.read), modified
 }
 
 // Open is the documents open in the editor now, sorted.

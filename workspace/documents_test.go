@@ -96,7 +96,7 @@ func TestTouchedSources_RC2(t *testing.T) {
 
 	read, modified := tr.Snapshot()
 	wantRead := []string{"docs/readme.md", "src/a.go", "src/b.go", "src/c.go", "src/e.go"}
-	wantMod := []string{"gen/new.go", "old.go", "src/a.go", "src/b.go", "src/c.go", "src/d.go"}
+	wantMod := []string{"gen/new.go", "src/a.go", "src/b.go", "src/c.go", "src/d.go", "old.go (deleted)"}
 	if !slices.Equal(read, wantRead) {
 		t.Errorf("read = %v, want %v", read, wantRead)
 	}
@@ -181,5 +181,41 @@ func TestTouchedSymlinkOut(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir(), "out", "secret.txt")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTouchedDeletions_RC6: a file whose last change on disk was its removal
+// is listed as deleted, not as modified; written again, by the watcher's
+// report or the agent, it is modified again.
+func TestTouchedDeletions_RC6(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps func(tr *Touched)
+		want  []string
+	}{
+		{"written then removed", func(tr *Touched) {
+			tr.Modified("a.go")
+			tr.FromWatcher(Batch{Removed: []string{"a.go"}})
+		}, []string{"a.go (deleted)"}},
+		{"removed then created again", func(tr *Touched) {
+			tr.FromWatcher(Batch{Removed: []string{"a.go"}})
+			tr.FromWatcher(Batch{Created: []string{"a.go"}})
+		}, []string{"a.go"}},
+		{"removed then written by the agent", func(tr *Touched) {
+			tr.FromWatcher(Batch{Removed: []string{"a.go"}})
+			tr.Modified("a.go")
+		}, []string{"a.go"}},
+		{"a rename seen as a removal and a creation", func(tr *Touched) {
+			tr.FromWatcher(Batch{Removed: []string{"old.go"}, Created: []string{"new.go"}})
+		}, []string{"new.go", "old.go (deleted)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := NewRoot(t.TempDir())
+			tr := NewTouched(r, nil)
+			tc.steps(tr)
+			if _, mod := tr.Snapshot(); !slices.Equal(mod, tc.want) {
+				t.Errorf("modified %q, want %q", mod, tc.want)
+			}
+		})
 	}
 }

@@ -272,8 +272,13 @@ type Event struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	OK        *bool           `json:"ok,omitempty"`
 	Summary   string          `json:"summary,omitempty"`
-	Outcome   TurnOutcome     `json:"outcome,omitempty"`
-	Error     string          `json:"error,omitempty"`
+	// FilesRead and FilesModified (tool_result, an addition to
+	// PROTOCOL.md) are the files a successful call read and changed; a
+	// denied or failed call has none (R-C6).
+	FilesRead     []string    `json:"filesRead,omitempty"`
+	FilesModified []string    `json:"filesModified,omitempty"`
+	Outcome       TurnOutcome `json:"outcome,omitempty"`
+	Error         string      `json:"error,omitempty"`
 }
 
 // CompactionEvent is the soba/compaction notification: phase start,

@@ -102,6 +102,9 @@ export interface AgentEvent {
   arguments?: unknown;
   ok?: boolean;
   summary?: string;
+  /** tool_result: the files a successful call read and changed (none when denied or failed, R-C6). */
+  filesRead?: string[];
+  filesModified?: string[];
   outcome?: 'completed' | 'cancelled' | 'failed' | string;
   error?: string;
 }

@@ -38,6 +38,8 @@ export class SidebarModel {
   compactions: CompactionRow[] = [];
   private filesRead = new Set<string>();
   private filesModified = new Set<string>();
+  /** The file tool calls awaiting their result, by call id: a proposal is not a change (R-C6). */
+  private pendingFiles = new Map<string, { name: string; path: string }>();
   stream: StreamItem[] = [];
 
   /** applyBudget records a soba/budget notification or a soba.budget result. */
@@ -113,11 +115,11 @@ export class SidebarModel {
       case 'tool_call': {
         this.push({ turnId: e.turnId, kind: 'tool', text: `${e.name ?? 'tool'} ${argSummary(e.arguments)}`, toolId: e.id });
         const p = pathArg(e.arguments);
-        if (p && e.name && READ_TOOLS.has(e.name)) this.filesRead.add(p);
-        if (p && e.name && WRITE_TOOLS.has(e.name)) this.filesModified.add(p);
+        if (p && e.id && e.name && (READ_TOOLS.has(e.name) || WRITE_TOOLS.has(e.name))) this.pendingFiles.set(e.id, { name: e.name, path: p });
         break;
       }
       case 'tool_result': {
+        this.recordFiles(e);
         const call = [...this.stream].reverse().find((s) => s.kind === 'tool' && s.toolId === e.id);
         const mark = e.ok === false ? '✗' : '✓';
         const summary = e.summary ? ` ${e.summary}` : '';
@@ -134,6 +136,25 @@ export class SidebarModel {
     }
   }
 
+  /**
+   * recordFiles lists the files of a tool result: those the server names
+   * (filesRead, filesModified), else, for a server that does not name them,
+   * the path of a successful file tool's call. A denied or failed call
+   * lists nothing: only what happened is shown (R-C6).
+   */
+  private recordFiles(e: AgentEvent): void {
+    const pending = e.id ? this.pendingFiles.get(e.id) : undefined;
+    if (e.id) this.pendingFiles.delete(e.id);
+    if (e.ok !== true) return;
+    if (e.filesRead || e.filesModified) {
+      for (const f of e.filesRead ?? []) this.filesRead.add(f);
+      for (const f of e.filesModified ?? []) this.filesModified.add(f);
+      return;
+    }
+    if (pending && READ_TOOLS.has(pending.name)) this.filesRead.add(pending.path);
+    if (pending && WRITE_TOOLS.has(pending.name)) this.filesModified.add(pending.path);
+  }
+
   /** applyCapsuleMarkdown takes the file lists of a capsule's artifact sections. */
   applyCapsuleMarkdown(markdown: string): void {
     for (const f of capsuleSection(markdown, 'Files read')) this.filesRead.add(f);
@@ -145,6 +166,7 @@ export class SidebarModel {
     this.compactions = [];
     this.filesRead.clear();
     this.filesModified.clear();
+    this.pendingFiles.clear();
     this.stream = [];
     this.barrier = undefined;
   }

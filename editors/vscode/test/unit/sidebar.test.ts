@@ -48,7 +48,29 @@ describe('SidebarModel reduces the notifications', () => {
       ['error', 'turn failed: model server http://127.0.0.1:11434 unreachable'],
     ]);
     expect(s.filesRead).toEqual(['notes.md']);
-    expect(s.filesModified).toEqual(['main.go']);
+    // The edit never got a result: proposed is not modified (R-C6).
+    expect(s.filesModified).toEqual([]);
+  });
+
+  it('lists only the files of calls that happened (R-C6)', () => {
+    const m = new SidebarModel();
+    const call = (id: string, name: string, path: string) =>
+      m.applyEvent({ turnId: 't1', type: 'tool_call', id, name, arguments: { path } });
+    call('c1', 'write_file', 'denied.txt');
+    m.applyEvent({ turnId: 't1', type: 'tool_result', id: 'c1', ok: false, summary: 'denied: the user did not allow this write_file call' });
+    call('c2', 'edit_file', 'kept.txt');
+    m.applyEvent({ turnId: 't1', type: 'tool_result', id: 'c2', ok: false, summary: 'edit_file: old_text not found in kept.txt' });
+    call('c3', 'write_file', './done.txt');
+    expect(m.snapshot().filesModified).toEqual([]); // asked, not yet answered
+    m.applyEvent({ turnId: 't1', type: 'tool_result', id: 'c3', ok: true, summary: 'wrote 3 bytes to done.txt', filesModified: ['done.txt'] });
+    call('c4', 'read_file', 'kept.txt');
+    m.applyEvent({ turnId: 't1', type: 'tool_result', id: 'c4', ok: true, summary: 'original', filesRead: ['kept.txt'] });
+    // A server that does not name the files: the successful call's path.
+    call('c5', 'edit_file', 'old-server.txt');
+    m.applyEvent({ turnId: 't1', type: 'tool_result', id: 'c5', ok: true, summary: 'edited old-server.txt' });
+    const s = m.snapshot();
+    expect(s.filesModified).toEqual(['done.txt', 'old-server.txt']);
+    expect(s.filesRead).toEqual(['kept.txt']);
   });
 
   it('puts the prompt before its turn even when the turn streamed first', () => {
