@@ -221,7 +221,7 @@ func TestCompactNothingToCompact_RG8(t *testing.T) {
 	ws, file := importInto(t, fixturePath("pi-v3.jsonl"))
 	// The default keep window (20,000 tokens) holds this whole short session.
 	stdout, errs, code := runCLI(t, ws, "compact", "--dry-run", file)
-	if code != 0 || stdout != "" || !strings.Contains(errs, "outcome: skipped") || !strings.Contains(errs, "Compaction skipped · user") {
+	if code != 0 || stdout != "" || !strings.Contains(errs, "outcome: skipped") || !(strings.Contains(errs, "Skipped: ") && strings.Contains(errs, " · user")) {
 		t.Fatalf("exit %d, stdout %q\n%s", code, stdout, errs)
 	}
 	if _, errs, code := runCLI(t, ws, "compact", "--dry-run", "--trigger", "sometimes", file); code != 2 || !strings.Contains(errs, "--trigger") {
