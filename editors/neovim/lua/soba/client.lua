@@ -133,6 +133,7 @@ M.handlers = {
     status.on_compaction(ctx.client_id, result)
     if type(result) == 'table' and result.phase == 'end' then
       M.show_result(result)
+      require('soba.chat').on_compaction(result)
     end
   end,
   ['soba/event'] = function(_, result, ctx)
@@ -298,21 +299,56 @@ function M.ensure(bufnr)
     return nil, 'soba: cannot run "' .. config.current.cmd[1] .. '": not an executable (see :checkhealth soba)'
   end
   local conf = client_config(root)
-  if file and vim.lsp.start then
-    id = vim.lsp.start(conf, { bufnr = bufnr })
-  elseif has('nvim-0.11') then
+  -- The client starts unattached, then the buffer attaches when it is a
+  -- file. vim.lsp.start(conf, {bufnr}) of 0.8–0.10 answers nil when the
+  -- buffer cannot attach yet (a file named on the command line is not
+  -- loaded while init.lua runs) although the client started: that nil is
+  -- not a failure, and a second client must not start for the same root.
+  if has('nvim-0.11') then
     id = vim.lsp.start(conf, { attach = false })
   else
     id = vim.lsp.start_client(conf)
-    if id and file then
-      vim.lsp.buf_attach_client(bufnr, id)
-    end
   end
   if not id then
     return nil, 'soba: could not start ' .. table.concat(config.current.cmd, ' ')
   end
   by_root[root] = id
+  if file then
+    vim.lsp.buf_attach_client(bufnr, id)
+  end
   return id
+end
+
+-- M.wants reports whether a buffer opened in the editor should reach
+-- soba-lsp (autostart): a loaded file buffer (no help, terminal, quickfix
+-- or plugin buffer) inside a workspace, that is under a directory with a
+-- root marker or under the current directory. A file elsewhere (a library
+-- source, /etc/hosts) neither starts a server nor joins one.
+function M.wants(bufnr)
+  if not is_file_buffer(bufnr) then
+    return false
+  end
+  local file = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ':p')
+  local root = M.root(bufnr)
+  local inside = function(dir)
+    dir = vim.fn.fnamemodify(dir, ':p')
+    if dir:sub(-1) ~= '/' then
+      dir = dir .. '/'
+    end
+    return file:sub(1, #dir) == dir
+  end
+  if not inside(root) then
+    return false
+  end
+  if root ~= vim.fn.getcwd() then
+    return true -- a marker was found
+  end
+  for _, marker in ipairs(config.current.root_markers) do
+    if exists(root .. '/' .. marker) then
+      return true
+    end
+  end
+  return inside(vim.fn.getcwd())
 end
 
 -- M.current returns the client for the current buffer (starting it when
@@ -383,14 +419,22 @@ local function command_params(command, args)
   return { command = command, arguments = { args } }
 end
 
--- M.describe_error turns a JSON-RPC error into a message naming the command
--- once: the server's argument errors already start with it.
+-- M.describe_error turns a JSON-RPC error into "command: what is wrong",
+-- naming the command once: the server's messages already start with it,
+-- and a "soba: " or the command said again after it is dropped.
 function M.describe_error(command, err)
-  local msg = type(err) == 'table' and err.message or tostring(err)
-  if tostring(msg):sub(1, #command + 2) == command .. ': ' then
-    return 'soba: ' .. msg
+  local msg = tostring(type(err) == 'table' and err.message or err)
+  local prefixes = { command .. ': ', 'soba: ' }
+  local stripped = true
+  while stripped do
+    stripped = false
+    for _, p in ipairs(prefixes) do
+      if msg:sub(1, #p) == p then
+        msg, stripped = msg:sub(#p + 1), true
+      end
+    end
   end
-  return string.format('soba: %s: %s', command, msg)
+  return command .. ': ' .. msg
 end
 
 -- M.execute runs a server command (PROTOCOL.md "Commands") on the current
