@@ -36,6 +36,9 @@ func runCLI(t *testing.T, dir string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
+	// A replay without --workspace makes a temporary workspace: the test's
+	// own, removed with it, so no run leaves directories behind.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

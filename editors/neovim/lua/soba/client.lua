@@ -229,46 +229,65 @@ local function flush(client_id)
   end
 end
 
-local function client_config(root)
-  local c = config.current
+-- M.on_init registers a client that answered `initialize`: the root it
+-- serves, its serverInfo, the requests held until then, and a first budget
+-- for the status line. A client started by vim.lsp.enable (lsp/soba.lua)
+-- is registered here as well as one started by setup().
+function M.on_init(client, result)
+  server_info[client.id] = type(result) == 'table' and result.serverInfo or nil
+  ready[client.id] = true
+  local root = client.config and client.config.root_dir
+  if root and not alive(by_root[root]) then
+    by_root[root] = client.id
+  end
+  flush(client.id)
+  -- Seed the status line once; later updates come as notifications.
+  M.request(client, 'workspace/executeCommand',
+    { command = 'soba.budget', arguments = { vim.empty_dict() } },
+    function(err, result_, ctx)
+      if not err then
+        status.on_budget(ctx.client_id, result_)
+      end
+    end)
+end
+
+-- M.on_exit forgets a client that exited.
+function M.on_exit(_, _, client_id)
+  vim.schedule(function()
+    ready[client_id] = nil
+    queued[client_id] = nil
+    for r, id in pairs(by_root) do
+      if id == client_id then
+        by_root[r] = nil
+      end
+    end
+    status.forget(client_id)
+  end)
+end
+
+-- M.capabilities are the client's capabilities: Neovim's own, plus
+-- work-done progress, which the server uses for compaction barriers only
+-- when told so.
+function M.capabilities()
   local capabilities = vim.lsp.protocol.make_client_capabilities()
   capabilities.window = capabilities.window or {}
-  -- The server shows compaction barriers as $/progress only when told so.
   capabilities.window.workDoneProgress = true
+  return capabilities
+end
+
+local function client_config(root)
+  local c = config.current
   local settings = config.json_ready(c.settings)
   local conf = {
     name = 'soba',
     cmd = c.cmd,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
-    capabilities = capabilities,
+    capabilities = M.capabilities(),
     handlers = M.handlers,
     init_options = settings,
-    on_init = function(client, result)
-      server_info[client.id] = type(result) == 'table' and result.serverInfo or nil
-      ready[client.id] = true
-      flush(client.id)
-      -- Seed the status line once; later updates come as notifications.
-      M.request(client, 'workspace/executeCommand',
-        { command = 'soba.budget', arguments = { vim.empty_dict() } },
-        function(err, result, ctx)
-          if not err then
-            status.on_budget(ctx.client_id, result)
-          end
-        end)
-    end,
-    on_exit = function(_, _, client_id)
-      vim.schedule(function()
-        ready[client_id] = nil
-        queued[client_id] = nil
-        for r, id in pairs(by_root) do
-          if id == client_id then
-            by_root[r] = nil
-          end
-        end
-        status.forget(client_id)
-      end)
-    end,
+    on_init = M.on_init,
+    on_exit = M.on_exit,
     on_attach = function(client, bufnr)
       if config.current.on_attach then
         config.current.on_attach(client, bufnr)
@@ -277,6 +296,34 @@ local function client_config(root)
   }
   if next(c.settings) then
     conf.settings = { soba = settings }
+  end
+  return conf
+end
+
+-- M.lsp_config is the configuration lsp/soba.lua gives Neovim 0.11+'s
+-- vim.lsp.config: the same server, handlers and capabilities as setup()
+-- uses, and a root_dir that lets only the workspace's files start or join
+-- the server (|soba-lsp-config|). Options of setup() (cmd, settings,
+-- root_markers) apply when setup() ran before; vim.lsp.config('soba', …)
+-- overrides any key.
+function M.lsp_config()
+  local c = config.current
+  local conf = {
+    cmd = c.cmd,
+    root_markers = c.root_markers,
+    root_dir = function(bufnr, on_dir)
+      if M.wants(bufnr) then
+        on_dir(M.root(bufnr))
+      end
+    end,
+    capabilities = M.capabilities(),
+    handlers = M.handlers,
+    init_options = config.json_ready(c.settings),
+    on_init = M.on_init,
+    on_exit = M.on_exit,
+  }
+  if next(c.settings) then
+    conf.settings = { soba = config.json_ready(c.settings) }
   end
   return conf
 end
