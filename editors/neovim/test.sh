@@ -6,7 +6,7 @@
 # lsp/soba.lua. Per version: unit tests that need no server, then end-to-end tests
 # against the real soba-lsp and a fake model server, when the server already
 # answers soba.budget (a clear SKIP line otherwise). Every nvim run is bounded
-# by `timeout`. The last line is "N passed, N failed".
+# by `timeout`. The last line is "N passed, N failed, N skipped".
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -247,13 +247,13 @@ prepare_scripted() {
 run_e2e() {
   local label=$1 bin=$2 kind=$3 server ws=$work/ws-$1-$3
   if [ "$kind" = real ]; then
-    if [ -z "$e2e_ready" ]; then echo "SKIP $label: e2e against soba-lsp: $e2e_why"; return; fi
+    if [ -z "$e2e_ready" ]; then echo "SKIP $label: e2e against soba-lsp: $e2e_why" | tee -a "$results"; return; fi
     server=$work/soba-lsp
     # A fresh fake model per run: its script is consumed in order.
     start_fakemodel || { fail "$label: the fake model server did not start"; return; }
     make_workspace "$ws"
   else
-    if [ -z "$scripted_ready" ]; then echo "SKIP $label: e2e against tests/scriptedlsp: $scripted_why"; return; fi
+    if [ -z "$scripted_ready" ]; then echo "SKIP $label: e2e against tests/scriptedlsp: $scripted_why" | tee -a "$results"; return; fi
     server=$work/scriptedlsp
     mkdir -p "$ws/.soba"
     echo '{}' >"$ws/.soba/config.json"
@@ -285,7 +285,7 @@ if locked install ensure_nvim_new; then
   nvim_new_label=nvim$("$nvim_new" --version | head -1 | sed -E 's/^NVIM v([0-9]+\.[0-9]+).*/\1/')
   run_nvim "$nvim_new_label" "$nvim_new" unit_spec.lua 120
 else
-  echo "SKIP Neovim 0.11+: could not unpack it from Debian unstable (see above)"
+  echo "SKIP Neovim 0.11+: could not unpack it from Debian unstable (see above)" | tee -a "$results"
 fi
 
 prepare_scripted
@@ -302,11 +302,12 @@ if [ -n "$nvim_new_label" ]; then
     SOBA_LSP=$work/soba-lsp SOBA_WORKSPACE=$work/ws-lspconfig \
       run_nvim "$nvim_new_label-lspconfig" "$nvim_new" lspconfig_spec.lua 120
   else
-    echo "SKIP $nvim_new_label: lsp/soba.lua against soba-lsp: ${e2e_why:-the fake model server did not start}"
+    echo "SKIP $nvim_new_label: lsp/soba.lua against soba-lsp: ${e2e_why:-the fake model server did not start}" | tee -a "$results"
   fi
 fi
 
 passed=$(grep -c '^PASS ' "$results")
 failed=$(grep -c '^FAIL ' "$results")
-echo "$passed passed, $failed failed"
+skipped=$(grep -c '^SKIP ' "$results")
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ] && [ "$passed" -gt 0 ]

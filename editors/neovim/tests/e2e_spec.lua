@@ -421,7 +421,7 @@ test('SessionAndRewindPickers_RT4', function()
     run('session resume')
     eq('New session', asked[1].items[1], 'the session picker offers a new session first')
     match(' · current$', asked[1].items[2], 'the newest session is the current one: ' .. tostring(asked[1].items[2]))
-    match(' entries · [%d.]+ [KMB]+', asked[1].items[2], 'with its size')
+    match(' entr[a-z]+ · [%d.]+ [KMB]+', asked[1].items[2], 'with its size')
     -- The rewind picker: the newest point, then "Rewind".
     asked = {}
     pick = { function() return 1 end, function(items) return vim.fn.index(items, 'Rewind') + 1 end }

@@ -992,7 +992,7 @@ test('SessionPicker', function()
   vim.ui.select, client.execute, client.execute_sync = orig_select, orig, orig_sync
   eq('New session', shown[1], 'a new session first')
   match('^add retries · %d+ s ago · 12 entries · 20 KB · current$', shown[2], 'title, time, size, current')
-  match('^%(no request yet%) · 2 h ago · 1 entries · 300 B$', shown[3], 'a session without a request')
+  match('^%(no request yet%) · 2 h ago · 1 entry · 300 B$', shown[3], 'a session without a request, one entry')
   eq({ 'soba.session.resume', { sessionId = 's_old' } }, sent[#sent], 'resumes the one picked')
 end)
 

@@ -156,7 +156,8 @@ function M.session_item(sess, current, now)
     title = '(no request yet)'
   end
   local mark = sess.sessionId == current and ' · current' or ''
-  return string.format('%s · %s · %s entries · %s%s', title, M.ago(sess.updatedAt, now), str(sess.entries),
+  local n = tonumber(sess.entries) or 0
+  return string.format('%s · %s · %d %s · %s%s', title, M.ago(sess.updatedAt, now), n, n == 1 and 'entry' or 'entries',
     M.size(sess.bytes), mark)
 end
 
