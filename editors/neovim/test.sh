@@ -45,54 +45,21 @@ ensure_nvim07() {
   command -v nvim >/dev/null 2>&1 || { cat "$work/apt.log"; return 1; }
 }
 
-# ensure_nvim10 unpacks Debian trixie's Neovim 0.10 and the libraries it
-# needs into $cache/nvim10/root and writes a wrapper $cache/nvim10/nvim that
-# runs it through trixie's dynamic loader. A cache that runs is reused.
-nvim10=$cache/nvim10/nvim
-ensure_nvim10() {
-  if [ -x "$nvim10" ] && "$nvim10" --version 2>/dev/null | grep -q '^NVIM v0\.1'; then return 0; fi
-  note "unpacking Neovim 0.10 from Debian trixie into $cache/nvim10"
-  local dir=$cache/nvim10 apt=$cache/nvim10/apt
-  rm -rf "$dir"
-  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/debs" "$dir/root"
-  echo 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main' \
-    >"$apt/sources.list"
-  local opts=(-o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-    -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Architecture=amd64
-    -o APT::Sandbox::User=root)
-  (
-    set -e
-    apt-get "${opts[@]}" update -qq
-    cd "$apt/debs"
-    apt-get "${opts[@]}" download neovim neovim-runtime libc6 libgcc-s1 libluajit-5.1-2 \
-      libluajit-5.1-common libmsgpack-c2 libtree-sitter0.22 libunibilium4 libuv1t64 libvterm0 lua-lpeg lua-luv
-    for d in *.deb; do dpkg-deb -x "$d" "$dir/root"; done
-  ) >"$work/nvim10.log" 2>&1 || { cat "$work/nvim10.log"; return 1; }
-  local lib=$dir/root/usr/lib/x86_64-linux-gnu
-  cat >"$nvim10" <<WRAP
-#!/bin/sh
-export VIMRUNTIME=$dir/root/usr/share/nvim/runtime
-exec $lib/ld-linux-x86-64.so.2 --library-path $lib:$lib/lua/5.1 $dir/root/usr/bin/nvim "\$@"
-WRAP
-  chmod +x "$nvim10"
-  "$nvim10" --version | head -1
-}
-
-# ensure_nvim_new unpacks the Neovim of Debian unstable (0.11 or later: the
-# vim.lsp.config / vim.lsp.enable of lsp/soba.lua) and its libraries the
-# same way, into $cache/nvim-new. It is built in a temporary directory and
-# renamed into place, so a run that is killed halfway never leaves a cache
-# that looks complete. GitHub's release tarballs would do as well, but this
-# machine reaches deb.debian.org only.
-nvim_new=$cache/nvim-new/nvim
-ensure_nvim_new() {
-  if [ -x "$nvim_new" ] && "$nvim_new" --version 2>/dev/null | grep -Eq '^NVIM v0\.(1[1-9]|[2-9][0-9])'; then return 0; fi
-  note "unpacking Neovim 0.11+ from Debian unstable into $cache/nvim-new"
+# unpack_nvim NAME SUITE PACKAGE…: unpacks Debian SUITE's Neovim and the
+# libraries it needs into $cache/NAME/root and writes a wrapper
+# $cache/NAME/nvim that runs it through that suite's own dynamic loader (the
+# system is not changed). It is built in a temporary directory and renamed
+# into place, so a run killed halfway never leaves a cache that looks
+# complete; callers hold the install lock.
+unpack_nvim() {
+  local name=$1 suite=$2
+  shift 2
+  note "unpacking Neovim from Debian $suite into $cache/$name"
   local tmp
-  tmp=$(mktemp -d "$cache/nvim-new.tmp.XXXXXX") || return 1
+  tmp=$(mktemp -d "$cache/$name.tmp.XXXXXX") || return 1
   local apt=$tmp/apt
   mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/debs" "$tmp/root"
-  echo 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main' \
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main" \
     >"$apt/sources.list"
   local opts=(-o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
     -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Architecture=amd64
@@ -101,12 +68,11 @@ ensure_nvim_new() {
     set -e
     apt-get "${opts[@]}" update -qq
     cd "$apt/debs"
-    apt-get "${opts[@]}" download neovim neovim-runtime libc6 libgcc-s1 libluajit-5.1-2 libluajit-5.1-common \
-      libtree-sitter0.26 libunibilium4 libutf8proc3 libuv1t64 libvterm0 libmsgpack-c2 lua-lpeg lua-luv
+    apt-get "${opts[@]}" download "$@"
     for d in *.deb; do dpkg-deb -x "$d" "$tmp/root"; done
-  ) >"$work/nvim-new.log" 2>&1 || { cat "$work/nvim-new.log"; rm -rf "$tmp"; return 1; }
+  ) >"$work/$name.log" 2>&1 || { cat "$work/$name.log"; rm -rf "$tmp"; return 1; }
   rm -rf "$apt"
-  local dir=$cache/nvim-new
+  local dir=$cache/$name
   local lib=$dir/root/usr/lib/x86_64-linux-gnu
   cat >"$tmp/nvim" <<WRAP
 #!/bin/sh
@@ -115,9 +81,27 @@ exec $lib/ld-linux-x86-64.so.2 --library-path $lib:$lib/lua/5.1 $dir/root/usr/bi
 WRAP
   chmod +x "$tmp/nvim"
   rm -rf "$dir.old"
-  [ -e "$dir" ] && mv "$dir" "$dir.old"
+  if [ -e "$dir" ]; then mv "$dir" "$dir.old"; fi
   mv "$tmp" "$dir" && rm -rf "$dir.old"
-  "$nvim_new" --version | head -1
+  "$dir/nvim" --version | head -1
+}
+
+# ensure_nvim10: Debian trixie's Neovim 0.10; a cache that runs is reused.
+nvim10=$cache/nvim10/nvim
+ensure_nvim10() {
+  if [ -x "$nvim10" ] && "$nvim10" --version 2>/dev/null | grep -q '^NVIM v0\.10'; then return 0; fi
+  unpack_nvim nvim10 trixie neovim neovim-runtime libc6 libgcc-s1 libluajit-5.1-2 \
+    libluajit-5.1-common libmsgpack-c2 libtree-sitter0.22 libunibilium4 libuv1t64 libvterm0 lua-lpeg lua-luv
+}
+
+# ensure_nvim_new: Debian unstable's Neovim, 0.11 or later (the
+# vim.lsp.config / vim.lsp.enable of lsp/soba.lua). GitHub's release
+# tarballs would do as well, but this machine reaches deb.debian.org only.
+nvim_new=$cache/nvim-new/nvim
+ensure_nvim_new() {
+  if [ -x "$nvim_new" ] && "$nvim_new" --version 2>/dev/null | grep -Eq '^NVIM v0\.(1[1-9]|[2-9][0-9])'; then return 0; fi
+  unpack_nvim nvim-new sid neovim neovim-runtime libc6 libgcc-s1 libluajit-5.1-2 libluajit-5.1-common \
+    libtree-sitter0.26 libunibilium4 libutf8proc3 libuv1t64 libvterm0 libmsgpack-c2 lua-lpeg lua-luv
 }
 
 # run_nvim LABEL NVIM SPEC [SECONDS]: one headless run of tests/SPEC with
