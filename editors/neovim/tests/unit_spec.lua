@@ -906,6 +906,10 @@ test('PickerTimesAndSizes', function()
   }) do
     eq(c[2], commands.ago(c[1], now), c[1])
   end
+  eq('ck_21267c · handoff · user · full · 12 s ago', commands.capsule_item({ checkpointId = 'ck_21267c', title = 'handoff',
+    trigger = 'user', quality = 'full', createdAt = '2026-12-03T06:40:00.123456789Z' }, now), 'a capsule, no nanoseconds')
+  eq('ck_1 · milestone · 3 h ago', commands.capsule_item({ checkpointId = 'ck_1', title = '', trigger = 'milestone',
+    quality = '', createdAt = '2026-12-03T03:40:12Z' }, now), 'a checkpoint without title or quality')
   eq('900 B', commands.size(900), 'bytes')
   eq('12 KB', commands.size(12 * 1024), 'kilobytes')
   eq('3.4 MB', commands.size(3.4 * 1024 * 1024), 'megabytes')

@@ -161,6 +161,21 @@ function M.session_item(sess, current, now)
     M.size(sess.bytes), mark)
 end
 
+-- M.capsule_item is how a soba.capsule.list entry reads: its id, title,
+-- trigger, quality and how long ago it was made.
+function M.capsule_item(c, now)
+  local parts = { str(c.checkpointId) }
+  if str(c.title) ~= '' then
+    parts[#parts + 1] = str(c.title)
+  end
+  parts[#parts + 1] = str(c.trigger)
+  if str(c.quality) ~= '' then
+    parts[#parts + 1] = str(c.quality)
+  end
+  parts[#parts + 1] = M.ago(c.createdAt, now)
+  return table.concat(parts, ' · ')
+end
+
 -- M.rewind_question is the confirmation of a rewind: what goes, and that
 -- the files modified after the point keep their content.
 function M.rewind_question(p)
@@ -401,9 +416,9 @@ M.spec = {
         run = function(_, ctx)
           run('soba.capsule.list', {}, ctx.done, function(r)
             local lines = {}
+            local now = os.time()
             for _, c in ipairs(r or {}) do
-              lines[#lines + 1] = string.format('%s  %s  %s  %s  %s', str(c.checkpointId), str(c.trigger),
-                str(c.quality), str(c.createdAt), str(c.title))
+              lines[#lines + 1] = M.capsule_item(c, now)
             end
             client.notify(#lines > 0 and table.concat(lines, '\n') or 'soba: no capsules yet')
           end)
