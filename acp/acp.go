@@ -36,7 +36,8 @@ const (
 )
 
 // MCPServer is one of the user's MCP servers as session/new hands it over:
-// stdio (Command, Args, Env) or HTTP (URL, Headers).
+// stdio (Command, Args, Env) or HTTP (URL, Headers; SSE for the older
+// HTTP+SSE transport).
 type MCPServer struct {
 	Name    string
 	Command string
@@ -44,6 +45,7 @@ type MCPServer struct {
 	Env     map[string]string
 	URL     string
 	Headers map[string]string
+	SSE     bool
 }
 
 // SessionOptions open a session.
@@ -143,7 +145,7 @@ func (s *Server) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Ini
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: sdk.PromptCapabilities{EmbeddedContext: true},
-			McpCapabilities:    sdk.McpCapabilities{Http: true},
+			McpCapabilities:    sdk.McpCapabilities{Http: true, Sse: true},
 			SessionCapabilities: sdk.SessionCapabilities{List: &sdk.SessionListCapabilities{},
 				Resume: &sdk.SessionResumeCapabilities{}, Close: &sdk.SessionCloseCapabilities{}},
 		},
@@ -216,7 +218,7 @@ func (s *Server) open(ctx context.Context, cwd, id string, replay bool, mcp []sd
 		_ = old.Close()
 	}
 	s.work.Go(func() {
-		if r := panics.Try(func() { peer.Commands(context.Background()) }); r != nil {
+		if r := panics.Try(func() { peer.Commands(context.Background()); peer.flushEarly(context.Background()) }); r != nil {
 			s.log.Error("acp: announcing commands", "panic", r.Value)
 		}
 	})
@@ -239,8 +241,14 @@ func mcpServers(in []sdk.McpServer) ([]MCPServer, error) {
 				h[e.Name] = e.Value
 			}
 			out = append(out, MCPServer{Name: m.Http.Name, URL: m.Http.Url, Headers: h})
+		case m.Sse != nil:
+			h := map[string]string{}
+			for _, e := range m.Sse.Headers {
+				h[e.Name] = e.Value
+			}
+			out = append(out, MCPServer{Name: m.Sse.Name, URL: m.Sse.Url, Headers: h, SSE: true})
 		default:
-			return nil, fmt.Errorf("mcpServers: only stdio and http servers are supported")
+			return nil, fmt.Errorf("mcpServers: a server is neither stdio, http nor sse")
 		}
 	}
 	return out, nil

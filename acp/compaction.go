@@ -106,10 +106,52 @@ func (p *Peer) CompactionUpdates() bool {
 	return p.compaction != nil && p.compaction.Load()
 }
 
-// Compaction sends a compaction_update (unstable): the compaction's id, its
-// status and, when it ended, the summary shown to the user. Nothing is sent
-// to a client that did not opt in.
-func (p *Peer) Compaction(_ context.Context, id string, status CompactionStatus, summary, errText string) {
+// CompactionUpdate is one compaction_update. The schema's patch rules are
+// kept by Compaction: a summary only with completed, an error only with
+// failed.
+type CompactionUpdate struct {
+	ID     string
+	Status CompactionStatus
+	// Summary replaces what the client shows as the compaction's summary
+	// (completed only).
+	Summary string
+	// ClearSummary sends `summary: []`, dropping the streamed chunks of a
+	// compaction that did not complete.
+	ClearSummary bool
+	// Error says why a compaction failed (failed only).
+	Error string
+}
+
+// Compaction sends a compaction_update (unstable). Nothing is sent to a
+// client that did not opt in.
+func (p *Peer) Compaction(_ context.Context, u CompactionUpdate) {
+	update := map[string]any{"sessionUpdate": "compaction_update", "compactionId": u.ID, "status": u.Status}
+	switch {
+	case u.Status == CompactionCompleted && u.Summary != "":
+		update["summary"] = []map[string]any{{"type": "text", "text": u.Summary}}
+	case u.ClearSummary:
+		update["summary"] = []any{}
+	}
+	if u.Status == CompactionFailed && u.Error != "" {
+		update["error"] = u.Error
+	}
+	p.sendRaw(update)
+}
+
+// CompactionChunk appends text to a running compaction's summary
+// (compaction_summary_chunk, unstable): the summary model's answer as it
+// streams, between the in_progress update and the terminal one.
+func (p *Peer) CompactionChunk(_ context.Context, id, text string) {
+	if text == "" {
+		return
+	}
+	p.sendRaw(map[string]any{"sessionUpdate": "compaction_summary_chunk", "compactionId": id,
+		"content": map[string]any{"type": "text", "text": text}})
+}
+
+// sendRaw writes a session/update the SDK has no type for, to a client that
+// opted in to compaction updates.
+func (p *Peer) sendRaw(update map[string]any) {
 	if !p.CompactionUpdates() || p.raw == nil {
 		return
 	}
@@ -117,13 +159,6 @@ func (p *Peer) Compaction(_ context.Context, id string, status CompactionStatus,
 	defer p.mu.Unlock()
 	if p.id == "" {
 		return
-	}
-	update := map[string]any{"sessionUpdate": "compaction_update", "compactionId": id, "status": status}
-	if summary != "" {
-		update["summary"] = []map[string]any{{"type": "text", "text": summary}}
-	}
-	if errText != "" {
-		update["error"] = errText
 	}
 	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": sdk.ClientMethodSessionUpdate,
 		"params": map[string]any{"sessionId": p.id, "update": update}})

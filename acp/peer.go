@@ -24,10 +24,17 @@ type Peer struct {
 	raw        io.Writer
 	compaction *atomic.Bool
 
-	mu       sync.Mutex // guards id, lastUsed; serializes sends
+	mu       sync.Mutex // guards id, lastUsed, early; serializes sends
 	id       string
 	lastUsed [2]int
+	// early holds what was sent while a new session was being made (its
+	// start warnings: an MCP server that did not start), before it had an
+	// id; flushEarly sends them once it has one.
+	early []sdk.SessionUpdate
 }
+
+// maxEarly bounds the updates kept before a session has its id.
+const maxEarly = 64
 
 func (p *Peer) setID(id string) {
 	p.mu.Lock()
@@ -38,10 +45,30 @@ func (p *Peer) setID(id string) {
 func (p *Peer) send(ctx context.Context, u sdk.SessionUpdate) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.id == "" || p.conn == nil {
+	if p.conn == nil {
+		return
+	}
+	if p.id == "" {
+		if len(p.early) < maxEarly {
+			p.early = append(p.early, u)
+		}
 		return
 	}
 	_ = p.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sdk.SessionId(p.id), Update: u})
+}
+
+// flushEarly sends what was sent before the session had its id.
+func (p *Peer) flushEarly(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	early := p.early
+	p.early = nil
+	if p.id == "" || p.conn == nil {
+		return
+	}
+	for _, u := range early {
+		_ = p.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sdk.SessionId(p.id), Update: u})
+	}
 }
 
 // Text streams a piece of the agent's answer (agent_message_chunk).
@@ -203,11 +230,18 @@ const (
 	AllowAlways
 )
 
-var decisionOptions = []sdk.PermissionOption{
-	{OptionId: "allow_once", Name: "Allow once", Kind: sdk.PermissionOptionKindAllowOnce},
-	{OptionId: "allow_always", Name: "Allow for this session", Kind: sdk.PermissionOptionKindAllowAlways},
-	{OptionId: "reject_once", Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
-	{OptionId: "reject_always", Name: "Reject for this session", Kind: sdk.PermissionOptionKindRejectAlways},
+// decisionOptions are the four answers; scope names what the "this
+// session" answers cover ("file edits", "the tools of MCP server x").
+func decisionOptions(scope string) []sdk.PermissionOption {
+	if scope == "" {
+		scope = "this tool"
+	}
+	return []sdk.PermissionOption{
+		{OptionId: "allow_once", Name: "Allow once", Kind: sdk.PermissionOptionKindAllowOnce},
+		{OptionId: "allow_always", Name: "Allow " + scope + " for this session", Kind: sdk.PermissionOptionKindAllowAlways},
+		{OptionId: "reject_once", Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
+		{OptionId: "reject_always", Name: "Reject " + scope + " for this session", Kind: sdk.PermissionOptionKindRejectAlways},
+	}
 }
 
 // ErrPermissionCancelled is returned when the client answered a permission
@@ -215,12 +249,13 @@ var decisionOptions = []sdk.PermissionOption{
 var ErrPermissionCancelled = errors.New("permission request cancelled")
 
 // Permission asks the user whether the tool call t may run
-// (session/request_permission), showing t's title, content and input.
-func (p *Peer) Permission(ctx context.Context, t ToolCall) (Decision, error) {
+// (session/request_permission), showing t's title, content and input;
+// scope names what the answers for the session cover.
+func (p *Peer) Permission(ctx context.Context, t ToolCall, scope string) (Decision, error) {
 	p.mu.Lock()
 	id := p.id
 	p.mu.Unlock()
-	req := sdk.RequestPermissionRequest{SessionId: sdk.SessionId(id), Options: decisionOptions,
+	req := sdk.RequestPermissionRequest{SessionId: sdk.SessionId(id), Options: decisionOptions(scope),
 		ToolCall: sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(t.ID), Title: sdk.Ptr(t.Title), Kind: sdk.Ptr(sdk.ToolKind(t.Kind)),
 			Status: sdk.Ptr(sdk.ToolCallStatusPending), RawInput: t.RawInput, Locations: locations(t.Locations), Content: content(t.Content)}}
 	resp, err := p.conn.RequestPermission(ctx, req)

@@ -120,6 +120,9 @@ type state struct {
 	store     *session.Store
 	flight    *compaction.FlightFile
 	sessionID string
+	// cachedTokens is what the provider's last usage report said it read
+	// from its prompt cache.
+	cachedTokens int
 
 	path   []session.Meta // the leaf path, refreshed after each change
 	latest int            // index of the newest capsule on path, -1 for none
@@ -167,6 +170,8 @@ type state struct {
 	appended *session.Capsule
 
 	activeSkills []string
+	// allowSession holds the approval scopes allowed for the session
+	// (approvalScope: a kind of tool or an MCP server).
 	allowSession map[string]bool
 }
 
@@ -455,6 +460,7 @@ func (a *Agent) budgetOf(st *state) compaction.Budget {
 		EffectiveTokens: eff, HardLimit: c.HardLimit(), SoftLimit: c.SoftLimit(), ContextWindow: c.ContextWindow,
 		MaxOutputTokens: c.MaxOutputTokens, SafetyReserveTokens: c.SafetyReserveTokens, Source: src,
 		AutoCompact: st.autoCompact && c.Auto, Pending: pending, State: st.phase.wire(), LastCompaction: st.lastResult,
+		CachedTokens: st.cachedTokens,
 	}
 }
 

@@ -61,14 +61,35 @@ type Event struct {
 }
 
 // CompactionEvent is a `soba/compaction` notification: phase start, progress
-// or end; on end the CompactionResult fields are filled.
+// or end; on end the CompactionResult fields are filled. Phase "summary"
+// carries a piece of the summary model's answer as it streams (for ACP's
+// compaction_summary_chunk); it is not a `soba/compaction` phase.
 type CompactionEvent struct {
 	Phase       string
 	OperationID string
 	Trigger     string
-	Percentage  *int
+	// Percentage is set only when it is real (R-B3): the share of summary
+	// parts answered when the history is summarized in several.
+	Percentage *int
+	// Title, on start, says what the compaction holds up: "Compacting
+	// context before response" only when a response waits for it.
+	Title string
+	// Message, on progress, says what the compaction waits for and what has
+	// streamed: "waiting for the summary model · 12 s", "summarizing · 640
+	// tokens · 15 s".
+	Message string
+	// ElapsedMs, on progress, is the time since the compaction started.
+	ElapsedMs int64
+	// SummaryDelta, on phase "summary", is the text just streamed.
+	SummaryDelta string
 	*compaction.CompactionResult
 }
+
+// Compaction titles (CompactionEvent.Title).
+const (
+	TitleBeforeResponse = "Compacting context before response"
+	TitleCompacting     = "Compacting context"
+)
 
 // Approval is a decision on a tool call under `tools.approval: ask`.
 type Approval int
@@ -111,4 +132,7 @@ type ApprovalRequest struct {
 	// written.
 	Path     string
 	Proposed *string
+	// Scope is what an answer for the session covers (ApprovalScope), in
+	// words: "file edits", "bash commands", "the tools of MCP server x".
+	Scope string
 }

@@ -151,3 +151,25 @@ func (env *toolEnv) approvalRequest(call session.ToolCall) ApprovalRequest {
 	}
 	return req
 }
+
+// approvalScope is what an answer "for this session" covers, in words that
+// also key the decision: a kind of tool, not one name. write_file and
+// edit_file are both "file edits", so allowing one is not asked again for
+// the other; bash is "bash commands"; every tool of one MCP server is that
+// server's, as a server is what the user trusts or not. Any other tool is
+// its own.
+func (a *Agent) approvalScope(name string) string {
+	switch {
+	case name == tool.WriteFile || name == tool.EditFile:
+		return "file edits"
+	case name == tool.Bash:
+		return "bash commands"
+	case IsMCPTool(name):
+		if m := a.opt.MCP; m != nil {
+			if r, ok := m.route[name]; ok {
+				return fmt.Sprintf("the tools of MCP server %q", r.conn.server.Name)
+			}
+		}
+	}
+	return name + " calls"
+}

@@ -370,7 +370,7 @@ func (a *Agent) handoffState(ctx context.Context, view compaction.Transcript, b 
 	var sum *capsule.State
 	for i, ch := range chunks {
 		md, err := a.opt.Summarizer.Summarize(sctx, compaction.SummaryRequest{System: compaction.SummarySystemPrompt,
-			Prompt: compaction.SummaryPrompt(compaction.SummaryPromptOptions{Previous: acc, History: ch, Part: i + 1, Parts: len(chunks)}), MaxOutputTokens: 2048}, func(int) {})
+			Prompt: compaction.SummaryPrompt(compaction.SummaryPromptOptions{Previous: acc, History: ch, Part: i + 1, Parts: len(chunks)}), MaxOutputTokens: 2048}, nil)
 		if err != nil && ctx.Err() != nil {
 			return capsule.State{}, fmt.Errorf("capsule create: cancelled")
 		}

@@ -25,8 +25,8 @@ import (
 )
 
 // MCPServer is one of the user's MCP servers: stdio (Command, Args, Env) or
-// streamable HTTP (URL, Headers). Name is the middle part of its tools'
-// names, mcp__<server>__<tool>.
+// HTTP (URL, Headers). Name is the middle part of its tools' names,
+// mcp__<server>__<tool>.
 type MCPServer struct {
 	Name    string
 	Command string
@@ -34,6 +34,12 @@ type MCPServer struct {
 	Env     map[string]string
 	URL     string
 	Headers map[string]string
+	// SSE reaches URL over the older HTTP+SSE transport only; otherwise a URL
+	// is tried with streamable HTTP first, then HTTP+SSE.
+	SSE bool
+	// StartupTimeout bounds starting the server and listing its tools; 0
+	// means mcpConnectTimeout.
+	StartupTimeout time.Duration
 	// Approval is "ask" or "auto" for this server's tools; empty follows
 	// the agent's Approval (tools.approval).
 	Approval string
@@ -41,8 +47,16 @@ type MCPServer struct {
 
 // MCP limits.
 const (
+	// mcpConnectTimeout bounds a server's start: one that never answers
+	// initialize or tools/list is a warning after it, never a hung session.
 	mcpConnectTimeout = 30 * time.Second
-	mcpCallTimeout    = 2 * time.Minute
+	// mcpStopTimeout is how long a stdio server has to exit after its stdin
+	// closes, and again after SIGTERM, before it is killed.
+	mcpStopTimeout = time.Second
+	// maxMCPStderr bounds the tail of a stdio server's stderr kept to say
+	// why it stopped.
+	maxMCPStderr   = 4 << 10
+	mcpCallTimeout = 2 * time.Minute
 	// maxMCPOutput bounds one result as recorded in the transcript; the
 	// model input shortens it further (maxToolResultChars).
 	maxMCPOutput = 1 << 20
@@ -56,13 +70,12 @@ const (
 type MCP struct {
 	specs []ToolSpec
 	route map[string]mcpRoute // model-facing name → server and tool
-
-	mu       sync.Mutex // guards sessions
-	sessions []*mcp.ClientSession
+	conns []*mcpConn
+	warn  func(string)
 }
 
 type mcpRoute struct {
-	session  *mcp.ClientSession
+	conn     *mcpConn
 	tool     string
 	approval string
 }
@@ -83,42 +96,44 @@ func MCPToolName(server, tool string) string {
 // IsMCPTool reports whether name is an MCP tool's model-facing name.
 func IsMCPTool(name string) bool { return strings.HasPrefix(name, mcpToolPrefix) }
 
-// ConnectMCP connects to the servers (concurrently, each within a timeout)
-// and lists their tools. A server that cannot start or answer is reported
-// through warn and left out; it never fails the workspace. dir is the
-// working directory of stdio servers.
+// ConnectMCP connects to the servers (concurrently, each within its startup
+// timeout) and lists their tools. A server that cannot start or answer is
+// reported through warn and left out; it never fails the workspace. dir is
+// the working directory of stdio servers. warn also reports a server that
+// stopped and was restarted.
 func ConnectMCP(ctx context.Context, servers []MCPServer, dir string, warn func(string)) *MCP {
-	m := &MCP{route: map[string]mcpRoute{}}
+	m := &MCP{route: map[string]mcpRoute{}, warn: warn}
 	type listed struct {
-		server  MCPServer
-		session *mcp.ClientSession
-		tools   []*mcp.Tool
-		err     error
+		conn  *mcpConn
+		tools []*mcp.Tool
+		err   error
 	}
 	results := make([]listed, len(servers))
 	var wg conc.WaitGroup
 	for i, s := range servers {
 		wg.Go(func() {
-			cs, tools, err := connectOne(ctx, s, dir)
-			results[i] = listed{server: s, session: cs, tools: tools, err: err}
+			c := &mcpConn{server: s, dir: dir}
+			tools, err := c.connect(ctx)
+			results[i] = listed{conn: c, tools: tools, err: err}
 		})
 	}
 	if r := wg.WaitAndRecover(); r != nil {
 		warn("MCP: " + r.String())
 	}
 	for _, r := range results {
+		if r.conn == nil {
+			continue
+		}
+		name := r.conn.server.Name
 		if r.err != nil {
-			warn(fmt.Sprintf("MCP server %q did not start: %v; its tools are not available", r.server.Name, r.err))
+			warn(fmt.Sprintf("MCP server %q did not start: %v; its tools are not available", name, r.err))
 			continue
 		}
-		if r.session == nil {
-			continue
-		}
-		m.sessions = append(m.sessions, r.session)
+		m.conns = append(m.conns, r.conn)
 		for _, t := range r.tools {
-			name := MCPToolName(r.server.Name, t.Name)
-			if _, dup := m.route[name]; dup {
-				warn(fmt.Sprintf("MCP server %q: tool %q has the same name as another (%s); only the first is used", r.server.Name, t.Name, name))
+			toolName := MCPToolName(name, t.Name)
+			if _, dup := m.route[toolName]; dup {
+				warn(fmt.Sprintf("MCP server %q: tool %q has the same name as another (%s); only the first is used", name, t.Name, toolName))
 				continue
 			}
 			params, err := json.Marshal(t.InputSchema)
@@ -129,46 +144,265 @@ func ConnectMCP(ctx context.Context, servers []MCPServer, dir string, warn func(
 			if desc == "" {
 				desc = t.Title
 			}
-			m.route[name] = mcpRoute{session: r.session, tool: t.Name, approval: r.server.Approval}
-			m.specs = append(m.specs, ToolSpec{Name: name, Description: fmt.Sprintf("[MCP server %s] %s", r.server.Name, desc), Parameters: params})
+			m.route[toolName] = mcpRoute{conn: r.conn, tool: t.Name, approval: r.conn.server.Approval}
+			m.specs = append(m.specs, ToolSpec{Name: toolName, Description: fmt.Sprintf("[MCP server %s] %s", name, desc), Parameters: params})
 		}
 	}
 	sort.Slice(m.specs, func(i, j int) bool { return m.specs[i].Name < m.specs[j].Name })
 	return m
 }
 
-func connectOne(ctx context.Context, s MCPServer, dir string) (*mcp.ClientSession, []*mcp.Tool, error) {
-	ctx, cancel := context.WithTimeout(ctx, mcpConnectTimeout)
+// mcpConn is the connection to one server. A stdio server that stops is
+// restarted once, by the next call of one of its tools; a second stop
+// leaves its tools failing with why.
+type mcpConn struct {
+	server MCPServer
+	dir    string
+
+	mu       sync.Mutex // guards the fields below
+	cs       *mcp.ClientSession
+	ended    chan struct{} // closed when cs's connection ends
+	stderr   *tailWriter   // the stdio server's stderr, its tail
+	restarts int
+	closed   bool
+}
+
+// connect starts (or restarts) the server and lists its tools, within the
+// startup timeout.
+func (c *mcpConn) connect(ctx context.Context) ([]*mcp.Tool, error) {
+	timeout := c.server.StartupTimeout
+	if timeout <= 0 {
+		timeout = mcpConnectTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var t mcp.Transport
+	s := c.server
+	client := mcp.NewClient(&mcp.Implementation{Name: "soba-lsp", Version: "1"}, nil)
+	var (
+		cs       *mcp.ClientSession
+		stderr   *tailWriter
+		err      error
+		stopLive = func() {}
+	)
 	switch {
 	case s.Command != "":
 		cmd := exec.Command(s.Command, s.Args...)
-		cmd.Dir = dir
+		cmd.Dir = c.dir
 		cmd.Env = os.Environ()
 		for k, v := range s.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
-		t = &mcp.CommandTransport{Command: cmd}
+		stderr = &tailWriter{max: maxMCPStderr}
+		cmd.Stderr = stderr
+		// A child the server started may hold its stderr open after the
+		// server exits (npx starts node): stopping must not wait for it.
+		cmd.WaitDelay = mcpStopTimeout
+		cs, err = client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: mcpStopTimeout}, nil)
+		if err != nil {
+			err = withStderr(err, stderr)
+		}
 	case s.URL != "":
-		t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headerTransport{s.Headers}}}
+		hc := &http.Client{Transport: headerTransport{s.Headers}}
+		if !s.SSE {
+			cs, err = client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil)
+		}
+		if s.SSE || (err != nil && ctx.Err() == nil) {
+			// The older HTTP+SSE transport, for servers that only speak it
+			// (the MCP specification's backwards compatibility). Its event
+			// stream is the GET made at connect, so it must outlive the
+			// startup deadline: it lives until the connection ends.
+			streamErr := err
+			live, stop := context.WithCancel(context.WithoutCancel(ctx))
+			stopLive = stop
+			cs, err = client.Connect(ctx, &boundedConnect{t: &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}, live: live}, nil)
+			if err != nil && streamErr != nil {
+				err = fmt.Errorf("streamable HTTP: %v; HTTP+SSE: %w", streamErr, err)
+			}
+		}
 	default:
-		return nil, nil, errors.New("neither command nor url is set")
+		return nil, errors.New("neither command nor url is set")
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "soba-lsp", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, nil, err
+		stopLive()
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, fmt.Errorf("no answer to initialize within %s%s", timeout, stderrNote(stderr))
+		}
+		return nil, err
 	}
 	var tools []*mcp.Tool
 	for tool, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			_ = cs.Close()
-			return nil, nil, fmt.Errorf("listing tools: %w", err)
+			stopLive()
+			if ctx.Err() == context.DeadlineExceeded {
+				return nil, fmt.Errorf("no answer to tools/list within %s%s", timeout, stderrNote(stderr))
+			}
+			return nil, fmt.Errorf("listing tools: %w", err)
 		}
 		tools = append(tools, tool)
 	}
-	return cs, tools, nil
+	ended := make(chan struct{})
+	go func() { _ = cs.Wait(); stopLive(); close(ended) }()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		_ = cs.Close() // the watcher stops the live context
+		return nil, errors.New("closed")
+	}
+	c.cs, c.ended, c.stderr = cs, ended, stderr
+	return tools, nil
+}
+
+// boundedConnect connects t with the long-lived context live, but gives up
+// when the connect's own context ends (the startup deadline).
+type boundedConnect struct {
+	t    mcp.Transport
+	live context.Context
+}
+
+func (b *boundedConnect) Connect(ctx context.Context) (mcp.Connection, error) {
+	type result struct {
+		c   mcp.Connection
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := b.t.Connect(b.live)
+		ch <- result{c, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.c, r.err
+	case <-ctx.Done():
+		go func() { // a late connection is closed, never used
+			if r := <-ch; r.err == nil {
+				_ = r.c.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// session is the live connection for a call. A stdio server that stopped
+// since the last call is restarted once (note says so); after that, or for
+// a server that cannot be restarted, the error says why.
+func (c *mcpConn) session(ctx context.Context) (cs *mcp.ClientSession, note string, err error) {
+	var restarts int
+	c.mu.Lock()
+	cs, ended, stderr := c.cs, c.ended, c.stderr
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, "", fmt.Errorf("MCP server %q is closed", c.server.Name)
+	}
+	if !isClosed(ended) {
+		return cs, "", nil
+	}
+	why := stderrNote(stderr)
+	if c.server.Command == "" {
+		return nil, "", fmt.Errorf("the connection to MCP server %q ended", c.server.Name)
+	}
+	c.mu.Lock()
+	if c.ended != ended { // another call restarted it meanwhile
+		cs = c.cs
+		c.mu.Unlock()
+		return cs, "", nil
+	}
+	restarts = c.restarts
+	c.restarts++
+	c.mu.Unlock()
+	if restarts > 0 {
+		return nil, "", fmt.Errorf("MCP server %q stopped again%s after it was restarted once; its tools are unavailable until the workspace reopens", c.server.Name, why)
+	}
+	_ = cs.Close()
+	if _, err := c.connect(ctx); err != nil {
+		return nil, "", fmt.Errorf("MCP server %q stopped%s and did not restart: %v", c.server.Name, why, err)
+	}
+	c.mu.Lock()
+	cs = c.cs
+	c.mu.Unlock()
+	return cs, fmt.Sprintf("MCP server %q had stopped%s; SOBA restarted it", c.server.Name, why), nil
+}
+
+// endedDuring reports whether the connection ended, waiting briefly: a
+// call that failed because the server exited sees the end a moment later.
+func (c *mcpConn) endedDuring() (bool, string) {
+	c.mu.Lock()
+	ended, stderr := c.ended, c.stderr
+	c.mu.Unlock()
+	select {
+	case <-ended:
+		return true, stderrNote(stderr)
+	case <-time.After(200 * time.Millisecond):
+		return false, ""
+	}
+}
+
+func (c *mcpConn) close() error {
+	c.mu.Lock()
+	cs := c.cs
+	c.closed = true
+	c.mu.Unlock()
+	if cs == nil {
+		return nil
+	}
+	return cs.Close()
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	max int
+	mu  sync.Mutex
+	b   []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	if len(w.b) > w.max {
+		w.b = append([]byte(nil), w.b[len(w.b)-w.max:]...)
+	}
+	return len(p), nil
+}
+
+// lastLine is the last non-empty line written, cut to 200 bytes.
+func (w *tailWriter) lastLine() string {
+	if w == nil {
+		return ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(w.b)), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 200 {
+		l = l[:200] + "…"
+	}
+	return l
+}
+
+// stderrNote names the last line a stdio server wrote to stderr.
+func stderrNote(w *tailWriter) string {
+	if l := w.lastLine(); l != "" {
+		return fmt.Sprintf(" (its last stderr line: %q)", l)
+	}
+	return ""
+}
+
+func withStderr(err error, w *tailWriter) error {
+	if n := stderrNote(w); n != "" {
+		return fmt.Errorf("%w%s", err, n)
+	}
+	return err
 }
 
 // headerTransport adds the configured headers to each request.
@@ -234,10 +468,27 @@ func (m *MCP) call(ctx context.Context, name string, raw json.RawMessage, root *
 	}
 	ctx, cancel := context.WithTimeout(ctx, mcpCallTimeout)
 	defer cancel()
-	res, err := r.session.CallTool(ctx, &mcp.CallToolParams{Name: r.tool, Arguments: args})
+	cs, note, err := r.conn.session(ctx)
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
+		return fail("%s: %v", name, err)
+	}
+	if note != "" && m.warn != nil {
+		m.warn(note)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: r.tool, Arguments: args})
+	if err != nil {
+		switch {
+		case ctx.Err() == context.DeadlineExceeded:
 			return fail("%s: no answer within %s", name, mcpCallTimeout)
+		case ctx.Err() != nil:
+			return fail("%s: %v", name, err)
+		}
+		if ended, why := r.conn.endedDuring(); ended {
+			again := "SOBA restarts it at the next call of its tools"
+			if r.conn.server.Command == "" || r.conn.restartsDone() > 0 {
+				again = "it is not restarted again"
+			}
+			return fail("%s: MCP server %q stopped during the call%s; %s", name, r.conn.server.Name, why, again)
 		}
 		return fail("%s: %v", name, err)
 	}
@@ -306,13 +557,15 @@ func (m *MCP) Close() error {
 	if m == nil {
 		return nil
 	}
-	m.mu.Lock()
-	sessions := m.sessions
-	m.sessions = nil
-	m.mu.Unlock()
 	var errs []error
-	for _, s := range sessions {
-		errs = append(errs, s.Close())
+	for _, c := range m.conns {
+		errs = append(errs, c.close())
 	}
 	return errors.Join(errs...)
+}
+
+func (c *mcpConn) restartsDone() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.restarts
 }

@@ -41,17 +41,21 @@ func (n nativeCompactor) CompactNative(ctx context.Context, history compaction.I
 	return capsule.Native{Items: out.Items, Tokens: out.Tokens}, nil
 }
 
+// cacheKey is the prompt-cache key of a session's requests: the same for
+// all of them, so a provider that routes by key keeps them on one cache.
+func cacheKey(sessionID string) string { return "soba-" + sessionID }
+
 // requestMessages is a model input in the provider's terms: the native
 // continuation (as the first message's native items) or the portable
-// capsule's text, then the messages with the native items recorded with
-// them.
+// capsule's text, marked as the end of the stable prefix, then the
+// messages with the native items recorded with them.
 func requestMessages(in compaction.Input) []provider.Message {
 	var out []provider.Message
 	switch {
 	case in.Native != nil:
-		out = append(out, provider.Message{Role: provider.RoleUser, Native: in.Native.Items})
+		out = append(out, provider.Message{Role: provider.RoleUser, Native: in.Native.Items, StablePrefix: true})
 	case in.CapsuleText != "":
-		out = append(out, provider.Message{Role: provider.RoleUser, Text: in.CapsuleText})
+		out = append(out, provider.Message{Role: provider.RoleUser, Text: in.CapsuleText, StablePrefix: true})
 	}
 	for _, m := range in.Messages {
 		pm := provider.Message{Role: m.Role, Text: m.Text, ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, Native: m.Native}

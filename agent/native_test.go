@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +138,18 @@ func TestNativeCompactionStoredWithPortableCapsule_RN1(t *testing.T) {
 	}
 	if !res.Native || !strings.HasSuffix(res.Line, " · native") {
 		t.Errorf("result native %v line %q", res.Native, res.Line)
+	}
+	// Its progress said what it waited for (R-B3).
+	f.rec.mu.Lock()
+	var said []string
+	for _, c := range f.rec.comps {
+		if c.OperationID == res.OperationID && c.Phase == "progress" {
+			said = append(said, c.Message)
+		}
+	}
+	f.rec.mu.Unlock()
+	if !slices.ContainsFunc(said, func(m string) bool { return strings.HasPrefix(m, "waiting for the provider's native compaction · ") }) {
+		t.Errorf("progress %q does not say it waited for the native compaction", said)
 	}
 	caps := f.capsules(t)
 	if len(caps) != 1 {

@@ -212,6 +212,8 @@ type runningCompaction struct {
 	// effectiveBefore is the budget's figure when the plan was made, so
 	// the result line speaks in the same measure as the status line.
 	effectiveBefore int
+	// progress reports it while it runs.
+	progress *compactionProgress
 }
 
 // step makes a move that only a bug can refuse (a running turn or

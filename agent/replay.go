@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -26,6 +28,13 @@ type Recorded struct {
 	answers []session.Assistant
 	// Requests counts the inferences made.
 	Requests int
+	// Extended counts the requests that repeated the request before them
+	// in their turn — system prompt, tools, every message — and appended
+	// to it; Renewed those that carried a new capsule instead (a
+	// compaction ran between them); Broken the others, which a prompt
+	// cache could not serve.
+	Extended, Renewed, Broken int
+	prev                      [][]byte // the turn's previous request, encoded
 }
 
 // Name implements provider.Provider.
@@ -35,7 +44,42 @@ func (r *Recorded) Name() string { return "replay" }
 func (r *Recorded) SetTurn(answers []session.Assistant) {
 	r.mu.Lock()
 	r.answers = answers
+	r.prev = nil
 	r.mu.Unlock()
+}
+
+// encodeRequest is a request as a sequence of parts in the order a server
+// reads them: system prompt, tools, then each message.
+func encodeRequest(req provider.Request) [][]byte {
+	parts := make([][]byte, 0, len(req.Messages)+2)
+	sys, _ := json.Marshal(req.System)
+	tools, _ := json.Marshal(req.Tools)
+	parts = append(parts, sys, tools)
+	for _, m := range req.Messages {
+		b, _ := json.Marshal(m)
+		parts = append(parts, b)
+	}
+	return parts
+}
+
+// notePrefix compares a request with the turn's previous one.
+func (r *Recorded) notePrefix(req provider.Request) {
+	cur := encodeRequest(req)
+	if prev := r.prev; prev != nil {
+		extends := len(cur) > len(prev)
+		for i := 0; extends && i < len(prev); i++ {
+			extends = bytes.Equal(prev[i], cur[i])
+		}
+		switch {
+		case extends:
+			r.Extended++
+		case len(req.Messages) > 0 && req.Messages[0].StablePrefix && (len(prev) < 3 || !bytes.Equal(prev[2], cur[2])):
+			r.Renewed++
+		default:
+			r.Broken++
+		}
+	}
+	r.prev = cur
 }
 
 // replayEnd closes a turn whose recording ended without a final answer.
@@ -45,6 +89,7 @@ const replayEnd = "[replay: the recorded turn ends here]"
 func (r *Recorded) Stream(ctx context.Context, req provider.Request, onEvent func(provider.Event)) (provider.Response, error) {
 	r.mu.Lock()
 	r.Requests++
+	r.notePrefix(req)
 	var a session.Assistant
 	if len(r.answers) == 0 {
 		a = session.Assistant{Text: replayEnd}
@@ -133,13 +178,51 @@ type ReplayOptions struct {
 	EntryTokens func(*session.Entry) int
 	Resolver    *workspace.Root
 	Out         io.Writer
+	// Summarizer, when set, stands in for a summary model; nil builds
+	// deterministic capsules, as a session without one does.
+	Summarizer compaction.Summarizer
 }
 
 // ReplayReport sums up a replay.
 type ReplayReport struct {
 	Turns, Compactions int
-	SessionPath        string
-	Final              compaction.Budget
+	// Barriers is the number of compactions that ran (any outcome).
+	Barriers int
+	// WastedGenerations counts compactions that generated a capsule — with
+	// a summary model, asked it — and were then declined by the exact check
+	// (R-R2): work thrown away, which the prediction is there to avoid.
+	WastedGenerations int
+	// SummaryRequests counts the summary model's requests.
+	SummaryRequests int
+	// Requests counts the model requests; PrefixExtended, PrefixRenewed and
+	// PrefixBroken are Recorded's comparison of each with the request
+	// before it in its turn.
+	Requests, PrefixExtended, PrefixRenewed, PrefixBroken int
+	SessionPath                                           string
+	Final                                                 compaction.Budget
+}
+
+// countingSummarizer counts a summarizer's requests.
+type countingSummarizer struct {
+	compaction.Summarizer
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingSummarizer) Summarize(ctx context.Context, req compaction.SummaryRequest, delta func(string)) (string, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return c.Summarizer.Summarize(ctx, req, delta)
+}
+
+func (c *countingSummarizer) count() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
 }
 
 // Replay re-runs a recorded session through the real agent loop and
@@ -153,8 +236,15 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 	}
 	model := &Recorded{}
 	pr := &replayPrinter{out: opt.Out, turnEnded: make(chan Event, 1)}
+	var summarizer compaction.Summarizer
+	var counted *countingSummarizer
+	if opt.Summarizer != nil {
+		counted = &countingSummarizer{Summarizer: opt.Summarizer}
+		summarizer = counted
+	}
 	a, err := New(Options{
-		Root: opt.Workspace, Resolver: opt.Resolver, SessionDir: filepath.Join(opt.Workspace, ".soba", "sessions"),
+		Summarizer: summarizer,
+		Root:       opt.Workspace, Resolver: opt.Resolver, SessionDir: filepath.Join(opt.Workspace, ".soba", "sessions"),
 		FlightDir: filepath.Join(opt.Workspace, ".soba", "flight"), Model: model, ModelName: "replay", ProviderName: "replay",
 		Compaction: opt.Compaction, Approval: "auto", Notifier: pr, Counter: opt.Counter, EntryTokens: opt.EntryTokens,
 		RecordedResults: results,
@@ -200,9 +290,20 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 		rep.Turns++
 	}
 	rep.Final, _ = a.Budget()
-	rep.Compactions = pr.completed()
-	fmt.Fprintf(opt.Out, "replayed %d turns · %d compactions completed · final budget %s/%s (%s)\nsession: %s\n",
-		rep.Turns, rep.Compactions, text.Thousands(rep.Final.EffectiveTokens), text.Thousands(rep.Final.HardLimit), rep.Final.Source, rep.SessionPath)
+	rep.Compactions, rep.Barriers, rep.WastedGenerations = pr.counts()
+	rep.SummaryRequests = counted.count()
+	model.mu.Lock()
+	rep.Requests, rep.PrefixExtended, rep.PrefixRenewed, rep.PrefixBroken = model.Requests, model.Extended, model.Renewed, model.Broken
+	model.mu.Unlock()
+	summaries := "no summary model"
+	if counted != nil {
+		summaries = fmt.Sprintf("%d summary requests", rep.SummaryRequests)
+	}
+	fmt.Fprintf(opt.Out, "replayed %d turns · %d compactions completed of %d run · %d generated and then skipped (%s) · final budget %s/%s (%s)\n",
+		rep.Turns, rep.Compactions, rep.Barriers, rep.WastedGenerations, summaries,
+		text.Thousands(rep.Final.EffectiveTokens), text.Thousands(rep.Final.HardLimit), rep.Final.Source)
+	fmt.Fprintf(opt.Out, "model requests: %d · %d extended the request before them in their turn byte for byte · %d followed a compaction · %d changed an earlier part\nsession: %s\n",
+		rep.Requests, rep.PrefixExtended, rep.PrefixRenewed, rep.PrefixBroken, rep.SessionPath)
 	return rep, nil
 }
 
@@ -211,7 +312,9 @@ type replayPrinter struct {
 	mu        sync.Mutex
 	out       io.Writer
 	done      int
-	lastPct   int
+	ran       int
+	wasted    int
+	lastStage string // the last progress message's stage, printed once each
 	turnEnded chan Event
 }
 
@@ -226,16 +329,27 @@ func (p *replayPrinter) Compaction(c CompactionEvent) {
 	defer p.mu.Unlock()
 	switch c.Phase {
 	case "start":
-		p.lastPct = 0
-		fmt.Fprintf(p.out, "  Compacting context before response · %s\n", c.Trigger)
+		p.lastStage = ""
+		title := c.Title
+		if title == "" {
+			title = TitleCompacting
+		}
+		fmt.Fprintf(p.out, "  %s · %s\n", title, c.Trigger)
 	case "progress":
-		if c.Percentage != nil && *c.Percentage >= p.lastPct+25 {
-			p.lastPct = *c.Percentage
-			fmt.Fprintf(p.out, "  Compacting context before response · %d%%\n", *c.Percentage)
+		stage, _, _ := strings.Cut(c.Message, " · ")
+		if stage != "" && stage != p.lastStage {
+			p.lastStage = stage
+			fmt.Fprintf(p.out, "  %s\n", c.Message)
 		}
 	case "end":
-		if c.CompactionResult != nil && c.Outcome == compaction.OutcomeCompleted {
-			p.done++
+		if r := c.CompactionResult; r != nil {
+			p.ran++
+			switch {
+			case r.Outcome == compaction.OutcomeCompleted:
+				p.done++
+			case r.Outcome == compaction.OutcomeSkipped && r.Generated:
+				p.wasted++
+			}
 		}
 	}
 }
@@ -249,10 +363,10 @@ func (p *replayPrinter) Warn(m string) {
 	fmt.Fprintf(p.out, "  warning: %s\n", m)
 	p.mu.Unlock()
 }
-func (p *replayPrinter) completed() int {
+func (p *replayPrinter) counts() (completed, ran, wasted int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.done
+	return p.done, p.ran, p.wasted
 }
 
 func quoteShort(s string) string {

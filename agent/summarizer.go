@@ -9,7 +9,7 @@ import (
 )
 
 // ModelSummarizer asks a provider for capsule summaries (PROTOCOL.md
-// `summaryModel`), streaming progress as the answer grows.
+// `summaryModel`), passing the answer on as it streams.
 type ModelSummarizer struct {
 	Provider provider.Provider
 	Model    string
@@ -17,21 +17,14 @@ type ModelSummarizer struct {
 	ContextWindow int
 }
 
-// expectedSummaryChars is the answer length the progress estimate assumes.
-const expectedSummaryChars = 2400
-
 // Summarize implements compaction.Summarizer.
-func (m *ModelSummarizer) Summarize(ctx context.Context, req compaction.SummaryRequest, progress func(int)) (string, error) {
-	var got int
+func (m *ModelSummarizer) Summarize(ctx context.Context, req compaction.SummaryRequest, stream func(string)) (string, error) {
 	resp, err := m.Provider.Stream(ctx, provider.Request{
 		Model: m.Model, System: req.System, MaxOutputTokens: req.MaxOutputTokens, ContextWindow: m.ContextWindow,
 		Messages: []provider.Message{{Role: provider.RoleUser, Text: req.Prompt}},
 	}, func(ev provider.Event) {
-		if ev.Kind == provider.EventText {
-			got += len(ev.Delta)
-			if progress != nil {
-				progress(min(95, 100*got/expectedSummaryChars))
-			}
+		if ev.Kind == provider.EventText && ev.Delta != "" && stream != nil {
+			stream(ev.Delta)
 		}
 	})
 	if err != nil {

@@ -44,6 +44,9 @@ func (a *Agent) Prompt(text string) (turnID string, queued bool, err error) {
 			st.queue = append(st.queue, queuedPrompt{turnID: turnID, text: text})
 			queued = true
 			a.opt.Notifier.Event(Event{TurnID: turnID, Type: "queued"})
+			if c := st.compaction; c != nil && c.progress != nil {
+				c.progress.promptWaits()
+			}
 			return
 		}
 		err = a.startTurn(st, turnID, text)
@@ -296,6 +299,10 @@ func (a *Agent) planCompaction(st *state, trigger, instructions string) (compact
 		return p, nil, compaction.Failed(opID, trigger, err.Error(), p.TokensBefore), false
 	}
 	to := phaseCompacting
+	title := TitleCompacting
+	if st.phase.inTurn() || len(st.queue) > 0 {
+		title = TitleBeforeResponse
+	}
 	if st.phase.inTurn() {
 		to = phaseTurnCompacting
 	}
@@ -304,9 +311,10 @@ func (a *Agent) planCompaction(st *state, trigger, instructions string) (compact
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	eff, src := st.effective()
-	run := &compactionRun{view: view, ctx: ctx, source: src, sessionID: st.sessionID, flight: st.flight}
-	st.compaction = &runningCompaction{operationID: opID, trigger: trigger, cancel: cancel, explicit: explicit, starter: starter, effectiveBefore: eff}
-	a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: opID, Trigger: trigger})
+	prog := newProgress(a.opt.Notifier, opID, trigger, title)
+	run := &compactionRun{view: view, ctx: ctx, source: src, sessionID: st.sessionID, flight: st.flight, cachedTokens: st.cachedTokens, progress: prog}
+	st.compaction = &runningCompaction{operationID: opID, trigger: trigger, cancel: cancel, explicit: explicit, starter: starter, effectiveBefore: eff, progress: prog}
+	a.opt.Notifier.Compaction(CompactionEvent{Phase: "start", OperationID: opID, Trigger: trigger, Title: title})
 	a.publishBudget(st)
 	return p, run, compaction.CompactionResult{}, true
 }
@@ -318,6 +326,9 @@ type compactionRun struct {
 	source    string
 	sessionID string
 	flight    compaction.FlightRecorder
+	// cachedTokens is the last request's cached input, for the flight record.
+	cachedTokens int
+	progress     *compactionProgress
 }
 
 // runCompaction runs a planned compaction outside the lock, to its terminal
@@ -333,14 +344,11 @@ func (a *Agent) runCompaction(turnCtx context.Context, p compaction.Plan, run *c
 	}
 	b := *a.barrier
 	b.Flight = run.flight
-	return b.Run(ctx, compaction.RunInput{Plan: p, Transcript: run.view, Appender: appender{a}, Source: run.source, SessionID: run.sessionID,
-		Hooks: compaction.Hooks{
-			Progress: func(pct int) {
-				v := pct
-				a.opt.Notifier.Compaction(CompactionEvent{Phase: "progress", OperationID: p.OperationID, Trigger: p.Trigger, Percentage: &v})
-			},
-			Warn: a.opt.Notifier.Warn,
-		}})
+	prog := run.progress
+	prog.start(time.Now())
+	defer prog.stop()
+	return b.Run(ctx, compaction.RunInput{Plan: p, Transcript: run.view, Appender: appender{a}, Source: run.source, SessionID: run.sessionID, CachedTokens: run.cachedTokens,
+		Hooks: compaction.Hooks{Progress: prog.update, Summary: prog.summary, Warn: a.opt.Notifier.Warn}})
 }
 
 // finishCompaction records a terminal outcome: the phase goes back to the
@@ -526,7 +534,7 @@ func (a *Agent) buildRequest() (req provider.Request, native *capsule.Native, ch
 			return
 		}
 		req = provider.Request{Model: a.opt.ModelName, System: a.systemPrompt(st), MaxOutputTokens: a.opt.Compaction.MaxOutputTokens,
-			ContextWindow: a.opt.Compaction.ContextWindow, ExpectedPromptTokens: eff}
+			ContextWindow: a.opt.Compaction.ContextWindow, ExpectedPromptTokens: eff, CacheKey: cacheKey(st.sessionID)}
 		for _, t := range a.toolSpecs() {
 			req.Tools = append(req.Tools, provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 		}
@@ -564,6 +572,7 @@ func (a *Agent) appendAssistant(turnID string, resp provider.Response, failure s
 			// The provider's count of this request measures the input from
 			// now on and calibrates later estimates (R-O1).
 			st.meter.Usage(as.Usage.InputTokens, as.Usage.OutputTokens)
+			st.cachedTokens = as.Usage.CachedTokens
 		}
 		a.publishBudget(st)
 	})
@@ -585,13 +594,16 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 	skill := a.tools.changesSkill(sc)
 	if a.needsApproval(call.Name) || skill {
 		allowed := false
+		scope := a.approvalScope(call.Name)
 		if !skill { // a change to a skill is asked every time
-			_ = a.do(func(st *state) { allowed = st.allowSession[call.Name] })
+			_ = a.do(func(st *state) { allowed = st.allowSession[scope] })
 		}
 		if !allowed {
 			decision := Deny
 			if a.opt.Approver != nil {
-				d, err := a.opt.Approver.Approve(ctx, a.tools.approvalRequest(sc))
+				req := a.tools.approvalRequest(sc)
+				req.Scope = scope
+				d, err := a.opt.Approver.Approve(ctx, req)
 				if err == nil {
 					decision = d
 				}
@@ -599,7 +611,7 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 			switch decision {
 			case AllowSession:
 				if !skill {
-					_ = a.do(func(st *state) { st.allowSession[call.Name] = true })
+					_ = a.do(func(st *state) { st.allowSession[scope] = true })
 				}
 			case AllowOnce:
 			default:

@@ -122,11 +122,11 @@ func (s *acpSession) replay() error {
 }
 
 func (b *ACPBackend) open(opt acp.SessionOptions) (*acpSession, error) {
-	s := &acpSession{peer: opt.Peer, queue: make(chan func(), 1024), ends: map[string]chan turnEnd{}, rejected: map[string]bool{}, callNames: map[string]string{}}
+	s := &acpSession{peer: opt.Peer, queue: make(chan func(), 1024), ends: map[string]chan turnEnd{}, rejected: map[string]bool{}, callNames: map[string]string{}, chunked: map[string]bool{}}
 	s.work.Go(s.drain)
 	var servers []agent.MCPServer
 	for _, m := range opt.MCPServers {
-		servers = append(servers, agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers})
+		servers = append(servers, agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, SSE: m.SSE})
 	}
 	ws, warnings, err := OpenWorkspace(WorkspaceOptions{Root: opt.Cwd, Load: b.Load, Notifier: acpNotifier{s}, Approver: acpApprover{s},
 		Counter: b.Counter, EntryTokens: b.EntryTokens, MCPServers: servers, SessionID: opt.SessionID,
@@ -162,11 +162,14 @@ type acpSession struct {
 	ends     map[string]chan turnEnd
 	inTurn   bool
 	lastCall acp.ToolCall
-	rejected map[string]bool // tools rejected for the session
+	rejected map[string]bool // approval scopes rejected for the session
 	// callNames are the tool names of this session's calls by id, so a
 	// result is shown as its tool's kind wants.
 	callNames map[string]string
-	closed    bool
+	// chunked are the running compactions whose summary streamed to the
+	// client (compaction_summary_chunk), by operation id.
+	chunked map[string]bool
+	closed  bool
 	// usage is the latest budget not yet queued; usageSent when the last
 	// was; usageTimer the scheduled trailing send.
 	usage      *compaction.Budget
@@ -498,10 +501,10 @@ func (s *acpSession) flushUsage() {
 }
 
 // Compaction reports a compaction: to a client that opted in, as
-// compaction_update (in_progress, then completed, failed or cancelled with
-// the result line and the capsule's sections as the summary); to any other,
-// a barrier inside a turn as agent message lines: its status when it starts
-// and its result line when it ends (R-B3).
+// compaction_update (in_progress, the summary streamed as
+// compaction_summary_chunk, then completed, failed or cancelled); to any
+// other, a compaction inside a turn as agent message lines: its title when
+// it starts and its result line when it ends (R-B3).
 func (n acpNotifier) Compaction(e agent.CompactionEvent) {
 	s := n.s
 	if s.peer.CompactionUpdates() {
@@ -516,7 +519,11 @@ func (n acpNotifier) Compaction(e agent.CompactionEvent) {
 	}
 	switch e.Phase {
 	case "start":
-		s.post(func() { s.peer.Text(context.Background(), "\n_Compacting context before response…_\n") })
+		title := e.Title
+		if title == "" {
+			title = agent.TitleCompacting
+		}
+		s.post(func() { s.peer.Text(context.Background(), "\n_"+title+"…_\n") })
 	case "end":
 		if e.CompactionResult != nil {
 			line := e.Line
@@ -540,21 +547,26 @@ func (acpLSPNotifier) Compaction(protocol.CompactionEvent) {}
 
 // acpApprover asks through session/request_permission, about the tool call
 // the agent announced last (approvals run one at a time, right after the
-// call's tool_call event).
+// call's tool_call event). "Allow for this session" is kept by the agent,
+// "reject for this session" here, both by the request's scope: a kind of
+// tool (file edits, bash commands) or one MCP server's tools.
 type acpApprover struct{ s *acpSession }
 
 func (a acpApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
-	name := req.Tool
+	scope := req.Scope
+	if scope == "" {
+		scope = req.Tool
+	}
 	s := a.s
 	s.mu.Lock()
 	t := s.lastCall
-	rejected := s.rejected[name]
+	rejected := s.rejected[scope]
 	s.mu.Unlock()
 	if rejected {
 		return agent.Deny, nil
 	}
 	s.flush()
-	d, err := s.peer.Permission(ctx, t)
+	d, err := s.peer.Permission(ctx, t, req.Scope)
 	if err != nil {
 		return agent.Deny, err
 	}
@@ -565,45 +577,58 @@ func (a acpApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (ag
 		return agent.AllowSession, nil
 	case acp.RejectAlways:
 		s.mu.Lock()
-		s.rejected[name] = true
+		s.rejected[scope] = true
 		s.mu.Unlock()
 	}
 	return agent.Deny, nil
 }
 
-// compactionUpdate sends one phase of a compaction as compaction_update.
-// Skipped and stale outcomes, which change nothing, are "cancelled" with
-// their result line saying why; a compaction never reports completed unless
-// it appended a capsule (R-C7).
+// compactionUpdate sends one phase of a compaction as compaction_update and
+// its streamed summary as compaction_summary_chunk. Only a completed
+// compaction carries a summary (the schema's rule): the result line and the
+// capsule's sections, replacing the streamed chunks. A compaction that did
+// not complete clears what streamed, and inside a turn its result line (why
+// it was skipped, stale, cancelled or failed) is the agent's message line;
+// skipped and stale outcomes, which change nothing, are "cancelled". A
+// compaction never reports completed unless it appended a capsule (R-C7).
 func (s *acpSession) compactionUpdate(e agent.CompactionEvent) {
 	bg := context.Background()
+	id := e.OperationID
 	switch e.Phase {
 	case "start":
-		id := e.OperationID
-		s.post(func() { s.peer.Compaction(bg, id, acp.CompactionInProgress, "", "") })
+		s.post(func() { s.peer.Compaction(bg, acp.CompactionUpdate{ID: id, Status: acp.CompactionInProgress}) })
+	case "summary":
+		s.mu.Lock()
+		s.chunked[id] = true
+		s.mu.Unlock()
+		delta := e.SummaryDelta
+		s.post(func() { s.peer.CompactionChunk(bg, id, delta) })
 	case "end":
 		if e.CompactionResult == nil {
 			return
 		}
 		r := *e.CompactionResult
+		s.mu.Lock()
+		chunked, inTurn := s.chunked[id], s.inTurn
+		delete(s.chunked, id)
+		s.mu.Unlock()
 		s.post(func() {
-			status := acp.CompactionCancelled
+			u := acp.CompactionUpdate{ID: r.OperationID, Status: acp.CompactionCancelled, ClearSummary: chunked}
 			switch r.Outcome {
 			case compaction.OutcomeCompleted:
-				status = acp.CompactionCompleted
-			case compaction.OutcomeFailed:
-				status = acp.CompactionFailed
-			}
-			summary, errText := r.Line, ""
-			if status == acp.CompactionFailed {
-				errText = r.Reason
-			}
-			if status == acp.CompactionCompleted && r.CheckpointID != "" {
-				if _, md, err := s.ws.Agent().CapsuleShow(r.CheckpointID); err == nil {
-					summary += "\n\n" + capsuleSections(md)
+				u.Status, u.Summary = acp.CompactionCompleted, r.Line
+				if r.CheckpointID != "" {
+					if _, md, err := s.ws.Agent().CapsuleShow(r.CheckpointID); err == nil {
+						u.Summary += "\n\n" + capsuleSections(md)
+					}
 				}
+			case compaction.OutcomeFailed:
+				u.Status, u.Error = acp.CompactionFailed, r.Reason
 			}
-			s.peer.Compaction(bg, r.OperationID, status, summary, errText)
+			s.peer.Compaction(bg, u)
+			if u.Status != acp.CompactionCompleted && inTurn {
+				s.peer.Text(bg, "\n_"+r.Line+"_\n\n")
+			}
 		})
 	}
 }

@@ -6,15 +6,19 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sourcegraph/conc"
 
 	"github.com/soba-agent/soba-lsp/acp"
@@ -81,6 +85,15 @@ func runACP(t *testing.T, client *acpClient, script ...providertest.Reply) (*sdk
 // runACPModel is runACP with the fake model server adjusted by mod.
 func runACPModel(t *testing.T, client *acpClient, mod func(*providertest.Server), script ...providertest.Reply) (*sdk.ClientSideConnection, sdk.SessionId, string) {
 	t.Helper()
+	return runACPServers(t, client, mod, nil, script...)
+}
+
+// runACPServers is runACPModel with MCP servers handed over in session/new.
+func runACPServers(t *testing.T, client *acpClient, mod func(*providertest.Server), servers []sdk.McpServer, script ...providertest.Reply) (*sdk.ClientSideConnection, sdk.SessionId, string) {
+	t.Helper()
+	if servers == nil {
+		servers = []sdk.McpServer{}
+	}
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	dir := t.TempDir()
 	model := providertest.NewOpenAI(t, script...)
@@ -110,7 +123,7 @@ func runACPModel(t *testing.T, client *acpClient, mod func(*providertest.Server)
 	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: dir, McpServers: []sdk.McpServer{}})
+	s, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: dir, McpServers: servers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,5 +297,124 @@ func TestACPBashShowsCommandAndOutput(t *testing.T) {
 	}
 	if !strings.Contains(result, `first line\nsecond line`) {
 		t.Errorf("tool_call_update content %s lacks the whole output", result)
+	}
+}
+
+// TestACPApprovalScopes_RW3: an answer "for this session" covers a kind of
+// tool or one MCP server, as the options say: allowing a write_file for the
+// session also allows edit_file but still asks for bash; rejecting one tool
+// of an MCP server for the session refuses its other tools without asking,
+// while another server and SOBA's tools still ask. Nothing rejected runs.
+func TestACPApprovalScopes_RW3(t *testing.T) {
+	var calls atomic.Int32
+	newServer := func(name string) string {
+		s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
+		for _, tool := range []string{"one", "two"} {
+			mcp.AddTool(s, &mcp.Tool{Name: tool, Description: tool}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				calls.Add(1)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " " + tool + " ran"}}}, nil, nil
+			})
+		}
+		srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	servers := []sdk.McpServer{
+		{Http: &sdk.McpServerHttpInline{Name: "alpha", Type: "http", Url: newServer("alpha"), Headers: []sdk.HttpHeader{}}},
+		{Http: &sdk.McpServerHttpInline{Name: "beta", Type: "http", Url: newServer("beta"), Headers: []sdk.HttpHeader{}}},
+	}
+	tests := []struct {
+		name   string
+		script []providertest.Reply
+		// first is the answer to the first request; later ones are allow_once.
+		first     string
+		wantAsked []string // tool call ids asked about
+		wantName  string   // the first request's allow_always or reject_always option name
+		wantRuns  int32    // MCP tools that ran
+	}{
+		{"allow file edits for the session", []providertest.Reply{
+			providertest.Call("c1", "write_file", map[string]any{"path": "a.txt", "content": "one\n"}),
+			providertest.Call("c2", "edit_file", map[string]any{"path": "a.txt", "old_text": "one", "new_text": "two"}),
+			providertest.Call("c3", "bash", map[string]any{"command": "cat a.txt"}),
+			providertest.Text("done"),
+		}, "allow_always", []string{"c1", "c3"}, "Allow file edits for this session", 0},
+		{"reject an MCP server for the session", []providertest.Reply{
+			providertest.Call("c1", "mcp__alpha__one", map[string]any{}),
+			providertest.Call("c2", "mcp__alpha__two", map[string]any{}),
+			providertest.Call("c3", "mcp__beta__one", map[string]any{}),
+			providertest.Call("c4", "bash", map[string]any{"command": "true"}),
+			providertest.Text("done"),
+		}, "reject_always", []string{"c1", "c3", "c4"}, `Reject the tools of MCP server "alpha" for this session`, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls.Store(0)
+			asked := 0
+			client := &acpClient{decide: func(sdk.RequestPermissionRequest) string {
+				asked++
+				if asked == 1 {
+					return tt.first
+				}
+				return "allow_once"
+			}}
+			conn, id, dir := runACPServers(t, client, nil, servers, tt.script...)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("go")}})
+			if err != nil || r.StopReason != sdk.StopReasonEndTurn {
+				t.Fatalf("prompt: %v, %v", r.StopReason, err)
+			}
+			client.mu.Lock()
+			defer client.mu.Unlock()
+			var got []string
+			for _, p := range client.permissions {
+				got = append(got, string(p.ToolCall.ToolCallId))
+			}
+			if strings.Join(got, ",") != strings.Join(tt.wantAsked, ",") {
+				t.Fatalf("asked about %v, want %v", got, tt.wantAsked)
+			}
+			found := false
+			for _, o := range client.permissions[0].Options {
+				found = found || (string(o.OptionId) == tt.first && o.Name == tt.wantName)
+			}
+			if !found {
+				t.Fatalf("options %+v, want %s named %q", client.permissions[0].Options, tt.first, tt.wantName)
+			}
+			if n := calls.Load(); n != tt.wantRuns {
+				t.Fatalf("%d MCP tools ran, want %d", n, tt.wantRuns)
+			}
+			if tt.first == "allow_always" {
+				if data, err := os.ReadFile(filepath.Join(dir, "a.txt")); err != nil || string(data) != "two\n" {
+					t.Fatalf("a.txt = %q, %v; the allowed edit did not run", data, err)
+				}
+			}
+		})
+	}
+}
+
+// TestACPStartWarningsReachTheClient: an MCP server handed over in
+// session/new that does not start is a warning the client sees (the
+// session is made; the warning is not lost for lack of a session id).
+func TestACPStartWarningsReachTheClient(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	servers := []sdk.McpServer{{Stdio: &sdk.McpServerStdio{Name: "broken", Command: "/nonexistent/mcp-server", Args: []string{}, Env: []sdk.EnvVariable{}}}}
+	_, id, _ := runACPServers(t, client, nil, servers, providertest.Text("fine"))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		client.mu.Lock()
+		var text strings.Builder
+		for _, u := range client.updates {
+			if u.SessionId == id && u.Update.AgentMessageChunk != nil && u.Update.AgentMessageChunk.Content.Text != nil {
+				text.WriteString(u.Update.AgentMessageChunk.Content.Text.Text)
+			}
+		}
+		client.mu.Unlock()
+		if strings.Contains(text.String(), `MCP server "broken" did not start`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning about the broken MCP server; the client saw %q", text.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -69,7 +69,7 @@ func settingsOf(cfg workspace.Config, root string) Settings {
 		SessionDir: cfg.ResolveSessionDir(root), SessionOnStart: cfg.SessionOnStart}
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
 		m := cfg.MCPServers[name]
-		s.MCPServers = append(s.MCPServers, agent.MCPServer{Name: name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, Approval: m.Approval})
+		s.MCPServers = append(s.MCPServers, agent.MCPServer{Name: name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, SSE: m.Type == "sse", Approval: m.Approval})
 	}
 	if cfg.SummaryModel != nil {
 		m := cfg.Summary()

@@ -19,7 +19,7 @@ func WireBudget(b compaction.Budget) protocol.Budget {
 		EffectiveTokens: b.EffectiveTokens, HardLimit: b.HardLimit, SoftLimit: b.SoftLimit,
 		ContextWindow: b.ContextWindow, MaxOutputTokens: b.MaxOutputTokens, SafetyReserveTokens: b.SafetyReserveTokens,
 		Source: protocol.Source(b.Source), AutoCompact: b.AutoCompact, State: protocol.State(b.State),
-		Pending: make([]protocol.Trigger, len(b.Pending)),
+		Pending: make([]protocol.Trigger, len(b.Pending)), CachedTokens: b.CachedTokens,
 		Display: protocol.BudgetDisplay(b.EffectiveTokens, b.HardLimit),
 	}
 	for i, t := range b.Pending {
@@ -51,7 +51,7 @@ func wireEvent(e agent.Event) protocol.Event {
 // wireCompactionEvent is a compaction phase on the wire.
 func wireCompactionEvent(e agent.CompactionEvent) protocol.CompactionEvent {
 	w := protocol.CompactionEvent{Phase: protocol.Phase(e.Phase), OperationID: e.OperationID,
-		Trigger: protocol.Trigger(e.Trigger), Percentage: e.Percentage}
+		Trigger: protocol.Trigger(e.Trigger), Percentage: e.Percentage, Title: e.Title, Message: e.Message, ElapsedMs: e.ElapsedMs}
 	if e.CompactionResult != nil {
 		r := WireResult(*e.CompactionResult)
 		w.CompactionResult = &r
@@ -62,11 +62,16 @@ func wireCompactionEvent(e agent.CompactionEvent) protocol.CompactionEvent {
 // wireNotifier is the agent's Notifier over the front end's.
 type wireNotifier struct{ n lsp.Notifier }
 
-func (w wireNotifier) Event(e agent.Event)                { w.n.Event(wireEvent(e)) }
-func (w wireNotifier) Budget(b compaction.Budget)         { w.n.Budget(WireBudget(b)) }
-func (w wireNotifier) Compaction(e agent.CompactionEvent) { w.n.Compaction(wireCompactionEvent(e)) }
-func (w wireNotifier) Log(message string)                 { w.n.Log(message) }
-func (w wireNotifier) Warn(message string)                { w.n.Warn(message) }
+func (w wireNotifier) Event(e agent.Event)        { w.n.Event(wireEvent(e)) }
+func (w wireNotifier) Budget(b compaction.Budget) { w.n.Budget(WireBudget(b)) }
+func (w wireNotifier) Compaction(e agent.CompactionEvent) {
+	if e.Phase == "summary" { // the streamed summary is ACP's; progress messages carry its size
+		return
+	}
+	w.n.Compaction(wireCompactionEvent(e))
+}
+func (w wireNotifier) Log(message string)  { w.n.Log(message) }
+func (w wireNotifier) Warn(message string) { w.n.Warn(message) }
 
 // wireApprover is the agent's Approver over the front end's.
 type wireApprover struct{ a lsp.Approver }

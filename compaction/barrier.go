@@ -56,9 +56,15 @@ type Barrier struct {
 }
 
 // Hooks receive a running compaction's progress and notices. Any may be nil.
+// Progress and Summary may be called from the summary request's goroutine;
+// none is called after Run returned.
 type Hooks struct {
-	// Progress reports percent complete (1..100).
-	Progress func(percent int)
+	// Progress reports what the compaction is doing whenever that changes.
+	Progress func(Progress)
+	// Summary receives the summary model's answer as it streams, each part's
+	// answer in order (a part that fails leaves its text unfinished: the
+	// result says what landed).
+	Summary func(delta string)
 	// Warn announces a degraded fallback to the user (R-F1).
 	Warn func(message string)
 }
@@ -73,7 +79,10 @@ type RunInput struct {
 	Source string
 	// SessionID names the session in the flight record.
 	SessionID string
-	Hooks     Hooks
+	// CachedTokens is the session's last request's input read from the
+	// provider's prompt cache, for the flight record.
+	CachedTokens int
+	Hooks        Hooks
 }
 
 // Run runs the plan to a terminal outcome (R-B4) and returns its result. ctx
@@ -84,32 +93,33 @@ type RunInput struct {
 func (b *Barrier) Run(ctx context.Context, in RunInput) CompactionResult {
 	start := b.now()
 	p := in.Plan
-	report := func(pct int) {
-		if in.Hooks.Progress != nil {
-			in.Hooks.Progress(min(max(pct, 1), 100))
-		}
-	}
-	report(1)
-	res := b.run(ctx, in, report)
+	report := &reporter{hooks: in.Hooks, counter: b.Counter}
+	var asked bool
+	res := b.run(ctx, in, report, &asked)
+	report.close()
+	res.SummaryAsked = asked
 	res.OperationID, res.Trigger = p.OperationID, p.Trigger
 	res.DurationMs = b.now().Sub(start).Milliseconds()
 	if res.TokensBefore == 0 {
 		res.TokensBefore = p.TokensBefore
 	}
 	res.Line = ResultLine(res)
-	if res.Outcome == OutcomeCompleted {
-		report(100)
-	}
 	if b.Flight != nil {
-		_ = b.Flight.Record(NewFlightRecord(b.now(), in.SessionID, in.Source, p, res))
+		rec := NewFlightRecord(b.now(), in.SessionID, in.Source, p, res)
+		rec.CachedTokens = in.CachedTokens
+		_ = b.Flight.Record(rec)
 	}
 	return res
 }
 
-func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) CompactionResult {
+func (b *Barrier) run(ctx context.Context, in RunInput, report *reporter, asked *bool) CompactionResult {
 	p := in.Plan
 	if err := ctx.Err(); err != nil {
 		return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled before it started"}
+	}
+	predicted, declined := b.predict(in)
+	if declined != nil {
+		return *declined
 	}
 	var (
 		summary  *capsule.State
@@ -121,6 +131,7 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 		defer nat.stop()
 	}
 	if b.Summarizer != nil {
+		*asked = true
 		st, err := b.summarize(ctx, in, report)
 		switch {
 		case ctx.Err() != nil:
@@ -141,12 +152,13 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 		nativeMs      int64
 	)
 	if nat != nil {
+		report.stage(StageNative)
 		native, nativeOutcome, nativeMs = nat.wait(b.now)
 		if ctx.Err() != nil {
 			return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled while the native compaction ran", NativeOutcome: NativeCancelled, NativeDurationMs: nativeMs}
 		}
 	}
-	report(90)
+	report.stage(StageBuilding)
 	build := func(p Plan) (Capsule, error) {
 		return BuildCapsule(in.Transcript, b.Counter, p, summary, degraded)
 	}
@@ -155,9 +167,13 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 		err error
 	)
 	firstKept := p.Cut.FirstKept
-	if p.Trigger == TriggerHardLimit || p.Trigger == TriggerContextOverflow {
+	switch {
+	case p.Trigger == TriggerHardLimit || p.Trigger == TriggerContextOverflow:
 		p, cp, err = FitForced(in.Transcript, b.Counter, p, build)
-	} else {
+	case predicted != nil && summary == nil && !degraded:
+		// Without a summary the prediction is the capsule itself.
+		cp = *predicted
+	default:
 		cp, err = build(p)
 	}
 	if err != nil {
@@ -190,7 +206,7 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 			// Forced or asked for: not done is a failure, said with why (R-C7).
 			return CompactionResult{Outcome: OutcomeFailed, Reason: why, TokensBefore: p.TokensBefore}
 		}
-		return CompactionResult{Outcome: OutcomeSkipped, Reason: why, TokensBefore: p.TokensBefore,
+		return CompactionResult{Outcome: OutcomeSkipped, Reason: why, TokensBefore: p.TokensBefore, Generated: true,
 			Declined: &Declined{Before: p.TokensBefore, After: cp.TokensAfter}, NativeOutcome: nativeOutcome, NativeDurationMs: nativeMs}
 	}
 	switch err := in.Appender.AppendCapsule(ctx, p.ExpectedLeaf, cp.Entry); {
@@ -206,6 +222,7 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 	}
 	reclaimed := p.TokensBefore - cp.TokensAfter
 	res := CompactionResult{
+		Generated:        true,
 		Outcome:          OutcomeCompleted,
 		TokensBefore:     p.TokensBefore,
 		TokensAfter:      cp.TokensAfter,
@@ -225,10 +242,37 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report func(int)) Compac
 	return res
 }
 
+// predict is the stricter pre-generation check of a soft compaction (beyond
+// R-R1): the deterministic capsule of the plan — the previous capsule
+// rolled in, the exact artifacts, the user's own words — is built and
+// measured as R-R2 would measure it, before any summary model or native
+// compaction is asked. A capsule the exact check would decline is not
+// worth a paid request whose answer is thrown away: the compaction is
+// skipped at once (declined is its result). Otherwise predicted is that
+// capsule, which is the capsule itself when no summary is asked for.
+// Forced and explicit compactions are not subject to R-R2, so they are
+// not predicted.
+func (b *Barrier) predict(in RunInput) (predicted *Capsule, declined *CompactionResult) {
+	p := in.Plan
+	if !IsSoft(p.Trigger) {
+		return nil, nil
+	}
+	cp, err := BuildCapsule(in.Transcript, b.Counter, p, nil, false)
+	if err != nil {
+		// The build after generation reports the same error.
+		return nil, nil
+	}
+	if ok, why := p.Accept(cp); !ok {
+		return nil, &CompactionResult{Outcome: OutcomeSkipped, Reason: "predicted before generating: " + why, TokensBefore: p.TokensBefore,
+			Declined: &Declined{Before: p.TokensBefore, After: cp.TokensAfter}}
+	}
+	return &cp, nil
+}
+
 // summarize asks the summary model, in chunks when the history is larger
 // than its window, under the timeoutMs deadline. A summarizer that ignores
 // its context cannot hold the barrier: the wait ends at the deadline.
-func (b *Barrier) summarize(ctx context.Context, in RunInput, report func(int)) (capsule.State, error) {
+func (b *Barrier) summarize(ctx context.Context, in RunInput, report *reporter) (capsule.State, error) {
 	p := in.Plan
 	sctx, cancel := context.WithTimeout(ctx, time.Duration(p.Config.TimeoutMs)*time.Millisecond)
 	defer cancel()
@@ -263,7 +307,7 @@ func (b *Barrier) summarize(ctx context.Context, in RunInput, report func(int)) 
 	}
 }
 
-func (b *Barrier) summarizeChunks(ctx context.Context, p Plan, chunks []string, report func(int)) (capsule.State, error) {
+func (b *Barrier) summarizeChunks(ctx context.Context, p Plan, chunks []string, report *reporter) (capsule.State, error) {
 	prev := p.Base.State
 	var acc *capsule.State
 	for i, chunk := range chunks {
@@ -272,8 +316,8 @@ func (b *Barrier) summarizeChunks(ctx context.Context, p Plan, chunks []string, 
 			Prompt:          SummaryPrompt(SummaryPromptOptions{Previous: prev, History: chunk, Instructions: p.Instructions, Part: i + 1, Parts: len(chunks)}),
 			MaxOutputTokens: b.SummaryMaxOutputTokens,
 		}
-		base, span := 1+88*i/len(chunks), 88/len(chunks)
-		md, err := b.Summarizer.Summarize(ctx, req, func(pct int) { report(base + span*min(max(pct, 0), 100)/100) })
+		report.part(i+1, len(chunks))
+		md, err := b.Summarizer.Summarize(ctx, req, report.delta)
 		if err != nil {
 			return capsule.State{}, err
 		}
@@ -341,10 +385,19 @@ func ResultLine(r CompactionResult) string {
 	// Any other outcome says what happened and why in words first, with
 	// no token figures: "→ 0" would read as a context emptied.
 	word := strings.ToUpper(r.Outcome[:min(1, len(r.Outcome))]) + r.Outcome[min(1, len(r.Outcome)):]
-	if r.Reason == "" {
-		return fmt.Sprintf("%s · %s", word, r.Trigger)
+	line := fmt.Sprintf("%s · %s", word, r.Trigger)
+	if r.Reason != "" {
+		line = fmt.Sprintf("%s: %s · %s", word, r.Reason, r.Trigger)
 	}
-	return fmt.Sprintf("%s: %s · %s", word, r.Reason, r.Trigger)
+	if r.Outcome == OutcomeSkipped {
+		// Whether a skip cost a summary request is what the user pays for.
+		if r.SummaryAsked {
+			line += " · the summary model was asked"
+		} else {
+			line += " · the summary model was not asked"
+		}
+	}
+	return line
 }
 
 func oneLine(s string) string {

@@ -65,9 +65,8 @@ type fakeSummarizer struct {
 	calls     atomic.Int32
 }
 
-func (f *fakeSummarizer) Summarize(ctx context.Context, req SummaryRequest, progress func(int)) (string, error) {
+func (f *fakeSummarizer) Summarize(ctx context.Context, req SummaryRequest, stream func(string)) (string, error) {
 	f.calls.Add(1)
-	progress(50)
 	wait := func(ch <-chan struct{}) error {
 		if f.ignoreCtx {
 			<-ch
@@ -91,6 +90,10 @@ func (f *fakeSummarizer) Summarize(ctx context.Context, req SummaryRequest, prog
 		if err := wait(ch); err != nil {
 			return "", err
 		}
+	}
+	// The answer streams line by line, as a provider's deltas arrive.
+	for _, line := range strings.SplitAfter(f.answer, "\n") {
+		stream(line)
 	}
 	return f.answer, f.err
 }
@@ -271,23 +274,105 @@ func TestChunkedSummaryForLongHistory(t *testing.T) {
 	}
 }
 
+// TestProgressReported_RB3: a running compaction says what it waits for
+// and what has streamed, never an invented percentage: one summary request
+// has no percentage, several have the share of parts answered; the
+// streamed text is the model's answer, and nothing is reported after Run.
 func TestProgressReported_RB3(t *testing.T) {
+	tests := []struct {
+		name        string
+		windowChars int
+		wantParts   bool
+	}{
+		{"one summary request", 0, false},
+		{"history in several parts", 2000, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := longSession(8)
+			p := planFor(t, b, TriggerUser, smallConfig())
+			app := &ownerAppender{leaf: p.ExpectedLeaf}
+			var (
+				mu       sync.Mutex
+				got      []Progress
+				streamed strings.Builder
+				closed   bool
+				late     bool
+			)
+			sum := &fakeSummarizer{answer: goodSummary}
+			bar := &Barrier{Counter: quarterCounter{}, Summarizer: sum, SummaryWindowChars: tt.windowChars}
+			res := bar.Run(context.Background(), RunInput{Plan: p, Transcript: b.es, Appender: app, Hooks: Hooks{
+				Progress: func(pr Progress) { mu.Lock(); got = append(got, pr); late = late || closed; mu.Unlock() },
+				Summary:  func(d string) { mu.Lock(); streamed.WriteString(d); late = late || closed; mu.Unlock() },
+			}})
+			mu.Lock()
+			closed = true
+			defer mu.Unlock()
+			if res.Outcome != OutcomeCompleted {
+				t.Fatal(res.Reason)
+			}
+			parts := int(sum.calls.Load())
+			if tt.wantParts != (parts > 1) {
+				t.Fatalf("%d summary requests", parts)
+			}
+			if want := strings.Repeat(goodSummary, parts); streamed.String() != want {
+				t.Fatalf("streamed %q, want each answer whole: %q", streamed.String(), want)
+			}
+			if len(got) < 3 || got[0].Stage != StageWaiting || got[0].Part != 1 || got[len(got)-1].Stage != StageBuilding {
+				t.Fatalf("progress %+v, want waiting for part 1 … building", got)
+			}
+			sawSummarizing := false
+			for i, pr := range got {
+				sawSummarizing = sawSummarizing || pr.Stage == StageSummarizing
+				if pr.Parts != parts && pr.Stage != StageBuilding {
+					t.Fatalf("progress %d %+v: parts %d, want %d", i, pr, pr.Parts, parts)
+				}
+				if parts == 1 && pr.Percent != 0 {
+					t.Fatalf("progress %d %+v: a percentage for a single request is invented", i, pr)
+				}
+				if parts > 1 && pr.Percent != 100*(pr.Part-1)/parts {
+					t.Fatalf("progress %d %+v: percent, want the parts answered", i, pr)
+				}
+				if i > 0 && (pr.OutputTokens < got[i-1].OutputTokens || pr.Percent < got[i-1].Percent) {
+					t.Fatalf("progress went backwards: %+v then %+v", got[i-1], pr)
+				}
+			}
+			tokens := 0
+			for _, line := range strings.SplitAfter(goodSummary, "\n") {
+				tokens += quarterCounter{}.Count(line)
+			}
+			if !sawSummarizing || got[len(got)-1].OutputTokens != tokens*parts {
+				t.Fatalf("progress %+v: want summarizing with the answer's tokens", got)
+			}
+			if late {
+				t.Fatal("a hook ran after Run returned")
+			}
+		})
+	}
+}
+
+// TestNoSummaryAfterDeadline_RF1: a summarizer that ignores its deadline
+// and streams later reports nothing after the barrier stopped waiting.
+func TestNoSummaryAfterDeadline_RF1(t *testing.T) {
 	b := longSession(8)
-	p := planFor(t, b, TriggerUser, smallConfig())
+	cfg := smallConfig()
+	cfg.TimeoutMs = 50
+	p := planFor(t, b, TriggerUser, cfg)
 	app := &ownerAppender{leaf: p.ExpectedLeaf}
-	var pcts []int
-	bar := &Barrier{Counter: quarterCounter{}, Summarizer: &fakeSummarizer{answer: goodSummary}}
-	res := bar.Run(context.Background(), RunInput{Plan: p, Transcript: b.es, Appender: app, Hooks: Hooks{Progress: func(n int) { pcts = append(pcts, n) }}})
-	if res.Outcome != OutcomeCompleted {
-		t.Fatal(res.Reason)
+	gate := make(chan struct{})
+	sum := &fakeSummarizer{answer: goodSummary, gate: gate, ignoreCtx: true}
+	var streamed atomic.Int32
+	bar := &Barrier{Counter: quarterCounter{}, Summarizer: sum}
+	res := bar.Run(context.Background(), RunInput{Plan: p, Transcript: b.es, Appender: app, Hooks: Hooks{
+		Summary: func(string) { streamed.Add(1) },
+	}})
+	close(gate) // the straggler streams its whole answer now
+	for sum.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
 	}
-	if len(pcts) < 3 || pcts[0] != 1 || pcts[len(pcts)-1] != 100 {
-		t.Fatalf("progress %v, want 1 … 100", pcts)
-	}
-	for i := 1; i < len(pcts); i++ {
-		if pcts[i] < pcts[i-1] {
-			t.Fatalf("progress went backwards: %v", pcts)
-		}
+	time.Sleep(20 * time.Millisecond)
+	if res.Quality != "degraded" || streamed.Load() != 0 {
+		t.Fatalf("quality %q, %d chunks streamed after the deadline", res.Quality, streamed.Load())
 	}
 }
 
@@ -298,15 +383,15 @@ func TestResultLine_RB3(t *testing.T) {
 		t.Fatalf("line %q\nwant %q", got, want)
 	}
 	// Outcomes other than completed say what happened and why in words,
-	// without token figures.
+	// without token figures; a skip says whether it cost a summary request.
 	tests := []struct {
 		r    CompactionResult
 		want string
 	}{
 		{CompactionResult{Trigger: TriggerUser, Outcome: OutcomeSkipped, Reason: "nothing old enough to compact", TokensBefore: 844},
-			"Skipped: nothing old enough to compact · user"},
-		{CompactionResult{Trigger: TriggerTurnComplete, Outcome: OutcomeSkipped, Reason: "only 844 tokens reclaimable, below minReclaimableTokens 12000"},
-			"Skipped: only 844 tokens reclaimable, below minReclaimableTokens 12000 · turn_complete"},
+			"Skipped: nothing old enough to compact · user · the summary model was not asked"},
+		{CompactionResult{Trigger: TriggerTurnComplete, Outcome: OutcomeSkipped, Reason: "the capsule would not reclaim enough", SummaryAsked: true},
+			"Skipped: the capsule would not reclaim enough · turn_complete · the summary model was asked"},
 		{CompactionResult{Trigger: TriggerUser, Outcome: OutcomeCancelled, Reason: "cancelled by the user"}, "Cancelled: cancelled by the user · user"},
 		{CompactionResult{Trigger: TriggerHardLimit, Outcome: OutcomeFailed, Reason: "summary model unreachable"}, "Failed: summary model unreachable · hard_limit"},
 		{CompactionResult{Trigger: TriggerMilestone, Outcome: OutcomeStale}, "Stale · milestone"},

@@ -34,6 +34,12 @@ type FlightRecord struct {
 	// outcome and duration (SPEC §11), never its content.
 	NativeOutcome    string `json:"nativeOutcome,omitempty"`
 	NativeDurationMs int64  `json:"nativeDurationMs,omitempty"`
+	// SummaryAsked says a summary model was asked: a skip with it set is a
+	// paid request thrown away.
+	SummaryAsked bool `json:"summaryAsked,omitempty"`
+	// CachedTokens is the part of the session's last request before the
+	// operation that the provider read from its prompt cache.
+	CachedTokens int `json:"cachedTokens,omitempty"`
 }
 
 // NewFlightRecord makes the record of a finished operation.
@@ -44,6 +50,7 @@ func NewFlightRecord(now time.Time, sessionID, source string, p Plan, r Compacti
 		TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, ReclaimedTokens: r.ReclaimedTokens,
 		CheckpointID: r.CheckpointID, Quality: r.Quality, DurationMs: r.DurationMs, Source: source,
 		ReasonCode: reasonCode(r), NativeOutcome: r.NativeOutcome, NativeDurationMs: r.NativeDurationMs,
+		SummaryAsked: r.SummaryAsked,
 	}
 }
 
@@ -55,6 +62,10 @@ func reasonCode(r CompactionResult) string {
 		}
 		return ""
 	case OutcomeSkipped:
+		if r.Declined != nil && !r.Generated {
+			// Declined by the prediction, before anything was generated.
+			return "predicted_gate"
+		}
 		return "gate"
 	case OutcomeCancelled:
 		return "cancel"

@@ -44,6 +44,10 @@ type Budget struct {
 	Pending             []string
 	State               string
 	LastCompaction      *CompactionResult
+	// CachedTokens is the part of the last request's input the provider
+	// served from its prompt cache, as its usage reported it (0 before a
+	// report in this run of the session, or when it reported none).
+	CachedTokens int
 }
 
 // CompactionResult is the terminal report of one compaction operation; the
@@ -72,6 +76,12 @@ type CompactionResult struct {
 	// when none was made; NativeDurationMs is how long it took.
 	NativeOutcome    string
 	NativeDurationMs int64
+	// Generated says the barrier went past its pre-generation checks and
+	// built a capsule; SummaryAsked says a summary model was asked for it.
+	// A skipped result with Generated set is work thrown away (the
+	// prediction of R-R2 missed), which the replay counts.
+	Generated    bool
+	SummaryAsked bool
 }
 
 // CapsuleResult is the completed compaction a recorded capsule stands for,

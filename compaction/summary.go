@@ -13,10 +13,11 @@ import (
 )
 
 // Summarizer asks the summary model for a capsule's narrative sections. The
-// barrier calls it; the agent implements it over a real provider. progress
-// receives a completion estimate in percent while the answer streams.
+// barrier calls it; the agent implements it over a real provider. stream
+// receives the answer's text as it arrives, each piece once and in order
+// (nil: nobody listens); the returned text is the whole answer.
 type Summarizer interface {
-	Summarize(ctx context.Context, req SummaryRequest, progress func(percent int)) (string, error)
+	Summarize(ctx context.Context, req SummaryRequest, stream func(delta string)) (string, error)
 }
 
 // SummaryRequest is one request to the summary model.

@@ -187,13 +187,14 @@ var Keys = concat(
 		{Path: "mcpServers.*", Type: Object, Doc: "one MCP server: `{command, args, env}` for stdio, `{type: \"http\", url, headers}` for HTTP"},
 		{Path: "mcpServers.*.type", Type: String, Enum: []Choice{
 			{Value: "stdio", Doc: "a command that speaks MCP on its stdin and stdout (the default when `command` is set)"},
-			{Value: "http", Doc: "a streamable HTTP endpoint at `url`"},
+			{Value: "http", Doc: "an HTTP endpoint at `url`: streamable HTTP, or the older HTTP+SSE transport when the server only speaks that"},
+			{Value: "sse", Doc: "an HTTP+SSE endpoint at `url` (the older transport, as in Claude Code's `.mcp.json`)"},
 		}, Doc: "how to reach the server"},
 		{Path: "mcpServers.*.command", Type: String, Rule: NonEmpty, Doc: "the program to run (stdio)"},
 		{Path: "mcpServers.*.args", Type: StringList, Doc: "its arguments (stdio)"},
 		{Path: "mcpServers.*.env", Type: StringMap, Doc: "extra environment variables for it (stdio)"},
-		{Path: "mcpServers.*.url", Type: String, Rule: HTTPURL, Doc: "the endpoint (http)"},
-		{Path: "mcpServers.*.headers", Type: StringMap, Doc: "HTTP headers sent with each request (http)"},
+		{Path: "mcpServers.*.url", Type: String, Rule: HTTPURL, Doc: "the endpoint (http, sse)"},
+		{Path: "mcpServers.*.headers", Type: StringMap, Doc: "HTTP headers sent with each request (http, sse)"},
 		{Path: "mcpServers.*.approval", Type: String, Enum: []Choice{
 			{Value: ApprovalAsk, Doc: "its tools ask the user first, even under `tools.approval: auto`"},
 			{Value: ApprovalAuto, Doc: "its tools run without asking, even under `tools.approval: ask`"},

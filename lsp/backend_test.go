@@ -32,9 +32,11 @@ type testBackend struct {
 	// slowCompact makes Compact emit start and progress, then wait for
 	// release, its ctx, or CancelCompaction.
 	slowCompact bool
-	release     chan struct{}
-	cancelled   map[string]chan struct{}
-	opSeq       int
+	// compactTitle is the title Compact's start event carries ("" none).
+	compactTitle string
+	release      chan struct{}
+	cancelled    map[string]chan struct{}
+	opSeq        int
 }
 
 func newTestBackend() *testBackend {
@@ -116,11 +118,12 @@ func (b *testBackend) Compact(ctx context.Context, a protocol.CompactArgs) (prot
 	n := b.notifier()
 	pct := func(p int) *int { return &p }
 	start := time.Now()
-	n.Compaction(protocol.CompactionEvent{Phase: "start", OperationID: op, Trigger: protocol.TriggerUser})
+	n.Compaction(protocol.CompactionEvent{Phase: "start", OperationID: op, Trigger: protocol.TriggerUser, Title: b.compactTitle})
 	outcome := protocol.OutcomeCompleted
 	if slow {
-		n.Compaction(protocol.CompactionEvent{Phase: "progress", OperationID: op, Trigger: protocol.TriggerUser, Percentage: pct(0)})
-		n.Compaction(protocol.CompactionEvent{Phase: "progress", OperationID: op, Trigger: protocol.TriggerUser, Percentage: pct(50)})
+		n.Compaction(protocol.CompactionEvent{Phase: "progress", OperationID: op, Trigger: protocol.TriggerUser, Message: "waiting for the summary model · 0 s"})
+		n.Compaction(protocol.CompactionEvent{Phase: "progress", OperationID: op, Trigger: protocol.TriggerUser, Percentage: pct(0), Message: "waiting for the summary model · part 1 of 2 · 1 s"})
+		n.Compaction(protocol.CompactionEvent{Phase: "progress", OperationID: op, Trigger: protocol.TriggerUser, Percentage: pct(50), Message: "summarizing part 2 of 2 · 640 tokens · 15 s"})
 		select {
 		case <-b.release:
 		case <-cancelled:

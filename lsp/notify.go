@@ -283,17 +283,18 @@ func (n *editorNotifier) Budget(b protocol.Budget) {
 	n.s.budgets.offer(raw)
 }
 
-// Compaction sends soba/compaction and drives the barrier's work-done
-// progress: start begins it, progress reports, end ends it with the result
-// line.
+// Compaction sends soba/compaction and drives the compaction's work-done
+// progress: start begins it with the event's title, progress reports its
+// message (and a percentage only when the backend has a real one), end ends
+// it with the result line.
 func (n *editorNotifier) Compaction(e protocol.CompactionEvent) {
 	n.s.out.notifyJSON(MethodCompaction, e)
 	switch e.Phase {
 	case protocol.PhaseStart:
-		n.s.progress.begin(e.OperationID, e.Trigger)
+		n.s.progress.begin(e.OperationID, e.Trigger, e.Title)
 	case protocol.PhaseProgress:
-		if e.Percentage != nil {
-			n.s.progress.report(e.OperationID, *e.Percentage)
+		if e.Message != "" || e.Percentage != nil {
+			n.s.progress.report(e.OperationID, e.Message, e.Percentage)
 		}
 	case protocol.PhaseEnd:
 		line := ""

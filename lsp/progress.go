@@ -15,8 +15,10 @@ import (
 	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
-// ProgressTitle is the title of every compaction barrier's progress.
-const ProgressTitle = "Compacting context before response"
+// ProgressTitle is the title of a compaction's progress when the backend
+// gave none; the agent says "Compacting context before response" only when
+// a response waits, "Compacting context" otherwise.
+const ProgressTitle = "Compacting context"
 
 // progressTracker reports work-done progress, gopls style: Start(ctx, title,
 // token) returns a WorkDone with Report and End. With a client that announced
@@ -99,18 +101,28 @@ func (t *progressTracker) Start(ctx context.Context, title string, token lsproto
 		t.sendLSP(ctx, MethodLogMessage, &lsproto.LogMessageParams{Type: lsproto.MessageTypeInfo, Message: title})
 		return wd
 	}
-	yes, pct := true, uint32(1) // 1, not 0: some clients drop 0 and spin forever
-	wd.progress(ctx, &lsproto.WorkDoneProgressBegin{Kind: "begin", Title: title, Cancellable: &yes, Percentage: &pct})
+	// No percentage: how long a summary model takes is not known, so the
+	// progress is indeterminate, and its reports say what it waits for.
+	yes := true
+	wd.progress(ctx, &lsproto.WorkDoneProgressBegin{Kind: "begin", Title: title, Cancellable: &yes})
 	return wd
 }
 
-// Report reports a percentage (clamped to 1..100).
-func (wd *WorkDone) Report(ctx context.Context, percentage int) {
+// Report reports what the work is doing and, when it is real, a percentage
+// (clamped to 1..100: some clients drop 0 and spin forever).
+func (wd *WorkDone) Report(ctx context.Context, message string, percentage *int) {
 	if wd.token == nil {
 		return
 	}
-	pct := uint32(min(max(percentage, 1), 100))
-	wd.progress(ctx, &lsproto.WorkDoneProgressReport{Kind: "report", Percentage: &pct})
+	r := &lsproto.WorkDoneProgressReport{Kind: "report"}
+	if message != "" {
+		r.Message = &message
+	}
+	if percentage != nil {
+		pct := uint32(min(max(*percentage, 1), 100))
+		r.Percentage = &pct
+	}
+	wd.progress(ctx, r)
 }
 
 // End ends the progress with message (the result line).
@@ -146,8 +158,11 @@ func (t *progressTracker) sendLSP(ctx context.Context, method string, params any
 	}
 }
 
-// begin starts the progress of a compaction barrier (non-blocking).
-func (t *progressTracker) begin(operationID string, trigger protocol.Trigger) {
+// begin starts the progress of a compaction (non-blocking).
+func (t *progressTracker) begin(operationID string, trigger protocol.Trigger, title string) {
+	if title == "" {
+		title = ProgressTitle
+	}
 	t.mu.Lock()
 	var token lsproto.ProgressToken
 	if trigger == protocol.TriggerUser && t.offered != nil {
@@ -163,7 +178,7 @@ func (t *progressTracker) begin(operationID string, trigger protocol.Trigger) {
 		}
 	}
 	t.out.push(outgoing{method: MethodProgress, run: func(ctx context.Context) {
-		wd := t.Start(ctx, ProgressTitle, token, cancel)
+		wd := t.Start(ctx, title, token, cancel)
 		t.mu.Lock()
 		if _, running := t.byOp[operationID]; running {
 			t.byOp[operationID] = wd
@@ -172,14 +187,14 @@ func (t *progressTracker) begin(operationID string, trigger protocol.Trigger) {
 	}})
 }
 
-// report reports a barrier's percentage (non-blocking).
-func (t *progressTracker) report(operationID string, percentage int) {
+// report reports a compaction's progress (non-blocking).
+func (t *progressTracker) report(operationID, message string, percentage *int) {
 	t.out.push(outgoing{method: MethodProgress, run: func(ctx context.Context) {
 		t.mu.Lock()
 		wd := t.byOp[operationID]
 		t.mu.Unlock()
 		if wd != nil {
-			wd.Report(ctx, percentage)
+			wd.Report(ctx, message, percentage)
 		}
 	}})
 }

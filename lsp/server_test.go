@@ -3,6 +3,7 @@ package lsp
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -295,8 +296,9 @@ func TestBudgetDuringSlowCompact_RB3(t *testing.T) {
 	}
 }
 
-// TestProgressLifecycle_RB3: a barrier shows create → begin (percentage 1,
-// cancellable) → report → end whose message is the result line.
+// TestProgressLifecycle_RB3: a barrier shows create → begin (cancellable,
+// indeterminate: no invented percentage) → report → end whose message is
+// the result line.
 func TestProgressLifecycle_RB3(t *testing.T) {
 	e := runServer(t)
 	e.initialize(true)
@@ -336,7 +338,7 @@ func TestProgressLifecycle_RB3(t *testing.T) {
 	}
 	_ = json.Unmarshal(progress[0].Params, &begin)
 	if begin.Token != create.Token || begin.Value.Kind != "begin" || begin.Value.Title != ProgressTitle ||
-		!begin.Value.Cancellable || begin.Value.Percentage == nil || *begin.Value.Percentage != 1 {
+		!begin.Value.Cancellable || begin.Value.Percentage != nil {
 		t.Errorf("begin = %s", progress[0].Params)
 	}
 	var end struct {
@@ -361,22 +363,52 @@ func TestProgressLifecycle_RB3(t *testing.T) {
 	}
 }
 
-// TestProgressReportPercentage: report carries the percentage, and 0 is
-// sent as 1 (never dropped).
-func TestProgressReportPercentage(t *testing.T) {
-	e := runServer(t)
-	e.initialize(true)
-	ch, _ := e.slowCompact()
-	s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodProgress)) >= 3 }, wait)
-	p := lsptest.Of(s.Notes, MethodProgress)
-	if !strings.Contains(string(p[1].Params), `"kind":"report"`) || !strings.Contains(string(p[1].Params), `"percentage":1`) {
-		t.Errorf("report for 0%% = %s, want percentage 1", p[1].Params)
+// TestProgressSaysWhatWaits_RB3: the begin's title is the one the backend
+// gave (what the compaction holds up); each report carries the backend's
+// message, and a percentage only when the backend sent one, 0 sent as 1.
+func TestProgressSaysWhatWaits_RB3(t *testing.T) {
+	tests := []struct {
+		title, wantTitle string
+	}{
+		{"", ProgressTitle},
+		{"Compacting context before response", "Compacting context before response"},
 	}
-	if !strings.Contains(string(p[2].Params), `"percentage":50`) {
-		t.Errorf("report for 50%% = %s", p[2].Params)
+	for _, tt := range tests {
+		t.Run(tt.wantTitle, func(t *testing.T) {
+			e := runServer(t)
+			e.backend.compactTitle = tt.title
+			e.initialize(true)
+			ch, _ := e.slowCompact()
+			s := e.Await(func(s lsptest.State) bool { return len(lsptest.Of(s.Notes, MethodProgress)) >= 4 }, wait)
+			var vals []map[string]any
+			for _, p := range lsptest.Of(s.Notes, MethodProgress) {
+				var pp struct {
+					Value map[string]any `json:"value"`
+				}
+				if err := json.Unmarshal(p.Params, &pp); err != nil {
+					t.Fatal(err)
+				}
+				vals = append(vals, pp.Value)
+			}
+			want := []map[string]any{
+				{"kind": "begin", "title": tt.wantTitle, "cancellable": true},
+				{"kind": "report", "message": "waiting for the summary model · 0 s"},
+				{"kind": "report", "message": "waiting for the summary model · part 1 of 2 · 1 s", "percentage": float64(1)},
+				{"kind": "report", "message": "summarizing part 2 of 2 · 640 tokens · 15 s", "percentage": float64(50)},
+			}
+			for i, w := range want {
+				if !reflect.DeepEqual(vals[i], w) {
+					t.Errorf("progress %d = %v, want %v", i, vals[i], w)
+				}
+			}
+			comp := lsptest.Of(s.Notes, MethodCompaction)
+			if len(comp) < 2 || !strings.Contains(string(comp[1].Params), `"message":"waiting for the summary model · 0 s"`) {
+				t.Errorf("soba/compaction progress does not carry the message: %v", comp)
+			}
+			close(e.backend.release)
+			e.Wait("compact", ch, nil)
+		})
 	}
-	close(e.backend.release)
-	e.Wait("compact", ch, nil)
 }
 
 // TestProgressCancel_RF2: cancelling the progress cancels the compaction;

@@ -560,7 +560,7 @@ func TestPlannedKeysChecked(t *testing.T) {
 		{`{"mcpServers":{"fs":"npx"}}`, "mcpServers.fs", "want an object, got a string"},
 		{`{"mcpServers":{"fs":{"args":["a",1]}}}`, "mcpServers.fs.args", "want an array of strings"},
 		{`{"mcpServers":{"fs":{"env":{"A":1}}}}`, "mcpServers.fs.env", "want an object of strings"},
-		{`{"mcpServers":{"web":{"type":"sse"}}}`, "mcpServers.web.type", `"sse" is not one of stdio, http`},
+		{`{"mcpServers":{"web":{"type":"websocket"}}}`, "mcpServers.web.type", `"websocket" is not one of stdio, http, sse`},
 		{`{"mcpServers":{"web":{"url":"mcp.example.com"}}}`, "mcpServers.web.url", "not an http:// or https:// URL"},
 		{`{"mcpServers":{"fs":{"cmd":"npx"}}}`, "mcpServers.fs.cmd", "unknown key; known keys: approval, args, command, env, headers, type, url"},
 	}

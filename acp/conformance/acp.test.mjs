@@ -121,11 +121,17 @@ test('soba-lsp acp speaks ACP v1 to the official TypeScript SDK', { timeout: 600
       const r3 = await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '/compact keep the notes' }] });
       assert.equal(r3.stopReason, 'end_turn');
       assert.match(text(a.updates, from), /Compacted context · user · .* · ck_/);
-      // Opted in: the compaction as compaction_update, in progress then
+      // Opted in: the compaction as compaction_update, in progress, the
+      // summary model's answer streamed as compaction_summary_chunk, then
       // completed, its summary the result line and the capsule's sections.
+      const compKinds = kinds(a.updates, from).filter((k) => k.startsWith('compaction_'));
+      assert.match(compKinds.join(','), /^compaction_update(,compaction_summary_chunk)+,compaction_update$/, compKinds.join(','));
       const comp = a.updates.slice(from).filter((u) => u.update.sessionUpdate === 'compaction_update').map((u) => u.update);
       assert.deepEqual(comp.map((c) => c.status), ['in_progress', 'completed'], JSON.stringify(comp));
       assert.equal(comp[0].compactionId, comp[1].compactionId);
+      const chunks = a.updates.slice(from).filter((u) => u.update.sessionUpdate === 'compaction_summary_chunk').map((u) => u.update);
+      assert.ok(chunks.every((c) => c.compactionId === comp[0].compactionId && c.content.type === 'text'));
+      assert.equal(chunks.map((c) => c.content.text).join(''), '## Goal\nwrite notes\n## Done\n- wrote notes.txt\n');
       assert.match(comp[1].summary[0].text, /^Compacted context · user · .* · ck_/);
       assert.match(comp[1].summary[0].text, /## Goal\n+write notes/);
 

@@ -46,6 +46,29 @@ type anBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   string          `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// CacheControl marks a cache breakpoint: the prompt up to and
+	// including this block is cached.
+	CacheControl *anCacheControl `json:"cache_control,omitempty"`
+}
+
+// anCacheControl is a prompt-cache breakpoint.
+type anCacheControl struct {
+	Type string `json:"type"`
+}
+
+// ephemeral is the one breakpoint type: the API's default cache lifetime.
+var ephemeral = &anCacheControl{Type: "ephemeral"}
+
+// AnthropicMaxBreakpoints is the most cache_control markers one request
+// may carry; the API refuses more.
+const AnthropicMaxBreakpoints = 4
+
+// anSystemBlock is a block of the system prompt in its array form, which
+// can carry a breakpoint.
+type anSystemBlock struct {
+	Type         string          `json:"type"`
+	Text         string          `json:"text"`
+	CacheControl *anCacheControl `json:"cache_control,omitempty"`
 }
 
 // MarshalJSON writes a verbatim block as it was received.
@@ -63,15 +86,17 @@ type anMessage struct {
 }
 
 type anTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *anCacheControl `json:"cache_control,omitempty"`
 }
 
 type anRequest struct {
-	Model       string      `json:"model"`
-	MaxTokens   int         `json:"max_tokens"`
-	System      string      `json:"system,omitempty"`
+	Model     string `json:"model"`
+	MaxTokens int    `json:"max_tokens"`
+	// System is a string, or blocks when it carries a breakpoint.
+	System      any         `json:"system,omitempty"`
 	Messages    []anMessage `json:"messages"`
 	Tools       []anTool    `json:"tools,omitempty"`
 	Stream      bool        `json:"stream"`
@@ -129,7 +154,83 @@ func (p *anthropic) body(req Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	markCache(&r, req)
 	return json.Marshal(r)
+}
+
+// markCache puts the prompt-cache breakpoints on a request (Anthropic
+// caches only marked prefixes, in the order tools, system, messages): one
+// after the tools and system prompt, which stay the same all session; one
+// after the capsule (the message marked StablePrefix), which stays until
+// the next compaction; and one on the newest block, so the next request
+// of the turn — this one plus what it appends — reads all of it from the
+// cache. That is at most three of the API's four.
+func markCache(r *anRequest, req Request) {
+	switch {
+	case req.System != "":
+		r.System = []anSystemBlock{{Type: "text", Text: req.System, CacheControl: ephemeral}}
+	case len(r.Tools) > 0:
+		r.Tools[len(r.Tools)-1].CacheControl = ephemeral
+	}
+	// The capsule's blocks: those the messages up to the marked one made.
+	blocks := 0
+	for i, m := range req.Messages {
+		if m.StablePrefix {
+			blocks = anBlocksOf(req.Messages[:i+1])
+			break
+		}
+	}
+	if blocks > 0 {
+		markBlock(r, blocks-1)
+	}
+	if n := anBlocksOf(req.Messages); n > blocks {
+		markBlock(r, n-1)
+	}
+}
+
+// anBlocksOf counts the content blocks request builds from msgs (the same
+// walk, without building them): each message's blocks follow in order, so
+// a message's last block is at this count minus one.
+func anBlocksOf(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		native, _ := nativeItems(m.Native)
+		if len(native) > 0 && m.Role == RoleUser && m.Text == "" {
+			n += 1 + len(native)
+			continue
+		}
+		n += len(native)
+		switch m.Role {
+		case RoleUser, RoleTool:
+			n++
+		case RoleAssistant:
+			if m.Text != "" {
+				n++
+			}
+			n += len(m.ToolCalls)
+		}
+	}
+	return n
+}
+
+// markBlock sets a breakpoint on the k-th content block of the request, or
+// on the nearest block before it that is not sent verbatim (a compaction
+// block as the server sent it).
+func markBlock(r *anRequest, k int) {
+	type pos struct{ m, b int }
+	var all []pos
+	for mi, m := range r.Messages {
+		for bi := range m.Content {
+			all = append(all, pos{mi, bi})
+		}
+	}
+	for k = min(k, len(all)-1); k >= 0; k-- {
+		b := &r.Messages[all[k].m].Content[all[k].b]
+		if len(b.Raw) == 0 {
+			b.CacheControl = ephemeral
+			return
+		}
+	}
 }
 
 // request builds the Messages request of req. Native items (compaction
@@ -137,7 +238,10 @@ func (p *anthropic) body(req Request) ([]byte, error) {
 // user message that is only native items (a continuation in place of the
 // capsule's text) becomes a short user turn and the blocks.
 func (p *anthropic) request(req Request) (anRequest, error) {
-	r := anRequest{Model: p.modelFor(req), MaxTokens: p.maxOutputFor(req), System: req.System, Stream: true, Temperature: req.Temperature}
+	r := anRequest{Model: p.modelFor(req), MaxTokens: p.maxOutputFor(req), Stream: true, Temperature: req.Temperature}
+	if req.System != "" {
+		r.System = req.System
+	}
 	if r.MaxTokens <= 0 {
 		r.MaxTokens = anthropicDefaultMaxTokens
 	}

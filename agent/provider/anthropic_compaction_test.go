@@ -81,7 +81,7 @@ func TestAnthropicCompactionBlockSentBack(t *testing.T) {
 	msgs, _ := json.Marshal(w.body(t, 0)["messages"])
 	want := `[{"content":[{"text":"The earlier part of this session was compacted.","type":"text"}],"role":"user"},` +
 		`{"content":[{"content":"Summary of the orders work.","type":"compaction"}],"role":"assistant"},` +
-		`{"content":[{"text":"go on","type":"text"}],"role":"user"}]`
+		`{"content":[{"cache_control":{"type":"ephemeral"},"text":"go on","type":"text"}],"role":"user"}]`
 	if string(msgs) != want {
 		t.Errorf("messages =\n%s\nwant\n%s", msgs, want)
 	}

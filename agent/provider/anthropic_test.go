@@ -82,7 +82,7 @@ func TestAnthropicRequestShape(t *testing.T) {
 		t.Errorf("headers %v", h)
 	}
 	b := w.body(t, 0)
-	if b["system"] != "be brief" || b["max_tokens"] != float64(anthropicDefaultMaxTokens) || b["stream"] != true {
+	if js(b["system"]) != `[{"cache_control":{"type":"ephemeral"},"text":"be brief","type":"text"}]` || b["max_tokens"] != float64(anthropicDefaultMaxTokens) || b["stream"] != true {
 		t.Errorf("body %v", b)
 	}
 	msgs := b["messages"].([]any)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -52,6 +51,7 @@ type oaRequest struct {
 	MaxTokens           int      `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int      `json:"max_completion_tokens,omitempty"`
 	Temperature         *float64 `json:"temperature,omitempty"`
+	PromptCacheKey      string   `json:"prompt_cache_key,omitempty"`
 }
 
 type oaUsage struct {
@@ -88,12 +88,12 @@ type oaChunk struct {
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 func (p *openAI) body(req Request) ([]byte, error) {
-	r := oaRequest{Model: p.modelFor(req), Stream: true, Temperature: req.Temperature}
+	r := oaRequest{Model: p.modelFor(req), Stream: true, Temperature: req.Temperature, PromptCacheKey: p.cacheKeyFor(req)}
 	r.StreamOptions.IncludeUsage = true
 	if n := p.maxOutputFor(req); n > 0 {
 		// OpenAI's own reasoning models reject max_tokens; the local servers
 		// know max_tokens best.
-		if u, err := url.Parse(p.base); err == nil && u.Hostname() == "api.openai.com" {
+		if p.isOpenAI() {
 			r.MaxCompletionTokens = n
 		} else {
 			r.MaxTokens = n

@@ -7,10 +7,13 @@ package provider
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -77,6 +80,11 @@ type Request struct {
 	// as options.num_ctx.
 	ContextWindow int
 	Temperature   *float64
+	// CacheKey names the session the request belongs to, the same for all
+	// its requests: OpenAI's API routes requests with one prompt_cache_key
+	// to the same prompt cache. It is sent only where the server is known
+	// to accept it (api.openai.com); "" sends nothing.
+	CacheKey string
 	// ExpectedPromptTokens is the caller's estimate of the prompt size. When
 	// > 0 and the server reports a prompt far smaller (below half and more
 	// than 1000 tokens short), the server dropped part of the prompt and the
@@ -101,6 +109,10 @@ type Message struct {
 	// text. A caller sets it only for the provider and model that made the
 	// items; other providers ignore it.
 	Native json.RawMessage `json:"native,omitempty"`
+	// StablePrefix marks the end of the part of the conversation that the
+	// session's next requests repeat unchanged until the next compaction
+	// (the capsule): Anthropic requests put a cache breakpoint there.
+	StablePrefix bool `json:"stablePrefix,omitempty"`
 }
 
 // ToolCall is one call the model asked for. Arguments is always valid JSON:
@@ -270,6 +282,32 @@ func (c *client) modelFor(req Request) string {
 		return req.Model
 	}
 	return c.model
+}
+
+// isOpenAI says whether the server is OpenAI's own API, which accepts
+// fields the OpenAI-compatible servers may not know.
+func (c *client) isOpenAI() bool {
+	u, err := url.Parse(c.base)
+	return err == nil && u.Hostname() == "api.openai.com"
+}
+
+// maxCacheKey is the longest prompt_cache_key sent as is; a longer key is
+// replaced by its digest.
+const maxCacheKey = 64
+
+// cacheKeyFor is the prompt_cache_key of req: its CacheKey, for OpenAI's
+// own API only. Local servers (llama.cpp, vLLM, Ollama) reuse their KV
+// cache for a byte-identical prefix without a key, and a strict
+// OpenAI-compatible server may refuse a field it does not know.
+func (c *client) cacheKeyFor(req Request) string {
+	if req.CacheKey == "" || !c.isOpenAI() {
+		return ""
+	}
+	if len(req.CacheKey) > maxCacheKey {
+		sum := sha256.Sum256([]byte(req.CacheKey))
+		return "soba-" + hex.EncodeToString(sum[:16])
+	}
+	return req.CacheKey
 }
 
 func (c *client) maxOutputFor(req Request) int {

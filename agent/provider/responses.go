@@ -70,6 +70,7 @@ type rsRequest struct {
 	Include         []string `json:"include,omitempty"`
 	MaxOutputTokens int      `json:"max_output_tokens,omitempty"`
 	Temperature     *float64 `json:"temperature,omitempty"`
+	PromptCacheKey  string   `json:"prompt_cache_key,omitempty"`
 }
 
 // rsUsage is the Responses API's usage object: input_tokens already counts
@@ -182,7 +183,7 @@ func (p *responses) body(req Request) ([]byte, error) {
 		return nil, err
 	}
 	r := rsRequest{Model: p.modelFor(req), Instructions: req.System, Input: in, Stream: true, Store: false,
-		MaxOutputTokens: p.maxOutputFor(req), Temperature: req.Temperature}
+		MaxOutputTokens: p.maxOutputFor(req), Temperature: req.Temperature, PromptCacheKey: p.cacheKeyFor(req)}
 	if !p.plain.Load() {
 		r.Include = []string{IncludeEncryptedReasoning}
 	}

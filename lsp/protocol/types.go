@@ -262,6 +262,9 @@ type Budget struct {
 	Pending             []Trigger         `json:"pending"`
 	State               State             `json:"state"`
 	LastCompaction      *CompactionResult `json:"lastCompaction"`
+	// CachedTokens is the part of the last request's input the provider
+	// read from its prompt cache (0 until a provider reports it).
+	CachedTokens int `json:"cachedTokens"`
 	// Display is an addition to PROTOCOL.md: the status text both editors
 	// show, "14.0k / 17.0k (82%)" (effective tokens / hard limit, the share
 	// rounded down), in one number format (FormatTokens).
@@ -305,7 +308,16 @@ type CompactionEvent struct {
 	Phase       Phase   `json:"phase"`
 	OperationID string  `json:"operationId"`
 	Trigger     Trigger `json:"trigger"`
-	Percentage  *int    `json:"percentage,omitempty"`
+	// Percentage is sent only when it is real (several summary parts).
+	Percentage *int `json:"percentage,omitempty"`
+	// Title (start): "Compacting context before response" when a response
+	// waits for this compaction, otherwise "Compacting context".
+	Title string `json:"title,omitempty"`
+	// Message (progress): what the compaction waits for and what streamed,
+	// with the elapsed time, as the $/progress report says it.
+	Message string `json:"message,omitempty"`
+	// ElapsedMs (progress): milliseconds since the compaction started.
+	ElapsedMs int64 `json:"elapsedMs,omitempty"`
 	*CompactionResult
 }
 

@@ -1,6 +1,7 @@
 // Package providertest is a scriptable fake model server for tests: it
 // speaks the OpenAI-compatible Chat Completions, OpenAI's Responses API
-// (with /responses/compact) and the Anthropic Messages wire formats (SSE
+// (with /responses/compact), the Anthropic Messages and Ollama's /api/chat
+// wire formats (SSE
 // streaming, tool calls split in fragments, usage, error answers), answers each request with the next scripted Reply, and records
 // every request it received, decoded, so a test can assert on what was
 // sent (e.g. that no oversized request ever left the agent).
@@ -31,6 +32,8 @@ const (
 	// (streamed) and POST /v1/responses/compact, whose replies come from a
 	// script of their own (AddCompact).
 	FormatResponses = "openai-responses"
+	// FormatOllama is Ollama's native POST /api/chat (NDJSON streaming).
+	FormatOllama = "ollama"
 )
 
 // Reply is one scripted answer. With Status set (>= 400) the server answers
@@ -129,6 +132,17 @@ type Received struct {
 	NativeItems []json.RawMessage `json:"nativeItems,omitempty"`
 	// ContextManagement is an Anthropic request's context_management.
 	ContextManagement json.RawMessage `json:"contextManagement,omitempty"`
+	// PromptItems is the prompt as the server caches it: tools, system,
+	// then each message (each content block for Anthropic), each the bytes
+	// as sent (Anthropic's cache_control markers left out, as its cache
+	// key leaves them out). A request that extends an earlier one starts
+	// with all of its items.
+	PromptItems []string `json:"-"`
+	// CacheBreakpoints are where an Anthropic request put cache_control
+	// ("system[0]", "tools[3]", "messages[2].content[1]").
+	CacheBreakpoints []string `json:"cacheBreakpoints,omitempty"`
+	// PromptCacheKey is an OpenAI request's prompt_cache_key.
+	PromptCacheKey string `json:"promptCacheKey,omitempty"`
 	// DecodeError is set when the body was not the expected shape.
 	DecodeError string `json:"decodeError,omitempty"`
 }
@@ -154,6 +168,7 @@ type Server struct {
 	// repeatLast answers with the last reply once the script is spent.
 	repeatLast bool
 	closed     bool
+	cache      promptCache
 }
 
 // NewOpenAI starts an OpenAI-compatible fake on 127.0.0.1 that answers the
@@ -168,6 +183,12 @@ func NewOpenAI(t testing.TB, script ...Reply) *Server {
 // the replies given to AddCompact.
 func NewResponses(t testing.TB, script ...Reply) *Server {
 	return newForTest(t, FormatResponses, script)
+}
+
+// NewOllama starts an Ollama /api/chat fake; see NewOpenAI. Its URL is the
+// server root ("http://127.0.0.1:PORT").
+func NewOllama(t testing.TB, script ...Reply) *Server {
+	return newForTest(t, FormatOllama, script)
 }
 
 // NewAnthropic starts an Anthropic Messages fake; see NewOpenAI.
@@ -194,8 +215,8 @@ func newForTest(t testing.TB, format string, script []Reply) *Server {
 // port 0 picks a free one) without a testing.T, for a test main or the
 // fakemodel program. Close stops it.
 func Serve(addr, format string, script []Reply) (*Server, error) {
-	if format != FormatOpenAI && format != FormatAnthropic && format != FormatResponses {
-		return nil, fmt.Errorf("unknown format %q (want openai, openai-responses or anthropic)", format)
+	if format != FormatOpenAI && format != FormatAnthropic && format != FormatResponses && format != FormatOllama {
+		return nil, fmt.Errorf("unknown format %q (want openai, openai-responses, anthropic or ollama)", format)
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -275,6 +296,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	switch s.Format {
 	case FormatAnthropic:
 		want = "/v1/messages"
+	case FormatOllama:
+		want = "/api/chat"
 	case FormatResponses:
 		want = "/v1/responses"
 		if r.URL.Path == "/v1/responses/compact" {
@@ -291,12 +314,54 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := decode(s.Format, raw)
 	rec.Path, rec.Header, rec.Raw, rec.Size = r.URL.Path, r.Header.Clone(), raw, len(raw)
+	compact := r.URL.Path == "/v1/responses/compact"
+	var ends []int
+	var refusal string
+	if s.Format == FormatAnthropic {
+		var bad []string
+		var err error
+		rec.PromptItems, ends, rec.CacheBreakpoints, bad, err = anthropicPrompt(raw)
+		switch {
+		case err != nil:
+			rec.DecodeError = err.Error()
+		case len(ends) > provider.AnthropicMaxBreakpoints:
+			// The API's own answer to a fifth marker.
+			refusal = fmt.Sprintf("A maximum of %d blocks with cache_control may be provided. Found %d.", provider.AnthropicMaxBreakpoints, len(ends))
+		case len(bad) > 0:
+			refusal = "cache_control: unknown type: " + bad[0]
+		}
+	} else if !compact {
+		rec.PromptItems, _ = openAIPrompt(s.Format, raw)
+		var key struct {
+			PromptCacheKey string `json:"prompt_cache_key"`
+		}
+		_ = json.Unmarshal(raw, &key)
+		rec.PromptCacheKey = key.PromptCacheKey
+	}
 
 	s.mu.Lock()
 	s.received = append(s.received, rec)
+	if refusal != "" {
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": refusal}})
+		return
+	}
+	// The prompt cache as the server would keep it: what this request
+	// reads from it, and (Anthropic) writes to it.
+	var cached, written int
+	switch {
+	case compact:
+	case s.Format == FormatAnthropic:
+		cached, written = s.cache.anthropic(rec.PromptItems, ends)
+	case s.Format == FormatOllama:
+		cached = s.cache.ollama(rec.PromptItems)
+	default:
+		cached = s.cache.openAI(rec.PromptItems)
+	}
 	var reply Reply
 	ok := true
-	compact := r.URL.Path == "/v1/responses/compact"
 	switch {
 	case compact && s.nextComp < len(s.compacts):
 		reply = s.compacts[s.nextComp]
@@ -337,7 +402,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	u := reply.Usage
 	if u == nil {
-		u = &provider.Usage{InputTokens: len(raw) / 4, OutputTokens: (len(reply.Text) + argsLen(reply.ToolCalls)) / 4}
+		in := max(len(raw)/4, cached+written)
+		u = &provider.Usage{InputTokens: in, OutputTokens: (len(reply.Text) + argsLen(reply.ToolCalls)) / 4, CachedTokens: cached}
+	} else {
+		written = 0
 	}
 	if compact {
 		writeCompacted(w, rec, reply, u)
@@ -345,6 +413,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.Format == FormatResponses {
 		writeResponses(w, r, rec.Model, reply, u)
+		return
+	}
+	if s.Format == FormatOllama {
+		writeOllama(w, r, rec.Model, reply, u)
 		return
 	}
 	if s.Format == FormatOpenAI {
@@ -355,7 +427,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		writeOpenAI(w, r, rec.Model, reply, u)
 		return
 	}
-	writeAnthropic(w, r, rec.Model, reply, u)
+	writeAnthropic(w, r, rec.Model, reply, u, written)
 }
 
 func argsLen(calls []provider.ToolCall) int {
@@ -502,15 +574,18 @@ func writeOpenAIJSON(w http.ResponseWriter, model string, reply Reply, u *provid
 		"usage":   map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens}})
 }
 
-func writeAnthropic(w http.ResponseWriter, r *http.Request, model string, reply Reply, u *provider.Usage) {
+// writeAnthropic streams a reply; written is the prompt's part written to
+// the cache (cache_creation_input_tokens), which with the part read
+// (u.CachedTokens) is not counted in input_tokens.
+func writeAnthropic(w http.ResponseWriter, r *http.Request, model string, reply Reply, u *provider.Usage, written int) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	e := &sse{w: w, r: r, delay: reply.ChunkDelay}
-	in := u.InputTokens - u.CachedTokens
+	in := max(0, u.InputTokens-u.CachedTokens-written)
 	if !e.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": "msg_providertest", "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": in, "cache_creation_input_tokens": 0, "cache_read_input_tokens": u.CachedTokens, "output_tokens": 1}}}) {
+		"usage": map[string]any{"input_tokens": in, "cache_creation_input_tokens": written, "cache_read_input_tokens": u.CachedTokens, "output_tokens": 1}}}) {
 		return
 	}
 	idx := 0
@@ -588,6 +663,8 @@ func decode(format string, raw []byte) Received {
 		return decodeAnthropic(raw)
 	case FormatResponses:
 		return decodeResponses(raw)
+	case FormatOllama:
+		return decodeOllama(raw)
 	}
 	return decodeOpenAI(raw)
 }

@@ -52,8 +52,8 @@ func LoadScript(r io.Reader) (Script, error) {
 	if s.Format == "" {
 		s.Format = FormatOpenAI
 	}
-	if s.Format != FormatOpenAI && s.Format != FormatAnthropic && s.Format != FormatResponses {
-		return Script{}, fmt.Errorf("script: format %q (want openai, openai-responses or anthropic)", s.Format)
+	if s.Format != FormatOpenAI && s.Format != FormatAnthropic && s.Format != FormatResponses && s.Format != FormatOllama {
+		return Script{}, fmt.Errorf("script: format %q (want openai, openai-responses, anthropic or ollama)", s.Format)
 	}
 	if len(raw.Compacts) > 0 && s.Format != FormatResponses {
 		return Script{}, fmt.Errorf("script: compacts need format %q", FormatResponses)

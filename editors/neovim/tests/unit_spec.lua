@@ -802,6 +802,12 @@ test('BudgetText_RO1', function()
   eq('SOBA budget: 31,234 / 48,808 tokens (hard limit) · soft limit 39,046\n'
     .. 'window 65,000 − output 8,000 − reserve 8,192 · source estimated · auto-compact on · state idle\n'
     .. 'pending: milestone', text, 'budget text')
+  local cached = commands.format_budget({ effectiveTokens = 31234, hardLimit = 48808, softLimit = 39046,
+    contextWindow = 65000, maxOutputTokens = 8000, safetyReserveTokens = 8192, source = 'provider_usage',
+    autoCompact = true, pending = {}, state = 'idle', lastCompaction = vim.NIL, cachedTokens = 30720 })
+  eq('SOBA budget: 31,234 / 48,808 tokens (hard limit) · soft limit 39,046\n'
+    .. 'window 65,000 − output 8,000 − reserve 8,192 · source provider_usage · auto-compact on · state idle\n'
+    .. 'prompt cache: 30,720 tokens of the last request', cached, 'budget text with a prompt cache')
 end)
 
 test('HelpTags', function()

@@ -114,6 +114,7 @@ export function budgetTooltip(b: Budget): string {
     `Context window ${groupTokens(b.contextWindow)} − output ${groupTokens(b.maxOutputTokens)} − reserve ${groupTokens(b.safetyReserveTokens)}`,
     `Auto-compact: ${b.autoCompact ? 'on' : 'off'} · state: ${b.state}`,
   ];
+  if (b.cachedTokens > 0) lines.push(`Prompt cache: ${groupTokens(b.cachedTokens)} tokens of the last request`);
   if (b.pending && b.pending.length > 0) lines.push(`Pending: ${b.pending.join(', ')}`);
   if (b.lastCompaction?.line) lines.push(`Last: ${b.lastCompaction.line}`);
   return lines.join('\n');

@@ -79,6 +79,8 @@ export interface Budget {
   pending: string[];
   state: 'idle' | 'generating' | 'tool' | 'compacting' | string;
   lastCompaction: CompactionResult | null;
+  /** The part of the last request's input the provider read from its prompt cache (0 until reported). */
+  cachedTokens: number;
   /** The status text, "14.0k / 17.0k (82%)": one number format for both editors (docs/protocol.md). */
   display: string;
 }
@@ -89,6 +91,9 @@ export interface CompactionEvent extends Partial<CompactionResult> {
   operationId: string;
   trigger: string;
   percentage?: number;
+  title?: string;
+  message?: string;
+  elapsedMs?: number;
 }
 
 /** A `soba/event` notification: one item of the agent's stream. */

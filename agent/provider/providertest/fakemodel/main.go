@@ -4,13 +4,13 @@
 //
 // Usage:
 //
-//	fakemodel -script replies.json [-addr 127.0.0.1:0] [-format openai|anthropic] [-url-file PATH] [-requests-file PATH]
+//	fakemodel -script replies.json [-addr 127.0.0.1:0] [-format openai|openai-responses|anthropic|ollama] [-url-file PATH] [-requests-file PATH]
 //
 // Flags:
 //
 //	-script         JSON script (see providertest.Script); required
 //	-addr           loopback address to listen on; port 0 picks a free one (default 127.0.0.1:0)
-//	-format         wire format, overriding the script's "format" (openai or anthropic)
+//	-format         wire format, overriding the script's "format" (openai, openai-responses, anthropic or ollama)
 //	-url-file       write the base URL there once listening (for a test to read the port)
 //	-requests-file  on exit, write every received request (decoded) there as JSON
 //	-repeat-last    answer with the last reply once the script is spent
@@ -44,7 +44,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fakemodel", flag.ContinueOnError)
 	scriptPath := fs.String("script", "", "JSON script of replies (required)")
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on")
-	format := fs.String("format", "", "wire format: openai, openai-responses or anthropic (default: the script's)")
+	format := fs.String("format", "", "wire format: openai, openai-responses, anthropic or ollama (default: the script's)")
 	urlFile := fs.String("url-file", "", "write the base URL to this file once listening")
 	reqFile := fs.String("requests-file", "", "write the received requests to this file on exit")
 	repeat := fs.Bool("repeat-last", false, "answer with the last reply once the script is spent")

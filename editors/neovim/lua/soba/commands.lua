@@ -51,6 +51,10 @@ function M.format_budget(b)
       M.thousands(b.contextWindow), M.thousands(b.maxOutputTokens), M.thousands(b.safetyReserveTokens),
       str(b.source), b.autoCompact and 'on' or 'off', str(b.state)),
   }
+  local cached = tonumber(b.cachedTokens)
+  if cached and cached > 0 then
+    lines[#lines + 1] = 'prompt cache: ' .. M.thousands(cached) .. ' tokens of the last request'
+  end
   if type(b.pending) == 'table' and #b.pending > 0 then
     lines[#lines + 1] = 'pending: ' .. table.concat(b.pending, ', ')
   end

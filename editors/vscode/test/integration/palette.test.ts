@@ -131,7 +131,7 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     const before = fake.progress.length;
     const pending = handlers[PaletteCommand.compact]('') as Promise<CompactionResult>;
     const shown = await waitFor('the barrier progress notification', () => fake.progress[before], 10000);
-    expect(shown).toMatchObject({ title: 'Compacting context before response', cancellable: true });
+    expect(shown).toMatchObject({ title: 'Compacting context', cancellable: true });
     shown.cancel();
     const r = await pending;
     expect(r.outcome).toBe('cancelled');
@@ -147,7 +147,7 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     expect(lines()).toContain(r.line);
     expect(lines().filter((l) => l === r.line)).toHaveLength(1);
     expect(s.model.snapshot().compactions.some((c) => c.operationId === r.operationId)).toBe(true);
-    for (const p of fake.progress) expect(p).toMatchObject({ title: 'Compacting context before response', cancellable: true });
+    for (const p of fake.progress) expect(p).toMatchObject({ title: 'Compacting context', cancellable: true });
     await waitFor('status bar back to the budget', () => !fake.statusItems[0].text.includes('compacting'));
   });
 

@@ -28,7 +28,7 @@ class FakeClient {
   requests: { method: string; params: any }[] = [];
   async sendRequest(method: string, params: any) {
     this.requests.push({ method, params });
-    const budget = { effectiveTokens: 1000, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000, safetyReserveTokens: 8192, source: 'estimated', autoCompact: true, pending: [], state: 'idle', lastCompaction: null };
+    const budget = { effectiveTokens: 1000, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000, safetyReserveTokens: 8192, source: 'estimated', autoCompact: true, pending: [], state: 'idle', lastCompaction: null, cachedTokens: 0 };
     if (method === 'workspace/executeCommand' && params.command === 'soba.budget') return budget;
     // soba.run as the server answers it: /budget runs soba.budget, anything else here is a prompt.
     if (method === 'workspace/executeCommand' && params.command === 'soba.run') {

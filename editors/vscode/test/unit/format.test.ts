@@ -16,6 +16,7 @@ function budget(over: Partial<Budget> = {}): Budget {
     pending: [],
     state: 'idle',
     lastCompaction: null,
+    cachedTokens: 0,
     display: '12.4k / 48.8k (25%)',
     ...over,
   };
@@ -80,6 +81,11 @@ describe('statusView: status bar text and tooltip (R-O1, R-B3)', () => {
     expect(est).toContain('12,400 of 48,808 tokens (hard limit)');
     const usage = statusView(budget({ source: 'provider_usage' })).tooltip;
     expect(usage).toContain('Measured by: provider usage');
+  });
+
+  it('shows the prompt cache of the last request once a provider reports it', () => {
+    expect(statusView(budget()).tooltip).not.toContain('Prompt cache');
+    expect(statusView(budget({ cachedTokens: 30720 })).tooltip).toContain('Prompt cache: 30,720 tokens of the last request');
   });
 
   it('lists pending intents and the last compaction in the tooltip', () => {
