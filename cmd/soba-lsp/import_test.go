@@ -140,7 +140,7 @@ func TestImportCLI_ReportsMalformedLines(t *testing.T) {
 	damaged := filepath.Join(storage, "part", "msg_a2f33e328001ucnJUyYt6UCcCy", "prt_a2f33e4c3001fzdT2cbRIWbWmG.json")
 	torn := filepath.Join(storage, "message", "ses_5d0cdf57fffe5FKDYRGn3Yv39L", "msg_a2f342d60001vTFHyECCM0oGFO.json")
 	if code != 0 || !strings.Contains("\n"+errs, "\n"+damaged+": not a part") || !strings.Contains(errs, "\n"+torn+": not a message") ||
-		!strings.Contains(errs, "(opencode, 56 files): 3 user messages, 0 user commands, 9 assistant responses, 11 tool calls (8 renamed to SOBA tools), 11 tool results, 1 capsules; 2 problems") {
+		!strings.Contains(errs, "(opencode, 56 files): 3 user messages, 0 user commands, 9 assistant responses, 11 tool calls (8 renamed to SOBA tools), 11 tool results, 1 capsule; 2 problems") {
 		t.Fatalf("storage: exit %d, stderr:\n%s", code, errs)
 	}
 }
@@ -317,7 +317,7 @@ func TestVerifyCorruptedCopies_RT3_RT5(t *testing.T) {
 				bad := filepath.Join(ws, "bad.jsonl")
 				os.WriteFile(bad, []byte(content), 0o600)
 				out, errs, code := runCLI(t, ws, "verify", bad)
-				if code != 1 || !strings.Contains(out, want) || !strings.Contains(errs, "problems") {
+				if code != 1 || !strings.Contains(out, want) || !strings.Contains(errs, "1 problem in ") {
 					t.Errorf("%s: exit %d, want 1 and %q in:\n%s%s", tc.name, code, want, out, errs)
 				}
 			}

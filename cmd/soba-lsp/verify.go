@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -28,7 +29,8 @@ func runVerify(_ context.Context, env *cmdEnv, args []string) int {
 	}
 	tf.Check()
 	if tf.Unestimated > 0 {
-		tf.Notes = append(tf.Notes, fmt.Sprintf("%d entries carry no token estimate (hand-written or foreign lines): the server, budget and compact estimate them each time they read the session", tf.Unestimated))
+		tf.Notes = append(tf.Notes, fmt.Sprintf("%s no token estimate (hand-written or foreign lines): the server, budget and compact estimate them each time they read the session",
+			text.Count(tf.Unestimated, "entry carries", "entries carry")))
 	}
 	for _, p := range tf.Problems {
 		fmt.Fprintln(env.stdout, p)
@@ -37,9 +39,10 @@ func runVerify(_ context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "note:", n)
 	}
 	if len(tf.Problems) > 0 {
-		fmt.Fprintf(env.stderr, "soba-lsp verify: %s: %d problems in %d entries\n", tf.Path, len(tf.Problems), len(tf.Entries))
+		fmt.Fprintf(env.stderr, "soba-lsp verify: %s: %s in %s\n", tf.Path, text.Count(len(tf.Problems), "problem", "problems"),
+			text.Count(len(tf.Entries), "entry", "entries"))
 		return 1
 	}
-	fmt.Fprintf(env.stderr, "soba-lsp verify: %s: ok, %d entries\n", tf.Path, len(tf.Entries))
+	fmt.Fprintf(env.stderr, "soba-lsp verify: %s: ok, %s\n", tf.Path, text.Count(len(tf.Entries), "entry", "entries"))
 	return 0
 }
