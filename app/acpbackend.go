@@ -74,7 +74,7 @@ func (b *ACPBackend) ListSessions(_ context.Context, cwd string) ([]acp.SessionS
 	}
 	out := make([]acp.SessionSummary, 0, len(list))
 	for _, l := range list {
-		out = append(out, acp.SessionSummary{ID: l.SessionID, UpdatedAt: l.UpdatedAt})
+		out = append(out, acp.SessionSummary{ID: l.SessionID, UpdatedAt: l.UpdatedAt, Title: l.Title})
 	}
 	return out, nil
 }
@@ -129,7 +129,8 @@ func (b *ACPBackend) open(opt acp.SessionOptions) (*acpSession, error) {
 		servers = append(servers, agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, SSE: m.SSE})
 	}
 	ws, warnings, err := OpenWorkspace(WorkspaceOptions{Root: opt.Cwd, Load: b.Load, Notifier: acpNotifier{s}, Approver: acpApprover{s},
-		Counter: b.Counter, EntryTokens: b.EntryTokens, MCPServers: servers, SessionID: opt.SessionID})
+		Counter: b.Counter, EntryTokens: b.EntryTokens, MCPServers: servers, SessionID: opt.SessionID,
+		NewSession: opt.SessionID == ""})
 	if err != nil {
 		close(s.queue)
 		s.work.Wait()

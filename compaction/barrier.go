@@ -382,7 +382,13 @@ func ResultLine(r CompactionResult) string {
 		}
 		return line
 	}
-	line := fmt.Sprintf("Compaction %s · %s · %s", r.Outcome, r.Trigger, r.Reason)
+	// Any other outcome says what happened and why in words first, with
+	// no token figures: "→ 0" would read as a context emptied.
+	word := strings.ToUpper(r.Outcome[:min(1, len(r.Outcome))]) + r.Outcome[min(1, len(r.Outcome)):]
+	line := fmt.Sprintf("%s · %s", word, r.Trigger)
+	if r.Reason != "" {
+		line = fmt.Sprintf("%s: %s · %s", word, r.Reason, r.Trigger)
+	}
 	if r.Outcome == OutcomeSkipped {
 		// Whether a skip cost a summary request is what the user pays for.
 		if r.SummaryAsked {

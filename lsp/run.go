@@ -112,6 +112,8 @@ func resultLines(ctx context.Context, b Backend, p slash.Parsed, result any) []s
 		return []string{"new session " + r.SessionID + " · " + r.Path}
 	case protocol.SessionResumeResult:
 		return []string{fmt.Sprintf("resumed session %s at %s", r.SessionID, r.LeafID)}
+	case []protocol.HistoryPoint:
+		return historyLines(r)
 	case protocol.SessionRewindResult:
 		return []string{fmt.Sprintf("rewound the session to %s · leaf %s", p.Args["entryId"], r.LeafID)}
 	}
@@ -177,9 +179,34 @@ func sessionListLines(list []protocol.SessionSummary, current string) []string {
 	list = newestFirst(list, func(s protocol.SessionSummary) time.Time { return s.UpdatedAt })
 	lines := []string{count(len(list), "session") + ", most recent first"}
 	for _, s := range list {
-		line := fmt.Sprintf("%s · %d entries · %s · %s", s.SessionID, s.Entries, s.UpdatedAt.UTC().Format(time.RFC3339), s.Path)
+		title := s.Title
+		if title == "" {
+			title = "(no request yet)"
+		}
+		line := fmt.Sprintf("%s · %s · %s · %s · %s", s.SessionID, title, count(s.Entries, "entry"), s.UpdatedAt.UTC().Format(time.RFC3339), s.Path)
 		if s.SessionID == current {
 			line += " · current"
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// historyLines list the points a rewind can go back to, newest first: the
+// id to give /rewind, when, what, and the files a rewind leaves as they are.
+func historyLines(points []protocol.HistoryPoint) []string {
+	if len(points) == 0 {
+		return []string{"nothing to rewind to: the session has no request yet"}
+	}
+	lines := []string{count(len(points), "point") + " to rewind to, most recent first"}
+	for _, p := range slices.Backward(points) {
+		what := strings.Join(strings.Fields(p.Text), " ")
+		if p.Kind == protocol.HistoryCheckpoint {
+			what = "checkpoint " + what
+		}
+		line := fmt.Sprintf("%s · %s · %s", p.RewindTo, p.CreatedAt.UTC().Format(time.RFC3339), text.Clip(what, 100))
+		if n := len(p.FilesModifiedAfter); n > 0 {
+			line += fmt.Sprintf(" · %s modified after it (not reverted): %s", count(n, "file"), strings.Join(p.FilesModifiedAfter, ", "))
 		}
 		lines = append(lines, line)
 	}

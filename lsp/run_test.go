@@ -30,6 +30,7 @@ var backendMethod = map[string]string{
 	protocol.CommandCapsuleExport: "CapsuleExport", protocol.CommandCapsuleLoad: "CapsuleLoad", protocol.CommandCapsuleList: "CapsuleList",
 	protocol.CommandCapsuleShow: "CapsuleShow", protocol.CommandSessionInfo: "SessionInfo", protocol.CommandSessionList: "SessionList",
 	protocol.CommandSessionNew: "SessionNew", protocol.CommandSessionResume: "SessionResume", protocol.CommandSessionRewind: "SessionRewind",
+	protocol.CommandSessionHistory: "SessionHistory",
 }
 
 // TestRun_SharedSlashCases types every case of the shared table into
@@ -117,6 +118,7 @@ func TestRun_Lines(t *testing.T) {
 		{"/help", []string{"SOBA slash commands:", "/help", "/budget"}},
 		{"/cancel", []string{"nothing to cancel"}},
 		{"/session resume", []string{"", "", "resume one with /session resume <sessionId>"}},
+		{"/rewind", []string{"1 point to rewind to, most recent first", "e_1 · ", "rewind to before one with /rewind <entryId>"}},
 		{"/capsule list", []string{"no checkpoints yet"}},
 	}
 	for _, tt := range tests {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/importer"
 	"github.com/soba-agent/soba-lsp/internal/id"
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
@@ -82,12 +83,15 @@ func runImport(_ context.Context, env *cmdEnv, args []string) int {
 		}
 	}
 	s := res.Stats
-	read := fmt.Sprintf("%d lines", s.Lines)
+	read := text.Count(s.Lines, "line", "lines")
 	if s.Files > 0 {
-		read = fmt.Sprintf("%d files", s.Files)
+		read = text.Count(s.Files, "file", "files")
 	}
-	fmt.Fprintf(env.stderr, "imported %s (%s, %s): %d user messages, %d user commands, %d assistant responses, %d tool calls (%d renamed to SOBA tools), %d tool results, %d capsules; %d problems%s\n",
-		src, res.Format, read, s.UserMessages, s.UserCommands, s.Assistants, s.ToolCalls, s.MappedCalls, s.ToolResults, s.Capsules, len(res.Problems), skipped(s.Skipped))
+	fmt.Fprintf(env.stderr, "imported %s (%s, %s): %s, %s, %s, %s (%d renamed to SOBA tools), %s, %s; %s%s\n",
+		src, res.Format, read, text.Count(s.UserMessages, "user message", "user messages"), text.Count(s.UserCommands, "user command", "user commands"),
+		text.Count(s.Assistants, "assistant response", "assistant responses"), text.Count(s.ToolCalls, "tool call", "tool calls"), s.MappedCalls,
+		text.Count(s.ToolResults, "tool result", "tool results"), text.Count(s.Capsules, "capsule", "capsules"),
+		text.Count(len(res.Problems), "problem", "problems"), skipped(s.Skipped))
 	if *out == "" {
 		// The session is in the workspace's session directory: the editor
 		// can resume it by id.

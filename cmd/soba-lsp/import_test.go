@@ -36,6 +36,9 @@ func runCLI(t *testing.T, dir string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
+	// A replay without --workspace makes a temporary workspace: the test's
+	// own, removed with it, so no run leaves directories behind.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -137,7 +140,7 @@ func TestImportCLI_ReportsMalformedLines(t *testing.T) {
 	damaged := filepath.Join(storage, "part", "msg_a2f33e328001ucnJUyYt6UCcCy", "prt_a2f33e4c3001fzdT2cbRIWbWmG.json")
 	torn := filepath.Join(storage, "message", "ses_5d0cdf57fffe5FKDYRGn3Yv39L", "msg_a2f342d60001vTFHyECCM0oGFO.json")
 	if code != 0 || !strings.Contains("\n"+errs, "\n"+damaged+": not a part") || !strings.Contains(errs, "\n"+torn+": not a message") ||
-		!strings.Contains(errs, "(opencode, 56 files): 3 user messages, 0 user commands, 9 assistant responses, 11 tool calls (8 renamed to SOBA tools), 11 tool results, 1 capsules; 2 problems") {
+		!strings.Contains(errs, "(opencode, 56 files): 3 user messages, 0 user commands, 9 assistant responses, 11 tool calls (8 renamed to SOBA tools), 11 tool results, 1 capsule; 2 problems") {
 		t.Fatalf("storage: exit %d, stderr:\n%s", code, errs)
 	}
 }
@@ -221,7 +224,7 @@ func TestCompactNothingToCompact_RG8(t *testing.T) {
 	ws, file := importInto(t, fixturePath("pi-v3.jsonl"))
 	// The default keep window (20,000 tokens) holds this whole short session.
 	stdout, errs, code := runCLI(t, ws, "compact", "--dry-run", file)
-	if code != 0 || stdout != "" || !strings.Contains(errs, "outcome: skipped") || !strings.Contains(errs, "Compaction skipped · user") {
+	if code != 0 || stdout != "" || !strings.Contains(errs, "outcome: skipped") || !(strings.Contains(errs, "Skipped: ") && strings.Contains(errs, " · user")) {
 		t.Fatalf("exit %d, stdout %q\n%s", code, stdout, errs)
 	}
 	if _, errs, code := runCLI(t, ws, "compact", "--dry-run", "--trigger", "sometimes", file); code != 2 || !strings.Contains(errs, "--trigger") {
@@ -314,7 +317,7 @@ func TestVerifyCorruptedCopies_RT3_RT5(t *testing.T) {
 				bad := filepath.Join(ws, "bad.jsonl")
 				os.WriteFile(bad, []byte(content), 0o600)
 				out, errs, code := runCLI(t, ws, "verify", bad)
-				if code != 1 || !strings.Contains(out, want) || !strings.Contains(errs, "problems") {
+				if code != 1 || !strings.Contains(out, want) || !strings.Contains(errs, "1 problem in ") {
 					t.Errorf("%s: exit %d, want 1 and %q in:\n%s%s", tc.name, code, want, out, errs)
 				}
 			}

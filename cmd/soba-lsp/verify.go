@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -16,13 +17,20 @@ func runVerify(_ context.Context, env *cmdEnv, args []string) int {
 		return 2
 	}
 	tf, err := session.ScanFile(fs.Arg(0), nil)
+	if err == nil && len(tf.Entries) == 0 {
+		// Nothing in it is an entry: say what it is when it is known.
+		if ferr := foreignFile(fs.Arg(0)); ferr != nil {
+			err = ferr
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp verify:", err)
 		return 1
 	}
 	tf.Check()
 	if tf.Unestimated > 0 {
-		tf.Notes = append(tf.Notes, fmt.Sprintf("%d entries carry no token estimate (hand-written or foreign lines): the server, budget and compact estimate them each time they read the session", tf.Unestimated))
+		tf.Notes = append(tf.Notes, fmt.Sprintf("%s no token estimate (hand-written or foreign lines): the server, budget and compact estimate them each time they read the session",
+			text.Count(tf.Unestimated, "entry carries", "entries carry")))
 	}
 	for _, p := range tf.Problems {
 		fmt.Fprintln(env.stdout, p)
@@ -31,9 +39,10 @@ func runVerify(_ context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "note:", n)
 	}
 	if len(tf.Problems) > 0 {
-		fmt.Fprintf(env.stderr, "soba-lsp verify: %s: %d problems in %d entries\n", tf.Path, len(tf.Problems), len(tf.Entries))
+		fmt.Fprintf(env.stderr, "soba-lsp verify: %s: %s in %s\n", tf.Path, text.Count(len(tf.Problems), "problem", "problems"),
+			text.Count(len(tf.Entries), "entry", "entries"))
 		return 1
 	}
-	fmt.Fprintf(env.stderr, "soba-lsp verify: %s: ok, %d entries\n", tf.Path, len(tf.Entries))
+	fmt.Fprintf(env.stderr, "soba-lsp verify: %s: ok, %s\n", tf.Path, text.Count(len(tf.Entries), "entry", "entries"))
 	return 0
 }

@@ -40,3 +40,12 @@ func Clip(s string, n int) string {
 	}
 	return s[:cut] + "…"
 }
+
+// Count writes n with the noun's singular or plural: "1 entry",
+// "3 entries", "0 problems".
+func Count(n int, singular, plural string) string {
+	if n == 1 {
+		return "1 " + singular
+	}
+	return strconv.Itoa(n) + " " + plural
+}

@@ -46,3 +46,14 @@ func TestClipNeverSplitsARune(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{{0, "0 entries"}, {1, "1 entry"}, {2, "2 entries"}, {1000, "1000 entries"}} {
+		if got := Count(tt.n, "entry", "entries"); got != tt.want {
+			t.Errorf("Count(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}

@@ -84,7 +84,7 @@ var Commands = []HelpLine{
 	{"/cancel", "cancels the running turn or compaction"},
 	{"/session new|info|list", "starts a session, shows this one, or lists them"},
 	{"/session resume [sessionId]", "resumes a session; without an id it lists the sessions to choose from"},
-	{"/rewind <entryId>", "moves the session leaf back to an entry"},
+	{"/rewind [entryId]", "moves the session leaf back to an entry; without an id it lists the requests and checkpoints to go back to"},
 	{"//text", "sends /text to the model as typed"},
 }
 
@@ -119,7 +119,7 @@ const (
 	usageSession       = "/session new|info|list|resume [sessionId]"
 	usageSessionSimple = "/session new|info|list"
 	usageSessionResume = "/session resume [sessionId]"
-	usageRewind        = "/rewind <entryId>"
+	usageRewind        = "/rewind [entryId]"
 )
 
 // Parse reads the text the user sends to the agent. A slash command is `/`
@@ -214,12 +214,20 @@ func parseCommand(word string, l *line) (Parsed, *UsageError) {
 	case "session":
 		return parseSession(l)
 	case "rewind":
-		id, err := l.required("/rewind", usageRewind, "<entryId>")
+		id, ok, err := l.word("/rewind", usageRewind)
 		if err == nil {
 			err = l.end("/rewind", usageRewind)
 		}
 		if err != nil {
 			return Parsed{}, err
+		}
+		if !ok {
+			// Without an id the user chooses from the points of the
+			// current path (the editor may show a picker over the same
+			// result).
+			p := command("soba.session.history", nil)
+			p.Hint = "rewind to before one with /rewind <entryId>, the id in its line; files are not reverted"
+			return p, nil
 		}
 		return command("soba.session.rewind", map[string]any{"entryId": id}), nil
 	}

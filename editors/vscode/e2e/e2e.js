@@ -13,7 +13,7 @@ const SHOTS = process.env.SHOT_DIR || '.';
 const t0 = Date.now();
 const log = (...a) => console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
 // The R-B3 result line of a compaction, whatever its outcome.
-const RESULT_LINE = /(Compacted context|Compaction (skipped|cancelled|stale|failed)) · [a-z_]+/;
+const RESULT_LINE = /(Compacted context · [a-z_]+|(Skipped|Cancelled|Stale|Failed)(: .*)? · [a-z_]+)/;
 const STATUS_BUDGET = /^[\d.]+[kM]? \/ [\d.]+[kM]?$/;
 
 async function statusText(page) {

@@ -17,6 +17,7 @@ function budget(over: Partial<Budget> = {}): Budget {
     state: 'idle',
     lastCompaction: null,
     cachedTokens: 0,
+    display: '12.4k / 48.8k (25%)',
     ...over,
   };
 }
