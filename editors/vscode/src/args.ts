@@ -3,6 +3,7 @@
 // picked into that object, or throws ArgumentError naming the field, so a bad
 // input is caught before it reaches the server.
 import type { CapsuleListItem, RunArgs, SessionListItem } from './protocol';
+import { relativeTime } from './format';
 
 /** ArgumentError is a user input that cannot become a command argument. */
 export class ArgumentError extends Error {
@@ -120,14 +121,18 @@ export interface PickItem<T> {
   value: T;
 }
 
-/** capsulePickItems lists checkpoints newest first for the Export quick pick. */
-export function capsulePickItems(list: CapsuleListItem[]): PickItem<CapsuleListItem>[] {
+/**
+ * capsulePickItems lists capsules newest first for the capsule pickers: the
+ * title (or what made the capsule when it has none), then the trigger, how
+ * long ago to the second, and the quality; the id last, for search.
+ */
+export function capsulePickItems(list: CapsuleListItem[], now = Date.now()): PickItem<CapsuleListItem>[] {
   return [...list]
-    .sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0))
+    .sort((a, b) => (Date.parse(b.createdAt) || 0) - (Date.parse(a.createdAt) || 0))
     .map((c) => ({
-      label: c.title || c.checkpointId,
-      description: `${c.checkpointId} · ${c.trigger}${c.quality ? ` · ${c.quality}` : ''}`,
-      detail: c.createdAt,
+      label: c.title || `Capsule from a ${c.trigger.replace(/_/g, ' ')} compaction`,
+      description: [c.trigger.replace(/_/g, ' '), relativeTime(c.createdAt, now), c.quality === 'degraded' ? 'degraded (fallback)' : c.quality || ''].filter((x) => x !== '').join(' · '),
+      detail: c.checkpointId,
       value: c,
     }));
 }

@@ -27,7 +27,7 @@ import {
   suggestedCapsuleName,
   type CheckpointKind,
 } from './args';
-import { budgetSummary, capsuleListLines, sessionListLines } from './format';
+import { budgetSummary, compactionMarkerText, outcomeWords, sessionListLines } from './format';
 import {
   ServerCommand,
   type Budget,
@@ -88,6 +88,10 @@ export interface CommandContext {
   status: { setBudget(b: Budget): void };
   workspaceRoot(): string | undefined;
   fileExists(file: string): boolean;
+  /** capsules shows capsules as read-only documents. */
+  capsules: { show(checkpointId?: string): Promise<CapsuleShowResult>; open(r: CapsuleShowResult): Promise<CapsuleShowResult> };
+  /** now is the clock of relative times in pickers (a test sets it). */
+  now?: () => number;
 }
 
 /** Handler runs one palette command; optional arguments skip the prompts (sidebar, keybindings, tests). */
@@ -119,6 +123,61 @@ export class ResultLog {
 
 const resultLogs = new WeakMap<OutputLike, ResultLog>();
 
+/** SHOW_CAPSULE is the action of a completed compaction's notification. */
+export const SHOW_CAPSULE = 'Show capsule';
+
+/**
+ * ResultNotice shows each compaction's result once as a notification,
+ * whether it arrives as the soba.compact result or as the soba/compaction
+ * end: a completed one as the server's whole result line with "Show
+ * capsule"; one that did not complete in words (R-B4), as a warning when it
+ * failed or went stale. A skipped or cancelled soft compaction is only
+ * logged: the user did not ask for it and nothing changed.
+ */
+export class ResultNotice {
+  private seen = new Set<string>();
+
+  announce(r: Partial<CompactionResult>): boolean {
+    const id = r.operationId;
+    if (id) {
+      if (this.seen.has(id)) return false;
+      this.seen.add(id);
+      if (this.seen.size > 200) this.seen.delete(this.seen.values().next().value as string);
+    }
+    const outcome = r.outcome ?? '';
+    if (outcome === 'completed') {
+      let line = r.line || compactionMarkerText(r);
+      if (r.quality === 'degraded' && !/degraded|fallback/i.test(line)) line += ' (degraded fallback)';
+      const actions = r.checkpointId ? [SHOW_CAPSULE] : [];
+      void vscode.window.showInformationMessage(line, ...actions).then((c) => {
+        if (c === SHOW_CAPSULE) void vscode.commands.executeCommand(PaletteCommand.showLatestCapsule, r.checkpointId);
+      });
+      return true;
+    }
+    if (outcome === 'failed' || outcome === 'stale') {
+      void vscode.window.showWarningMessage(outcomeWords(r));
+      return true;
+    }
+    if (r.trigger === 'user' && outcome !== '') {
+      void vscode.window.showInformationMessage(outcomeWords(r));
+      return true;
+    }
+    return false;
+  }
+}
+
+const resultNotices = new WeakMap<OutputLike, ResultNotice>();
+
+/** resultNoticeFor returns the one ResultNotice of an output channel (one per extension instance). */
+export function resultNoticeFor(output: OutputLike): ResultNotice {
+  let n = resultNotices.get(output);
+  if (!n) {
+    n = new ResultNotice();
+    resultNotices.set(output, n);
+  }
+  return n;
+}
+
 /** resultLogFor returns the one ResultLog of an output channel. */
 export function resultLogFor(output: OutputLike): ResultLog {
   let log = resultLogs.get(output);
@@ -133,6 +192,7 @@ export function resultLogFor(output: OutputLike): ResultLog {
 export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
   const { server, output, model } = ctx;
   const log = resultLogFor(output);
+  const notice = resultNoticeFor(output);
   const info = (msg: string) => {
     output.appendLine(msg);
     void vscode.window.showInformationMessage(msg);
@@ -188,7 +248,6 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
     const lines = r.lines ?? [];
     // What the output and the sidebar show; a capsule shows as its own tab.
     let shown = lines;
-    let warn = false;
     switch (r.command) {
       case ServerCommand.budget:
       case ServerCommand.autoCompact:
@@ -199,15 +258,15 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
         model.applyResult(c);
         // The same line may arrive first as the soba/compaction end: once.
         log.write(c);
-        warn = c.outcome === 'failed' || c.outcome === 'stale';
+        notice.announce(c);
+        shown = [];
         break;
       }
       case ServerCommand.capsuleShow: {
         const c = r.result as CapsuleShowResult;
         model.applyCapsuleMarkdown(c.markdown);
         shown = lines.slice(0, 1);
-        const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: c.markdown });
-        await vscode.window.showTextDocument(doc, { preview: true });
+        await ctx.capsules.open(c);
         break;
       }
       case ServerCommand.sessionNew:
@@ -222,8 +281,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
     if (r.command !== ServerCommand.compact) for (const l of shown) output.appendLine(l);
     if (shown.length > 1) output.show(true);
     else if (shown.length === 1) {
-      if (warn) void vscode.window.showWarningMessage(`SOBA: ${shown[0]}`);
-      else void vscode.window.showInformationMessage(`SOBA: ${shown[0]}`);
+      void vscode.window.showInformationMessage(`SOBA: ${shown[0]}`);
     }
   };
 
@@ -275,9 +333,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       model.applyResult(r);
       ctx.changed();
       log.write(r);
-      const line = r.line;
-      if (r.outcome === 'failed' || r.outcome === 'stale') void vscode.window.showWarningMessage(line);
-      else void vscode.window.showInformationMessage(line);
+      notice.announce({ ...r, trigger: r.trigger || 'user' });
       return r;
     },
 
@@ -321,7 +377,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
           void vscode.window.showInformationMessage('SOBA: no checkpoints yet. Create a capsule or compact first.');
           return undefined;
         }
-        const pick = await vscode.window.showQuickPick(capsulePickItems(list), { title: 'SOBA: Export Capsule', placeHolder: 'Checkpoint to export' });
+        const pick = await vscode.window.showQuickPick(capsulePickItems(list, ctx.now?.()), { title: 'SOBA: Export Capsule', placeHolder: 'Capsule to export', matchOnDescription: true, matchOnDetail: true });
         if (!pick) return undefined;
         checkpointId = pick.value.checkpointId;
         title = pick.value.title;
@@ -377,18 +433,29 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
     },
 
     [PaletteCommand.showLatestCapsule]: async (checkpointArg) => {
-      const r = await server.execute<CapsuleShowResult>(ServerCommand.capsuleShow, capsuleShowArgs(str(checkpointArg)));
+      const r = await ctx.capsules.show(capsuleShowArgs(str(checkpointArg)).checkpointId);
       model.applyCapsuleMarkdown(r.markdown);
       ctx.changed();
-      const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: r.markdown });
-      await vscode.window.showTextDocument(doc, { preview: true });
       output.appendLine(`SOBA: showing capsule ${r.checkpointId}`);
       return r;
     },
 
     [PaletteCommand.listCapsules]: async () => {
       const list = await server.execute<CapsuleListItem[]>(ServerCommand.capsuleList, {});
-      listed(list.length === 0 ? 'no checkpoints yet. Create a capsule or compact first.' : `${count(list.length, 'checkpoint')}, newest first`, capsuleListLines(list));
+      if (list.length === 0) {
+        void vscode.window.showInformationMessage('SOBA: no capsules yet. Compact or create a capsule first.');
+        return list;
+      }
+      const pick = await vscode.window.showQuickPick(capsulePickItems(list, ctx.now?.()), {
+        title: 'SOBA: Capsules',
+        placeHolder: `${count(list.length, 'capsule')}, newest first: pick one to read it`,
+        matchOnDescription: true,
+        matchOnDetail: true,
+      });
+      if (!pick) return list;
+      const r = await ctx.capsules.show(pick.value.checkpointId);
+      model.applyCapsuleMarkdown(r.markdown);
+      ctx.changed();
       return list;
     },
 

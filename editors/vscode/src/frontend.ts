@@ -6,7 +6,7 @@
 // the real binary.
 import * as vscode from 'vscode';
 import { showMessageRequestModal } from './approvals';
-import { resultLogFor, type OutputLike, type ResultLog } from './commands';
+import { resultLogFor, resultNoticeFor, type OutputLike, type ResultLog, type ResultNotice } from './commands';
 import { BarrierProgress, type ProgressHost } from './progress';
 import { Notification, type AgentEvent, type Budget, type CompactionEvent } from './protocol';
 import type { SidebarModel } from './sidebar/model';
@@ -24,6 +24,7 @@ export interface StatusSink {
 
 export class Frontend {
   readonly log: ResultLog;
+  readonly notice: ResultNotice;
   readonly progress: BarrierProgress;
 
   constructor(
@@ -32,8 +33,10 @@ export class Frontend {
     private readonly status: StatusSink,
     private readonly changed: () => void,
     progressHost: () => ProgressHost | undefined,
+    private readonly baselines?: { sawCall(name: string, args: Record<string, unknown> | undefined): void },
   ) {
     this.log = resultLogFor(output);
+    this.notice = resultNoticeFor(output);
     // The progress end message is the R-B3 line, the same as soba/compaction's
     // end; ResultLog writes whichever comes first, by operation id when known.
     this.progress = new BarrierProgress(progressHost, () => {});
@@ -71,6 +74,7 @@ export class Frontend {
     if (e.phase === 'end') {
       this.status.setBarrier(undefined);
       this.log.write(e);
+      this.notice.announce(e);
     } else {
       this.status.setBarrier({ operationId: e.operationId, trigger: e.trigger, percentage: e.percentage ?? 0 });
     }
@@ -78,11 +82,24 @@ export class Frontend {
   }
 
   event(e: AgentEvent): void {
+    if (e.type === 'tool_call' && e.name && this.baselines) {
+      // Before the model sees the call: the file as it is now is the "before" of Open diff.
+      let args: unknown = e.arguments;
+      if (typeof args === 'string') {
+        try {
+          args = JSON.parse(args);
+        } catch {
+          args = undefined;
+        }
+      }
+      this.baselines.sawCall(e.name, typeof args === 'object' && args !== null ? (args as Record<string, unknown>) : undefined);
+    }
     this.model.applyEvent(e);
     if (e.type === 'turn_end' && e.outcome === 'failed') {
+      // The sidebar shows the error as a card with its actions; the output keeps it too.
       const msg = `SOBA: turn ${e.turnId} failed: ${e.error ?? 'unknown error'}`;
       this.output.appendLine(msg);
-      void vscode.window.showErrorMessage(msg);
+      void vscode.window.showErrorMessage(msg, 'Show Output').then((c) => c && this.output.show(true));
     } else if (e.type === 'turn_end') {
       this.output.appendLine(`SOBA: turn ${e.turnId} ${e.outcome ?? 'ended'}`);
     }

@@ -64,13 +64,19 @@ describe('command argument building (PROTOCOL.md Commands)', () => {
 });
 
 describe('pick items and file names', () => {
-  it('lists checkpoints newest first with id, trigger and quality', () => {
-    const items = capsulePickItems([
-      { checkpointId: 'ck_a', trigger: 'user', title: 'first', quality: 'full', createdAt: '2025-01-01T10:00:00Z' },
-      { checkpointId: 'ck_b', trigger: 'milestone', title: '', quality: 'degraded', createdAt: '2025-01-02T10:00:00Z' },
-    ]);
-    expect(items.map((i) => i.label)).toEqual(['ck_b', 'first']);
-    expect(items[0].description).toBe('ck_b · milestone · degraded');
+  it('lists capsules newest first with title, trigger, relative time to the second and quality', () => {
+    const items = capsulePickItems(
+      [
+        { checkpointId: 'ck_a', trigger: 'user', title: 'first', quality: 'full', createdAt: '2025-01-01T10:00:00Z' },
+        // Nanosecond timestamps, as the server writes them, sort and read the same.
+        { checkpointId: 'ck_b', trigger: 'plan_pivot', title: '', quality: 'degraded', createdAt: '2025-01-02T09:58:53.123456789Z' },
+      ],
+      Date.parse('2025-01-02T10:00:00Z'),
+    );
+    expect(items.map((i) => i.label)).toEqual(['Capsule from a plan pivot compaction', 'first']);
+    expect(items[0].description).toBe('plan pivot · 1 min 7 s ago · degraded (fallback)');
+    expect(items[1].description).toBe('user · 1 day 0 h ago · full');
+    expect(items.map((i) => i.detail)).toEqual(['ck_b', 'ck_a']);
     expect(items[1].value.checkpointId).toBe('ck_a');
   });
 

@@ -1,7 +1,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { fake, window, Uri } from '../fake/vscode';
+import { fake, window, workspace, Uri } from '../fake/vscode';
+import { CAPSULE_SCHEME, CapsuleDocuments } from '../../src/capsules';
 import { guarded, PaletteCommand, paletteHandlers, registerPaletteCommands, type CommandContext } from '../../src/commands';
 import { SERVER_COMMANDS, ServerCommand, type Budget, type ServerCommandId } from '../../src/protocol';
 import { SidebarModel } from '../../src/sidebar/model';
@@ -36,7 +37,12 @@ function recordingContext(answers: Partial<Record<ServerCommandId, unknown>>) {
     status: { setBudget: (b) => budgets.push(b) },
     workspaceRoot: () => '/ws',
     fileExists: (f) => f === '/ws/exists.capsule.md',
+    capsules: undefined as never,
+    now: () => Date.parse('2025-01-01T00:00:42Z'),
   };
+  const capsules = new CapsuleDocuments(ctx.server);
+  workspace.registerTextDocumentContentProvider(CAPSULE_SCHEME, capsules);
+  ctx.capsules = capsules;
   return { ctx, sent, output, budgets };
 }
 
@@ -58,7 +64,7 @@ const answers: Partial<Record<ServerCommandId, unknown>> = {
   [ServerCommand.capsuleList]: [{ checkpointId: 'ck_c1', trigger: 'user', title: 'handoff', quality: 'full', createdAt: '2025-01-01T00:00:00Z' }],
   [ServerCommand.capsuleExport]: { path: '/ws/out.capsule.md' },
   [ServerCommand.capsuleLoad]: { checkpointId: 'ck_l1', title: 'loaded', warnings: ['file changed since export'] },
-  [ServerCommand.capsuleShow]: { checkpointId: 'ck_c1', markdown: '# Capsule\n\n## Files read\n- `a.go`\n\n## Files modified\n- b.go\n' },
+  [ServerCommand.capsuleShow]: { checkpointId: 'ck_c1', markdown: '---\ncheckpointId: ck_c1\nsha256: 9f2c\n---\n\n# Capsule\n\n## Files read\n- `a.go`\n\n## Files modified\n- b.go\n' },
   [ServerCommand.sessionNew]: { sessionId: 's2', path: '.soba/sessions/s2.jsonl' },
   [ServerCommand.sessionList]: [{ sessionId: 's1', path: 'p', updatedAt: '2025', entries: 4 }],
   [ServerCommand.sessionInfo]: { sessionId: 's2', path: 'p', flightPath: 'f', leafId: 'e9', entries: 2 },
@@ -179,22 +185,25 @@ describe('palette commands render their results', () => {
     expect(fake.messages[0].message).toMatch(/^SOBA budget · 100 \/ 48,808 tokens/);
   });
 
-  it('show latest capsule opens the Markdown in an editor tab and reads its file lists', async () => {
+  it('show latest capsule opens a read-only soba-capsule: Markdown document without the front matter, and reads its file lists', async () => {
     const { ctx } = recordingContext(answers);
     await paletteHandlers(ctx)[PaletteCommand.showLatestCapsule]();
-    expect(fake.documents).toEqual([{ language: 'markdown', content: (answers['soba.capsule.show'] as any).markdown }]);
+    // No Markdown extension in the fake: the document itself opens (in VS Code, its preview).
+    expect(fake.documents).toEqual([{ uri: Uri.from({ scheme: 'soba-capsule', path: '/ck_c1.capsule.md' }), language: 'markdown', content: '# Capsule\n\n## Files read\n- `a.go`\n\n## Files modified\n- b.go\n' }]);
     expect(fake.shownDocuments).toHaveLength(1);
     const snap = ctx.model.snapshot();
     expect(snap.filesRead).toEqual(['a.go']);
     expect(snap.filesModified).toEqual(['b.go']);
   });
 
-  it('list capsules writes one line per checkpoint to the output and says so', async () => {
-    const { ctx, output } = recordingContext(answers);
+  it('list capsules is a picker (title, trigger, time to the second, quality) that opens the one picked', async () => {
+    const { ctx, sent } = recordingContext(answers);
+    fake.answers.quickPick.push((items: unknown[]) => items[0]);
     await paletteHandlers(ctx)[PaletteCommand.listCapsules]();
-    expect((output as any).lines).toEqual(['SOBA: 1 checkpoint, newest first:', '  ck_c1 · user · full · 2025-01-01T00:00:00Z · "handoff"']);
-    expect((output as any).shown).toBe(1);
-    expect(fake.messages[0]).toMatchObject({ level: 'info', message: 'SOBA: 1 checkpoint, newest first (listed in the SOBA output)' });
+    expect(fake.asked.quickPick[0]).toMatchObject([{ label: 'handoff', description: 'user · 42 s ago · full', detail: 'ck_c1' }]);
+    expect(sent.map((x) => x.command)).toEqual(['soba.capsule.list', 'soba.capsule.show']);
+    expect(sent[1].args).toEqual({ checkpointId: 'ck_c1' });
+    expect(fake.documents[0].uri?.toString()).toBe('soba-capsule:///ck_c1.capsule.md');
   });
 
   it('list sessions marks the current session', async () => {
@@ -207,7 +216,7 @@ describe('palette commands render their results', () => {
     const { ctx, output } = recordingContext({ ...answers, [ServerCommand.capsuleList]: [] });
     await paletteHandlers(ctx)[PaletteCommand.listCapsules]();
     expect((output as any).shown).toBe(0);
-    expect(fake.messages[0].message).toBe('SOBA: no checkpoints yet. Create a capsule or compact first.');
+    expect(fake.messages[0].message).toBe('SOBA: no capsules yet. Compact or create a capsule first.');
   });
 
   it('rewind forgets the conversation shown so far and names the new leaf', async () => {
@@ -277,7 +286,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     const r = await ask(ctx, '  add a test for the parser ');
     expect(sent).toStrictEqual([{ command: 'soba.run', args: { text: 'add a test for the parser' } }]);
     expect(r).toStrictEqual({ kind: 'prompt', turnId: 't7', queued: false, text: 'add a test for the parser' });
-    expect(ctx.model.snapshot().stream).toStrictEqual([{ turnId: 't7', kind: 'user', text: 'add a test for the parser' }]);
+    expect(ctx.model.snapshot().stream).toMatchObject([{ turnId: 't7', kind: 'user', text: 'add a test for the parser' }]);
     expect((output as any).lines).toEqual(['SOBA: asked · t7']);
   });
 
@@ -289,7 +298,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     expect((output as any).lines).toEqual([line]);
     expect(fake.messages).toMatchObject([{ level: 'info', message: `SOBA: ${line}` }]);
     // The command stands in the conversation as status lines, not as a user message to the model.
-    expect(ctx.model.snapshot().stream).toStrictEqual([
+    expect(ctx.model.snapshot().stream).toMatchObject([
       { turnId: '', kind: 'status', text: '› /session info' },
       { turnId: '', kind: 'status', text: line },
     ]);
@@ -310,7 +319,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     await ask(ctx, '/capsule export ck_1');
     expect(fake.messages).toEqual([{ level: 'error', message: `SOBA: ${msg}`, modal: false, detail: undefined, items: [] }]);
     expect((output as any).lines).toEqual([`SOBA: ${msg}`]);
-    expect(ctx.model.snapshot().stream).toStrictEqual([
+    expect(ctx.model.snapshot().stream).toMatchObject([
       { turnId: '', kind: 'status', text: '› /capsule export ck_1' },
       { turnId: '', kind: 'error', text: msg },
     ]);
@@ -327,7 +336,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     const show = answers[ServerCommand.capsuleShow] as { checkpointId: string; markdown: string };
     t = recordingContext(ran(ServerCommand.capsuleShow, show, ['capsule ck_c1:', '# Capsule', '', '## Files read', '- `a.go`']));
     await ask(t.ctx, '/capsule');
-    expect(fake.documents).toEqual([{ language: 'markdown', content: show.markdown }]);
+    expect(fake.documents).toMatchObject([{ language: 'markdown', content: show.markdown.slice(show.markdown.indexOf('# Capsule')) }]);
     expect((t.output as any).lines).toEqual(['capsule ck_c1:']);
     expect(t.ctx.model.snapshot().filesRead).toEqual(['a.go']);
 
@@ -343,7 +352,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     t = recordingContext(ran(ServerCommand.sessionNew, answers[ServerCommand.sessionNew], ['new session s2 · .soba/sessions/s2.jsonl']));
     t.ctx.model.applyUserPrompt('t1', 'old question');
     await ask(t.ctx, '/session new');
-    expect(t.ctx.model.snapshot().stream.map((i) => i.text)).toEqual(['› /session new', 'new session s2 · .soba/sessions/s2.jsonl']);
+    expect(t.ctx.model.snapshot().stream.map((i) => (i.kind === 'status' ? i.text : i.kind))).toEqual(['› /session new', 'new session s2 · .soba/sessions/s2.jsonl']);
   });
 
   it('a slash command typed in the Ask input box goes the same way', async () => {
