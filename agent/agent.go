@@ -516,6 +516,12 @@ func (a *Agent) Rewind(entryID string) (string, error) {
 			err = errors.New("cannot rewind while a turn is running; cancel it first")
 			return
 		}
+		if _, ok := st.store.Meta(entryID); !ok {
+			// The session package's wording names itself; the user needs
+			// to know where valid ids come from.
+			err = fmt.Errorf("no entry %q in this session; soba.session.history lists the points to rewind to", entryID)
+			return
+		}
 		if _, err = st.store.Rewind(entryID); err != nil {
 			return
 		}

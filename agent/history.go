@@ -1,6 +1,15 @@
 package agent
 
-import "github.com/soba-agent/soba-lsp/session"
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/soba-agent/soba-lsp/internal/text"
+	"github.com/soba-agent/soba-lsp/session"
+)
 
 // History returns the entries of the session's leaf path, root first: what
 // a front end replays when a client loads the session (ACP session/load).
@@ -21,4 +30,88 @@ func (a *Agent) History() ([]session.Entry, error) {
 		return nil, err
 	}
 	return out, ferr
+}
+
+// HistoryPoint is a place on the current path a rewind can go back to: a
+// user request or a checkpoint (soba.session.history).
+type HistoryPoint struct {
+	EntryID   string
+	Kind      string // "user" or "checkpoint"
+	Text      string
+	CreatedAt time.Time
+	// RewindTo is the entry to rewind to so as to stand just before this
+	// point: a request's parent (the request leaves the path and can be
+	// sent again), a checkpoint itself.
+	RewindTo string
+	// FilesModifiedAfter are the files tool calls modified after RewindTo
+	// on the current path, sorted; a rewind does not revert them.
+	FilesModifiedAfter []string
+}
+
+// maxHistoryText bounds a point's text: a picker shows one line of it.
+const maxHistoryText = 200
+
+// HistoryPoints lists the user requests and checkpoints of the leaf path,
+// root first. Only those entries and tool results are decoded.
+func (a *Agent) HistoryPoints() ([]HistoryPoint, error) {
+	var out []HistoryPoint
+	var ferr error
+	err := a.do(func(st *state) {
+		path := st.store.Path()
+		type pointAt struct {
+			point HistoryPoint
+			from  int // the first path index after RewindTo
+		}
+		var points []pointAt
+		modified := make([][]string, len(path))
+		for i, m := range path {
+			switch m.Type {
+			case session.TypeUser, session.TypeCheckpoint, session.TypeToolResult:
+			default:
+				continue
+			}
+			e, err := st.store.Load(m.ID)
+			if err != nil {
+				ferr = err
+				return
+			}
+			switch {
+			case e.User != nil && strings.TrimSpace(e.User.Text) != "":
+				points = append(points, pointAt{HistoryPoint{EntryID: e.ID, Kind: "user", Text: text.Clip(e.User.Text, maxHistoryText),
+					CreatedAt: e.Timestamp, RewindTo: e.Parent()}, i})
+			case e.Checkpoint != nil:
+				points = append(points, pointAt{HistoryPoint{EntryID: e.ID, Kind: "checkpoint", Text: text.Clip(checkpointText(e.Checkpoint), maxHistoryText),
+					CreatedAt: e.Timestamp, RewindTo: e.ID}, i + 1})
+			case e.ToolResult != nil && e.ToolResult.Artifacts != nil:
+				modified[i] = e.ToolResult.Artifacts.FilesModified
+			}
+		}
+		for _, p := range points {
+			if p.point.RewindTo == "" { // a request at the root: nothing before it
+				continue
+			}
+			set := map[string]bool{}
+			for _, files := range modified[p.from:] {
+				for _, f := range files {
+					set[f] = true
+				}
+			}
+			p.point.FilesModifiedAfter = slices.Sorted(maps.Keys(set))
+			out = append(out, p.point)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, ferr
+}
+
+// checkpointText is how a checkpoint reads in a picker: its kind and note
+// or title.
+func checkpointText(c *session.Checkpoint) string {
+	s := c.Kind
+	if t := cmp.Or(c.Note, c.Title); t != "" {
+		s += ": " + t
+	}
+	return s
 }

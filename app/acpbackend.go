@@ -129,7 +129,8 @@ func (b *ACPBackend) open(opt acp.SessionOptions) (*acpSession, error) {
 		servers = append(servers, agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers})
 	}
 	ws, warnings, err := OpenWorkspace(WorkspaceOptions{Root: opt.Cwd, Load: b.Load, Notifier: acpNotifier{s}, Approver: acpApprover{s},
-		Counter: b.Counter, EntryTokens: b.EntryTokens, MCPServers: servers, SessionID: opt.SessionID})
+		Counter: b.Counter, EntryTokens: b.EntryTokens, MCPServers: servers, SessionID: opt.SessionID,
+		NewSession: opt.SessionID == ""})
 	if err != nil {
 		close(s.queue)
 		s.work.Wait()

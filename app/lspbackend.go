@@ -117,7 +117,8 @@ func (b *LSPBackend) SessionList(context.Context) ([]protocol.SessionSummary, er
 	list, err := b.ws.Sessions()
 	out := make([]protocol.SessionSummary, 0, len(list))
 	for _, s := range list {
-		out = append(out, protocol.SessionSummary{SessionID: s.SessionID, Path: s.Path, UpdatedAt: s.UpdatedAt, Entries: s.Entries})
+		out = append(out, protocol.SessionSummary{SessionID: s.SessionID, Path: s.Path, UpdatedAt: s.UpdatedAt, Entries: s.Entries,
+			Title: s.Title, Bytes: s.Bytes})
 	}
 	return out, err
 }
@@ -141,6 +142,16 @@ func (b *LSPBackend) SessionResume(_ context.Context, args protocol.SessionResum
 func (b *LSPBackend) SessionRewind(_ context.Context, args protocol.SessionRewindArgs) (protocol.SessionRewindResult, error) {
 	leaf, err := b.a().Rewind(args.EntryID)
 	return protocol.SessionRewindResult{LeafID: leaf}, err
+}
+
+func (b *LSPBackend) SessionHistory(context.Context) ([]protocol.HistoryPoint, error) {
+	points, err := b.a().HistoryPoints()
+	out := make([]protocol.HistoryPoint, 0, len(points))
+	for _, p := range points {
+		out = append(out, protocol.HistoryPoint{EntryID: p.EntryID, Kind: protocol.HistoryKind(p.Kind), Text: p.Text,
+			CreatedAt: p.CreatedAt, RewindTo: p.RewindTo, FilesModifiedAfter: p.FilesModifiedAfter})
+	}
+	return out, err
 }
 
 func (b *LSPBackend) CancelCompaction(operationID string) bool {

@@ -66,7 +66,7 @@ func trustedMCPServers(cfg workspace.Config, root string, layers workspace.Layer
 
 func settingsOf(cfg workspace.Config, root string) Settings {
 	s := Settings{Model: cfg.Model, Compaction: cfg.EngineConfig(), Approval: cfg.Tools.Approval,
-		SessionDir: cfg.ResolveSessionDir(root)}
+		SessionDir: cfg.ResolveSessionDir(root), SessionOnStart: cfg.SessionOnStart}
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
 		m := cfg.MCPServers[name]
 		s.MCPServers = append(s.MCPServers, agent.MCPServer{Name: name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, Approval: m.Approval})

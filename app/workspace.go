@@ -19,6 +19,7 @@ import (
 	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/agent/provider"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/configschema"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
@@ -38,6 +39,9 @@ type Settings struct {
 	SessionDir string
 	// MCPServers are the configured MCP servers (mcpServers), sorted by name.
 	MCPServers []agent.MCPServer
+	// SessionOnStart is "resume" (reopen the newest session at start) or
+	// "new" (configschema.SessionOnStart*).
+	SessionOnStart string
 }
 
 // SettingsLoader resolves the configuration layers of the workspace at
@@ -58,9 +62,13 @@ type WorkspaceOptions struct {
 	// MCPServers are MCP servers the front end adds to the configured ones
 	// (ACP's session/new); one with a configured server's name replaces it.
 	MCPServers []agent.MCPServer
-	// SessionID, when set, is the session to resume at open (R-T4) instead
-	// of starting a new one; a torn last line is reported as a warning.
+	// SessionID, when set, is the session to resume at open (R-T4); a torn
+	// last line is reported as a warning.
 	SessionID string
+	// NewSession starts a new session at open whatever sessionOnStart says
+	// (ACP's session/new). Without it and without SessionID, sessionOnStart
+	// decides.
+	NewSession bool
 }
 
 // Workspace is SOBA in one editor workspace: the configuration, the file
@@ -136,11 +144,17 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 }
 
 // firstAgent starts the workspace's first session: the one named by
-// opt.SessionID, else a new one.
+// opt.SessionID; else, under sessionOnStart "resume", the most recently
+// updated session of the session directory; else a new one. A newest
+// session that cannot be reopened (damaged, held by another window) is left
+// on disk as it is: a warning names it and why, and a new session starts.
 func (w *Workspace) firstAgent(s Settings, warnings *[]string) (*agent.Agent, error) {
 	id := w.opt.SessionID
 	if id == "" {
-		return agent.New(w.agentOptions(s))
+		if w.opt.NewSession || s.SessionOnStart == configschema.SessionOnStartNew {
+			return agent.New(w.agentOptions(s))
+		}
+		return w.resumeNewest(s, warnings)
 	}
 	if err := checkSessionID(id); err != nil {
 		return nil, err
@@ -153,6 +167,37 @@ func (w *Workspace) firstAgent(s Settings, warnings *[]string) (*agent.Agent, er
 		*warnings = append(*warnings, fmt.Sprintf("session %s: a torn last line (%d bytes at offset %d, from a crash mid-write) was ignored and kept on disk as is",
 			id, rep.Torn.Bytes, rep.Torn.Offset))
 	}
+	return a, nil
+}
+
+// resumeNewest reopens the most recently updated session (sessionOnStart
+// "resume"), or starts a new one when there is none or it cannot be
+// reopened.
+func (w *Workspace) resumeNewest(s Settings, warnings *[]string) (*agent.Agent, error) {
+	list, err := session.List(s.SessionDir)
+	if err != nil {
+		*warnings = append(*warnings, fmt.Sprintf("sessionOnStart resume: the sessions could not be listed (%v); started a new session", err))
+		return agent.New(w.agentOptions(s))
+	}
+	if len(list) == 0 {
+		return agent.New(w.agentOptions(s))
+	}
+	newest := list[0]
+	a, rep, err := agent.Resume(w.agentOptions(s), newest.Path)
+	if err != nil {
+		*warnings = append(*warnings, fmt.Sprintf("session %s could not be reopened (%v); it is kept on disk as it is, and a new session started",
+			newest.SessionID, err))
+		return agent.New(w.agentOptions(s))
+	}
+	if info, err := a.Info(); err != nil || info.Entries == 0 {
+		// Nothing in it is an entry: there is no conversation to go on
+		// with, and appending would bury the damage.
+		a.Close()
+		*warnings = append(*warnings, fmt.Sprintf("session %s could not be reopened (no line of it is an entry); it is kept on disk as it is, and a new session started",
+			newest.SessionID))
+		return agent.New(w.agentOptions(s))
+	}
+	*warnings = append(*warnings, resumeWarnings(newest.SessionID, rep)...)
 	return a, nil
 }
 

@@ -201,10 +201,10 @@ var Keys = concat(
 
 		{Path: "sessionDir", Type: String, Default: ".soba/sessions", Rule: NonEmpty,
 			Doc: "where session transcripts go: relative to the workspace root (an absolute or `~/` path is taken as given); it must resolve inside the workspace (R-W2)"},
-		{Path: "sessionOnStart", Type: String, Default: SessionOnStartResume, Planned: "session selection at start", Enum: []Choice{
-			{Value: SessionOnStartResume, Doc: "reopen the workspace's most recently updated session"},
+		{Path: "sessionOnStart", Type: String, Default: SessionOnStartResume, Enum: []Choice{
+			{Value: SessionOnStartResume, Doc: "reopen the workspace's most recently updated session (one that cannot be reopened is kept as is, with a warning, and a new session starts)"},
 			{Value: SessionOnStartNew, Doc: "start a new session"},
-		}, Doc: "which session the server opens when it starts"},
+		}, Doc: "which session the language server opens when it starts; ACP's `session/new` always starts a new one"},
 	},
 )
 

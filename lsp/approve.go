@@ -7,6 +7,8 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 	lsproto "go.lsp.dev/protocol"
+
+	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
 // Approval actions offered in window/showMessageRequest.
@@ -44,13 +46,7 @@ type approvalParams struct {
 	Type    lsproto.MessageType         `json:"type"`
 	Message string                      `json:"message"`
 	Actions []lsproto.MessageActionItem `json:"actions"`
-	Soba    approvalDetail              `json:"soba"`
-}
-
-type approvalDetail struct {
-	Tool     string  `json:"tool"`
-	Path     string  `json:"path,omitempty"`
-	Proposed *string `json:"proposed,omitempty"`
+	Soba    protocol.ApprovalDetail     `json:"soba"`
 }
 
 func (a *editorApprover) Approve(ctx context.Context, req ApprovalRequest) (Approval, error) {
@@ -63,7 +59,7 @@ func (a *editorApprover) Approve(ctx context.Context, req ApprovalRequest) (Appr
 		return Deny, ctx.Err()
 	}
 	params, err := encodeJSON(approvalParams{Type: lsproto.MessageTypeWarning, Message: approvalMessage(tool, req.Summary),
-		Actions: approvalActions(), Soba: approvalDetail{Tool: tool, Path: req.Path, Proposed: req.Proposed}})
+		Actions: approvalActions(), Soba: protocol.ApprovalDetail{Tool: tool, Summary: req.Summary, Path: req.Path, Proposed: req.Proposed}})
 	if err != nil {
 		return Deny, fmt.Errorf("asking the editor to approve %s: %w", tool, err)
 	}

@@ -37,6 +37,9 @@ type Backend interface {
 	SessionNew(ctx context.Context) (protocol.SessionNewResult, error)
 	SessionResume(ctx context.Context, args protocol.SessionResumeArgs) (protocol.SessionResumeResult, error)
 	SessionRewind(ctx context.Context, args protocol.SessionRewindArgs) (protocol.SessionRewindResult, error)
+	// SessionHistory lists the points of the current path a rewind can go
+	// back to (soba.session.history, an addition to PROTOCOL.md).
+	SessionHistory(ctx context.Context) ([]protocol.HistoryPoint, error)
 
 	// CancelCompaction cancels the running compaction with this operation id
 	// (the editor cancelled its progress). It reports whether one was running.

@@ -233,6 +233,13 @@ func (b *testBackend) SessionRewind(ctx context.Context, a protocol.SessionRewin
 	return protocol.SessionRewindResult{LeafID: a.EntryID}, nil
 }
 
+func (b *testBackend) SessionHistory(ctx context.Context) ([]protocol.HistoryPoint, error) {
+	if err := b.record("SessionHistory"); err != nil {
+		return nil, err
+	}
+	return []protocol.HistoryPoint{{EntryID: "e_2", Kind: protocol.HistoryUser, Text: "fix the bug", RewindTo: "e_1"}}, nil
+}
+
 func (b *testBackend) CancelCompaction(operationID string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

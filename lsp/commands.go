@@ -18,22 +18,23 @@ type commandFunc func(ctx context.Context, b Backend, name string, arguments []j
 
 // commandTable maps each command of Commands to its handler.
 var commandTable = map[string]commandFunc{
-	protocol.CommandPrompt:        withArgs(Backend.Prompt),
-	protocol.CommandCancel:        noArgs(Backend.Cancel),
-	protocol.CommandBudget:        noArgs(budgetOf(Backend.Budget)),
-	protocol.CommandCompact:       withArgs(Backend.Compact),
-	protocol.CommandAutoCompact:   withArgs(budgetWithArgs(Backend.SetAutoCompact)),
-	protocol.CommandCheckpoint:    withArgs(Backend.Checkpoint),
-	protocol.CommandCapsuleCreate: withArgs(Backend.CapsuleCreate),
-	protocol.CommandCapsuleExport: withArgs(Backend.CapsuleExport),
-	protocol.CommandCapsuleLoad:   withArgs(capsuleLoad),
-	protocol.CommandCapsuleList:   noArgs(Backend.CapsuleList),
-	protocol.CommandCapsuleShow:   withArgs(Backend.CapsuleShow),
-	protocol.CommandSessionInfo:   noArgs(Backend.SessionInfo),
-	protocol.CommandSessionList:   noArgs(Backend.SessionList),
-	protocol.CommandSessionNew:    noArgs(Backend.SessionNew),
-	protocol.CommandSessionResume: withArgs(Backend.SessionResume),
-	protocol.CommandSessionRewind: withArgs(Backend.SessionRewind),
+	protocol.CommandPrompt:         withArgs(Backend.Prompt),
+	protocol.CommandCancel:         noArgs(Backend.Cancel),
+	protocol.CommandBudget:         noArgs(budgetOf(Backend.Budget)),
+	protocol.CommandCompact:        withArgs(Backend.Compact),
+	protocol.CommandAutoCompact:    withArgs(budgetWithArgs(Backend.SetAutoCompact)),
+	protocol.CommandCheckpoint:     withArgs(Backend.Checkpoint),
+	protocol.CommandCapsuleCreate:  withArgs(Backend.CapsuleCreate),
+	protocol.CommandCapsuleExport:  withArgs(Backend.CapsuleExport),
+	protocol.CommandCapsuleLoad:    withArgs(capsuleLoad),
+	protocol.CommandCapsuleList:    noArgs(Backend.CapsuleList),
+	protocol.CommandCapsuleShow:    withArgs(Backend.CapsuleShow),
+	protocol.CommandSessionInfo:    noArgs(Backend.SessionInfo),
+	protocol.CommandSessionList:    noArgs(Backend.SessionList),
+	protocol.CommandSessionNew:     noArgs(Backend.SessionNew),
+	protocol.CommandSessionResume:  withArgs(Backend.SessionResume),
+	protocol.CommandSessionRewind:  withArgs(Backend.SessionRewind),
+	protocol.CommandSessionHistory: noArgs(sessionHistory),
 }
 
 // withArgs adapts a backend method taking an argument struct A.
@@ -72,11 +73,14 @@ func budgetWithArgs[A any](call func(Backend, context.Context, A) (protocol.Budg
 	}
 }
 
-// normalBudget makes `pending` an array even when nothing is pending.
+// normalBudget makes `pending` an array even when nothing is pending, and
+// writes the status text from the figures, so no budget leaves the server
+// without it.
 func normalBudget(b protocol.Budget) protocol.Budget {
 	if b.Pending == nil {
 		b.Pending = []protocol.Trigger{}
 	}
+	b.Display = protocol.BudgetDisplay(b.EffectiveTokens, b.HardLimit)
 	return b
 }
 
@@ -86,4 +90,15 @@ func capsuleLoad(b Backend, ctx context.Context, args protocol.CapsuleLoadArgs) 
 		r.Warnings = []string{}
 	}
 	return r, err
+}
+
+// sessionHistory makes every point's file list an array.
+func sessionHistory(b Backend, ctx context.Context) ([]protocol.HistoryPoint, error) {
+	list, err := b.SessionHistory(ctx)
+	for i := range list {
+		if list[i].FilesModifiedAfter == nil {
+			list[i].FilesModifiedAfter = []string{}
+		}
+	}
+	return list, err
 }

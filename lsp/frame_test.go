@@ -155,12 +155,10 @@ func TestApprovalRequestCarriesWholeSummary_RW3(t *testing.T) {
 		t.Fatalf("dismissed approval = %v, want Deny", got)
 	}
 	var w struct {
-		Soba struct {
-			Tool, Path string
-			Proposed   *string
-		} `json:"soba"`
+		Soba protocol.ApprovalDetail `json:"soba"`
 	}
-	if err := json.Unmarshal(raw, &w); err != nil || w.Soba.Tool != "write_file" || w.Soba.Path != "a.go" || w.Soba.Proposed == nil || *w.Soba.Proposed != proposed {
-		t.Errorf("request %s: want soba {tool write_file, path a.go, proposed the content}", raw)
+	if err := json.Unmarshal(raw, &w); err != nil || w.Soba.Tool != "write_file" || w.Soba.Path != "a.go" || w.Soba.Proposed == nil ||
+		*w.Soba.Proposed != proposed || w.Soba.Summary != "write a.go (23 bytes):\n"+proposed {
+		t.Errorf("request %s: want soba {tool write_file, summary, path a.go, proposed the content}", raw)
 	}
 }

@@ -29,6 +29,9 @@ type Config struct {
 	// SessionDir holds the session transcripts; relative to the workspace
 	// root unless absolute (see ResolveSessionDir).
 	SessionDir string `json:"sessionDir"`
+	// SessionOnStart is configschema.SessionOnStartResume or
+	// SessionOnStartNew: which session the language server opens at start.
+	SessionOnStart string `json:"sessionOnStart"`
 	// MCPServers are the user's MCP servers by name (the shape of Claude
 	// Code's .mcp.json); their tools reach the model as
 	// mcp__<server>__<tool>.

@@ -29,6 +29,9 @@ const (
 	CommandSessionNew    = "soba.session.new"
 	CommandSessionResume = "soba.session.resume"
 	CommandSessionRewind = "soba.session.rewind"
+	// CommandSessionHistory is an addition to PROTOCOL.md (docs/protocol.md):
+	// the points of the current path a rewind can go back to.
+	CommandSessionHistory = "soba.session.history"
 )
 
 // Commands lists every command of PROTOCOL.md in its order. The server
@@ -37,8 +40,12 @@ var Commands = []string{
 	CommandPrompt, CommandRun, CommandCancel, CommandBudget, CommandCompact, CommandAutoCompact,
 	CommandCheckpoint, CommandCapsuleCreate, CommandCapsuleExport, CommandCapsuleLoad, CommandCapsuleList,
 	CommandCapsuleShow, CommandSessionInfo, CommandSessionList, CommandSessionNew, CommandSessionResume,
-	CommandSessionRewind,
+	CommandSessionRewind, CommandSessionHistory,
 }
+
+// PROTOCOLCommands is how many of Commands PROTOCOL.md's table lists, in
+// its order; the ones after are this server's additions (docs/protocol.md).
+const PROTOCOLCommands = 17
 
 // Notifications of PROTOCOL.md that are SOBA's own.
 const (
@@ -168,6 +175,18 @@ const (
 	CancelledCompaction Cancelled = "compaction"
 	CancelledNone       Cancelled = "none"
 )
+
+// HistoryKind is what a soba.session.history point is.
+type HistoryKind string
+
+// soba.session.history kinds.
+const (
+	HistoryUser       HistoryKind = "user"
+	HistoryCheckpoint HistoryKind = "checkpoint"
+)
+
+// HistoryKinds lists the soba.session.history kinds.
+var HistoryKinds = []HistoryKind{HistoryUser, HistoryCheckpoint}
 
 // RunKind is what soba.run found the typed text to be.
 type RunKind string

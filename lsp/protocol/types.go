@@ -199,12 +199,34 @@ type SessionInfo struct {
 	Entries    int    `json:"entries"`
 }
 
-// SessionSummary is one element of the soba.session.list result.
+// SessionSummary is one element of the soba.session.list result. Title
+// and Bytes are additions to PROTOCOL.md: the session's first user request
+// (one line, clipped; empty when there is none yet) and the file's size, so
+// a picker can tell sessions apart without opening them.
 type SessionSummary struct {
 	SessionID string    `json:"sessionId"`
 	Path      string    `json:"path"`
 	UpdatedAt time.Time `json:"updatedAt"`
 	Entries   int       `json:"entries"`
+	Title     string    `json:"title"`
+	Bytes     int64     `json:"bytes"`
+}
+
+// HistoryPoint is one element of the soba.session.history result (an
+// addition to PROTOCOL.md): a user request or a checkpoint on the current
+// path, root first. RewindTo is the entryId to pass to soba.session.rewind
+// to go back to just before this point: for a request the entry it
+// answered (so the request and all after it leave the path, and the user
+// can send it again), for a checkpoint the checkpoint itself.
+// FilesModifiedAfter lists the workspace files tool calls modified after
+// RewindTo on the current path; a rewind does not revert them.
+type HistoryPoint struct {
+	EntryID            string      `json:"entryId"`
+	Kind               HistoryKind `json:"kind"`
+	Text               string      `json:"text"`
+	CreatedAt          time.Time   `json:"createdAt"`
+	RewindTo           string      `json:"rewindTo"`
+	FilesModifiedAfter []string    `json:"filesModifiedAfter"`
 }
 
 // SessionNewResult is the result of soba.session.new.
@@ -240,6 +262,10 @@ type Budget struct {
 	Pending             []Trigger         `json:"pending"`
 	State               State             `json:"state"`
 	LastCompaction      *CompactionResult `json:"lastCompaction"`
+	// Display is an addition to PROTOCOL.md: the status text both editors
+	// show, "14.0k / 17.0k (82%)" (effective tokens / hard limit, the share
+	// rounded down), in one number format (FormatTokens).
+	Display string `json:"display"`
 }
 
 // CompactionResult is PROTOCOL.md's terminal report of one compaction
@@ -281,4 +307,39 @@ type CompactionEvent struct {
 	Trigger     Trigger `json:"trigger"`
 	Percentage  *int    `json:"percentage,omitempty"`
 	*CompactionResult
+}
+
+// ApprovalDetail is the `soba` member SOBA adds to the params of the
+// window/showMessageRequest that asks for an approval (R-W3; an addition to
+// PROTOCOL.md): the tool, the whole summary the message shows after its
+// first line, and for a write_file or edit_file whose result is known the
+// workspace path and the file's whole content after the change, so an
+// editor can open a diff beside the question.
+type ApprovalDetail struct {
+	Tool     string  `json:"tool"`
+	Summary  string  `json:"summary"`
+	Path     string  `json:"path,omitempty"`
+	Proposed *string `json:"proposed,omitempty"`
+}
+
+// FormatTokens writes a token count briefly with one decimal, the one
+// number format of the status text: 950 → "950", 31234 → "31.2k",
+// 1250000 → "1.3M".
+func FormatTokens(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d", n)
+	case n < 999950:
+		return fmt.Sprintf("%.1fk", float64(n)/1000)
+	}
+	return fmt.Sprintf("%.1fM", float64(n)/1e6)
+}
+
+// BudgetDisplay is Budget.Display: "14.0k / 17.0k (82%)"; without a hard
+// limit only the count.
+func BudgetDisplay(effective, hardLimit int) string {
+	if hardLimit <= 0 {
+		return FormatTokens(effective)
+	}
+	return fmt.Sprintf("%s / %s (%d%%)", FormatTokens(effective), FormatTokens(hardLimit), effective*100/hardLimit)
 }

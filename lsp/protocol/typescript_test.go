@@ -41,6 +41,8 @@ var tsNames = map[reflect.Type]string{
 	reflect.TypeFor[SessionRewindResult](): "SessionRewindResult",
 	reflect.TypeFor[RunPromptResult]():     "RunPromptResult",
 	reflect.TypeFor[RunCommandResult]():    "RunCommandResult",
+	reflect.TypeFor[HistoryPoint]():        "HistoryPoint",
+	reflect.TypeFor[ApprovalDetail]():      "ApprovalDetail",
 }
 
 // tsField is one field of a TypeScript interface.
@@ -201,11 +203,36 @@ func TestTypeScriptEnumerations(t *testing.T) {
 		{"AgentEvent.type", literals(ifaces["AgentEvent"].fields["type"].typ), of(func(i int) string { return string(EventTypes[i]) }, len(EventTypes))},
 		{"Budget.source", literals(ifaces["Budget"].fields["source"].typ), strs(string(SourceProviderUsage), string(SourceEstimated))},
 		{"CompactionEvent.phase", literals(ifaces["CompactionEvent"].fields["phase"].typ), strs(string(PhaseStart), string(PhaseProgress), string(PhaseEnd))},
+		{"type HistoryKind", literals(unions["HistoryKind"]), of(func(i int) string { return string(HistoryKinds[i]) }, len(HistoryKinds))},
 		{"CancelResult.what", literals(ifaces["CancelResult"].fields["what"].typ), strs(string(CancelledTurn), string(CancelledCompaction), string(CancelledNone))},
 	}
 	for _, tt := range tests {
 		if !slices.Equal(tt.ts, tt.want) {
 			t.Errorf("%s in protocol.ts lists %v, the Go wire schema %v", tt.what, tt.ts, tt.want)
+		}
+	}
+}
+
+// TestBudgetDisplay_RO1 checks the status text both editors show: one
+// number format (one decimal, k and M), the share of the hard limit
+// rounded down, only the count without a limit.
+func TestBudgetDisplay_RO1(t *testing.T) {
+	tests := []struct {
+		effective, hard int
+		want            string
+	}{
+		{14030, 17000, "14.0k / 17.0k (82%)"},
+		{557, 17000, "557 / 17.0k (3%)"},
+		{999, 1000, "999 / 1.0k (99%)"},
+		{999949, 1260000, "999.9k / 1.3M (79%)"},
+		{999950, 1000000, "1.0M / 1.0M (99%)"},
+		{20000, 17000, "20.0k / 17.0k (117%)"},
+		{0, 48808, "0 / 48.8k (0%)"},
+		{1200, 0, "1.2k"},
+	}
+	for _, tt := range tests {
+		if got := BudgetDisplay(tt.effective, tt.hard); got != tt.want {
+			t.Errorf("BudgetDisplay(%d, %d) = %q, want %q", tt.effective, tt.hard, got, tt.want)
 		}
 	}
 }

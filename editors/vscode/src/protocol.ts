@@ -21,6 +21,8 @@ export const ServerCommand = {
   sessionNew: 'soba.session.new',
   sessionResume: 'soba.session.resume',
   sessionRewind: 'soba.session.rewind',
+  /** An addition to PROTOCOL.md (docs/protocol.md): the rewind picker's points. */
+  sessionHistory: 'soba.session.history',
 } as const;
 
 export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
@@ -77,6 +79,8 @@ export interface Budget {
   pending: string[];
   state: 'idle' | 'generating' | 'tool' | 'compacting' | string;
   lastCompaction: CompactionResult | null;
+  /** The status text, "14.0k / 17.0k (82%)": one number format for both editors (docs/protocol.md). */
+  display: string;
 }
 
 /** A `soba/compaction` notification. On `end` the CompactionResult fields are present. */
@@ -124,10 +128,32 @@ export interface CapsuleListItem {
 }
 export interface CapsuleShowResult { checkpointId: string; markdown: string }
 export interface SessionInfo { sessionId: string; path: string; flightPath: string; leafId: string; entries: number }
-export interface SessionListItem { sessionId: string; path: string; updatedAt: string; entries: number }
+/** title (the first user request, clipped) and bytes are additions to PROTOCOL.md. */
+export interface SessionListItem { sessionId: string; path: string; updatedAt: string; entries: number; title: string; bytes: number }
 export interface SessionNewResult { sessionId: string; path: string }
 export interface SessionResumeResult { sessionId: string; path: string; leafId: string }
 export interface SessionRewindResult { leafId: string }
+/** The kinds of soba.session.history points. */
+export type HistoryKind = 'user' | 'checkpoint';
+/**
+ * One point of soba.session.history (an addition to PROTOCOL.md), root first:
+ * pass rewindTo to soba.session.rewind to go back to just before it; the
+ * files in filesModifiedAfter were modified after that point and are not reverted.
+ */
+export interface HistoryPoint {
+  entryId: string;
+  kind: HistoryKind | string;
+  text: string;
+  createdAt: string;
+  rewindTo: string;
+  filesModifiedAfter: string[];
+}
+/**
+ * The `soba` member of the approval's window/showMessageRequest params: the
+ * tool, the whole summary, and for a write or an edit the path and the
+ * file's content after the change (for a diff).
+ */
+export interface ApprovalDetail { tool: string; summary: string; path?: string; proposed?: string }
 
 /** Approval actions of window/showMessageRequest (lsp/approve.go). */
 export const ApprovalAction = {

@@ -19,4 +19,5 @@ export const SERVER_KEYS = [
   'tools.approval',
   'mcpServers',
   'sessionDir',
+  'sessionOnStart',
 ] as const;

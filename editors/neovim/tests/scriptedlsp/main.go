@@ -323,6 +323,15 @@ func (b *backend) SessionRewind(_ context.Context, a protocol.SessionRewindArgs)
 	return protocol.SessionRewindResult{LeafID: a.EntryID}, nil
 }
 
+func (b *backend) SessionHistory(context.Context) ([]protocol.HistoryPoint, error) {
+	return []protocol.HistoryPoint{
+		{EntryID: "e2", Kind: protocol.HistoryUser, Text: "fix the login bug", CreatedAt: time.Now().UTC().Add(-time.Hour), RewindTo: "e1",
+			FilesModifiedAfter: []string{"auth/login.go"}},
+		{EntryID: "e5", Kind: protocol.HistoryCheckpoint, Text: "milestone: tests pass", CreatedAt: time.Now().UTC(), RewindTo: "e5",
+			FilesModifiedAfter: []string{}},
+	}, nil
+}
+
 func (b *backend) CancelCompaction(string) bool    { return false }
 func (b *backend) Configure(json.RawMessage) error { return nil }
 func (b *backend) DidOpen(string)                  {}

@@ -83,8 +83,8 @@ describe('pick items and file names', () => {
   it('lists sessions most recent first and marks the current one', () => {
     const items = sessionPickItems(
       [
-        { sessionId: 's1', path: 'a', updatedAt: '2025-01-01', entries: 3 },
-        { sessionId: 's2', path: 'b', updatedAt: '2025-01-03', entries: 9 },
+        { sessionId: 's1', path: 'a', updatedAt: '2025-01-01', entries: 3, title: 'first', bytes: 300 },
+        { sessionId: 's2', path: 'b', updatedAt: '2025-01-03', entries: 9, title: 'second', bytes: 900 },
       ],
       's1',
     );

@@ -12,6 +12,7 @@ const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '../../package.json'
 const budget: Budget = {
   effectiveTokens: 100, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000,
   safetyReserveTokens: 8192, source: 'estimated', autoCompact: true, pending: [], state: 'idle', lastCompaction: null,
+  display: '100 / 48.8k (0%)',
 };
 
 /**

@@ -16,6 +16,7 @@ function budget(over: Partial<Budget> = {}): Budget {
     pending: [],
     state: 'idle',
     lastCompaction: null,
+    display: '12.4k / 48.8k (25%)',
     ...over,
   };
 }

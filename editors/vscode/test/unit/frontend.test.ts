@@ -24,6 +24,7 @@ function setup() {
 const budget: Budget = {
   effectiveTokens: 45210, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000,
   safetyReserveTokens: 8192, source: 'provider_usage', autoCompact: true, pending: ['turn_complete'], state: 'generating', lastCompaction: null,
+  display: '45.2k / 48.8k (92%)',
 };
 
 describe('Frontend: soba/* notifications to the status bar, the sidebar and the output', () => {

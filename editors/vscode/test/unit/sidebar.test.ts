@@ -7,6 +7,7 @@ import type { Budget } from '../../src/protocol';
 const budget: Budget = {
   effectiveTokens: 40000, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000,
   safetyReserveTokens: 8192, source: 'provider_usage', autoCompact: true, pending: ['milestone'], state: 'idle', lastCompaction: null,
+  display: '40.0k / 48.8k (81%)',
 };
 
 const md = markdownRenderer();

@@ -13,6 +13,7 @@ beforeEach(() => fake.reset());
 const budget: Budget = {
   effectiveTokens: 12400, hardLimit: 48808, softLimit: 39046, contextWindow: 65000, maxOutputTokens: 8000,
   safetyReserveTokens: 8192, source: 'estimated', autoCompact: true, pending: [], state: 'idle', lastCompaction: null,
+  display: '12.4k / 48.8k (25%)',
 };
 
 describe('BudgetStatusBar', () => {
