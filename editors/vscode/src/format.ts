@@ -78,13 +78,13 @@ export function displayTokens(n: number): string {
 
 /**
  * budgetDisplay is "14.0k / 17.0k (82%)": effective tokens against the hard
- * limit. The server's own display text is used when it sends one, so every
- * editor writes the same numbers.
+ * limit, the share rounded down. The server's Budget `display` is used as is
+ * (docs/protocol.md), so both editors write the same numbers.
  */
 export function budgetDisplay(b: Budget): string {
-  const server = (b as { display?: unknown; displayText?: unknown }).display ?? (b as { displayText?: unknown }).displayText;
-  if (typeof server === 'string' && server.trim() !== '') return server.trim();
-  const pct = b.hardLimit > 0 ? ` (${Math.round((b.effectiveTokens / b.hardLimit) * 100)}%)` : '';
+  // A server older than docs/protocol.md's `display` sends none: the same text is made here.
+  if (typeof b.display === 'string' && b.display.trim() !== '') return b.display.trim();
+  const pct = b.hardLimit > 0 ? ` (${Math.floor((b.effectiveTokens / b.hardLimit) * 100)}%)` : '';
   return `${displayTokens(b.effectiveTokens)} / ${displayTokens(b.hardLimit)}${pct}`;
 }
 

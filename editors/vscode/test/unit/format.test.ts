@@ -69,7 +69,7 @@ describe('displayTokens and groupTokens: one number format in both editors', () 
 
 describe('statusView: status bar text and tooltip (R-O1, R-B3)', () => {
   it('shows "SOBA effective / hard (share)" (R-O1)', () => {
-    const v = statusView(budget({ effectiveTokens: 14000, hardLimit: 17000, softLimit: 13600 }));
+    const v = statusView(budget({ effectiveTokens: 14000, hardLimit: 17000, softLimit: 13600, display: '14.0k / 17.0k (82%)' }));
     expect(v.text).toBe('SOBA 14.0k / 17.0k (82%)');
     expect(v.level).toBe('warning');
     expect(statusView(budget()).text).toBe('SOBA 12.4k / 48.8k (25%)');
@@ -77,8 +77,9 @@ describe('statusView: status bar text and tooltip (R-O1, R-B3)', () => {
 
   it("uses the server's display text when the budget carries one, so both editors agree", () => {
     expect(statusView(budget({ display: '14.0k / 17.0k (82%)' } as never)).text).toBe('SOBA 14.0k / 17.0k (82%)');
-    expect(budgetDisplay(budget({ displayText: ' 1.0k / 2.0k (50%) ' } as never))).toBe('1.0k / 2.0k (50%)');
-    expect(budgetDisplay(budget({ display: '' } as never))).toBe('12.4k / 48.8k (25%)');
+    expect(budgetDisplay(budget({ display: ' 1.0k / 2.0k (50%) ' }))).toBe('1.0k / 2.0k (50%)');
+    // A server without `display`: the same format, the share rounded down as the server does.
+    expect(budgetDisplay(budget({ display: undefined as never, effectiveTokens: 16999, hardLimit: 17000 }))).toBe('17.0k / 17.0k (99%)');
   });
 
   it('names the soft threshold and the measurement source in the tooltip', () => {

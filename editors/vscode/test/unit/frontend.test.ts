@@ -41,7 +41,7 @@ describe('Frontend: soba/* notifications to the status bar, the sidebar and the 
     fake.commands.set('soba-vscode.showLatestCapsule', (id: unknown) => opened.push(id));
     fake.answers.message.push('Show capsule');
     send('soba/budget', budget);
-    expect(item.text).toBe('SOBA 45.2k / 48.8k (93%)');
+    expect(item.text).toBe('SOBA 45.2k / 48.8k (92%)');
     send('soba/compaction', { phase: 'start', operationId: 'op1', trigger: 'auto_threshold' });
     expect(item.text).toBe('$(sync~spin) SOBA compacting');
     send('soba/compaction', { phase: 'progress', operationId: 'op1', trigger: 'auto_threshold', percentage: 82 });
@@ -53,7 +53,7 @@ describe('Frontend: soba/* notifications to the status bar, the sidebar and the 
     };
     send('soba/compaction', end);
     send('soba/compaction', end); // a repeat of the same operation writes nothing more
-    send('soba/budget', { ...budget, effectiveTokens: 14870, state: 'idle' });
+    send('soba/budget', { ...budget, effectiveTokens: 14870, state: 'idle', display: '14.9k / 48.8k (30%)' });
     expect(item.text).toBe('SOBA 14.9k / 48.8k (30%)');
     expect((output as any).lines).toEqual([end.line]);
     expect(fake.messages).toEqual([{ level: 'info', message: end.line, modal: false, detail: undefined, items: ['Show capsule'] }]);

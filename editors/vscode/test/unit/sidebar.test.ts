@@ -183,7 +183,7 @@ describe('renderSidebar: the conversation first, Markdown rendered', () => {
     const m = new SidebarModel();
     m.connected = true;
     m.now = () => Date.parse('2026-12-03T10:00:00Z');
-    m.applyBudget({ ...budget, effectiveTokens: 14000, hardLimit: 17000, softLimit: 13600 });
+    m.applyBudget({ ...budget, effectiveTokens: 14000, hardLimit: 17000, softLimit: 13600, display: '14.0k / 17.0k (82%)' });
     m.applyResult({ operationId: 'op1', trigger: 'milestone', outcome: 'completed', tokensBefore: 13460, tokensAfter: 820, reclaimedRatio: 0.94, checkpointId: 'ck_9', quality: 'full' });
     m.applyUserPrompt('t1', 'hello <b>');
     m.applyEvent({ turnId: 't1', type: 'text', delta: '## Plan\n\n- one\n- two\n\n```go\nfmt.Println("<hi>")\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script> [x](javascript:alert(1)) [ok](https://example.com)' });
