@@ -20,12 +20,14 @@ import {
   capsuleShowArgs,
   checkpointArgs,
   compactArgs,
+  historyPickItems,
   sessionPickItems,
   sessionResumeArgs,
   runArgs,
   sessionRewindArgs,
   suggestedCapsuleName,
   type CheckpointKind,
+  type PickItem,
 } from './args';
 import { budgetSummary, compactionMarkerText, outcomeWords, sessionListLines } from './format';
 import {
@@ -46,6 +48,7 @@ import {
   type SessionNewResult,
   type SessionResumeResult,
   type SessionRewindResult,
+  type HistoryPoint,
 } from './protocol';
 import { errorMessage, type ServerLink } from './server';
 import type { SidebarModel } from './sidebar/model';
@@ -474,16 +477,23 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
           server.execute<SessionListItem[]>(ServerCommand.sessionList, {}),
           server.execute<SessionInfo>(ServerCommand.sessionInfo, {}).catch(() => undefined),
         ]);
-        if (list.length === 0) {
-          void vscode.window.showInformationMessage('SOBA: no sessions to resume');
-          return undefined;
-        }
-        const pick = await vscode.window.showQuickPick(sessionPickItems(list, current?.sessionId), { title: 'SOBA: Resume Session', placeHolder: 'Session to resume' });
+        const items: PickItem<SessionListItem | undefined>[] = [
+          { label: '$(add) New session', description: 'start over; this one stays in the list', value: undefined },
+          ...sessionPickItems(list, current?.sessionId, ctx.now?.()),
+        ];
+        const pick = await vscode.window.showQuickPick(items, {
+          title: 'SOBA: Sessions',
+          placeHolder: list.length === 0 ? 'No sessions yet' : 'Session to continue, most recently updated first',
+          matchOnDescription: true,
+          matchOnDetail: true,
+        });
         if (!pick) return undefined;
+        if (!pick.value) return handlers[PaletteCommand.newSession]();
         sessionId = pick.value.sessionId;
       }
       const r = await server.execute<SessionResumeResult>(ServerCommand.sessionResume, sessionResumeArgs(sessionId));
       model.reset();
+      await showEarlier(ctx);
       ctx.changed();
       info(`SOBA: resumed session ${r.sessionId} at ${r.leafId}`);
       return r;
@@ -504,26 +514,145 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       return list;
     },
 
-    [PaletteCommand.rewindSession]: async (entryArg) => {
-      const entryId =
-        str(entryArg) ??
-        (await vscode.window.showInputBox({
+    [PaletteCommand.rewindSession]: async (arg) => {
+      // A chat message's "Rewind to here" names the message; a caller may give an entry id.
+      const userKey = typeof arg === 'object' && arg !== null && typeof (arg as { userKey?: unknown }).userKey === 'string' ? (arg as { userKey: string }).userKey : undefined;
+      let points: HistoryPoint[] | undefined;
+      try {
+        points = await server.execute<HistoryPoint[]>(ServerCommand.sessionHistory, {});
+      } catch (err) {
+        // A server without soba.session.history (docs/protocol.md): the entry id is asked for.
+        output.appendLine(`SOBA: soba.session.history is not available (${errorMessage(err)}); asking for an entry id`);
+      }
+      let point: HistoryPoint | undefined;
+      let entryId = str(arg);
+      if (entryId === undefined && points) {
+        if (points.length === 0) {
+          void vscode.window.showInformationMessage('SOBA: nothing to rewind to yet: the session has no requests');
+          return undefined;
+        }
+        if (userKey) {
+          point = pointOfMessage(model, userKey, points);
+          if (!point) {
+            void vscode.window.showWarningMessage('SOBA: this message is not on the session’s current path any more; pick a point instead');
+          }
+        }
+        if (!point) {
+          const pick = await vscode.window.showQuickPick(historyPickItems(points, ctx.now?.()), {
+            title: 'SOBA: Rewind Session',
+            placeHolder: 'Go back to just before… (files are not reverted)',
+            matchOnDescription: true,
+            matchOnDetail: true,
+          });
+          if (!pick) return undefined;
+          point = pick.value;
+        }
+        const files = point.filesModifiedAfter ?? [];
+        const what = point.kind === 'checkpoint' ? `the checkpoint “${clip(point.text, 60)}”` : `before “${clip(point.text, 60)}”`;
+        const detail = [
+          'The conversation goes back to that point; what you send next branches from there (the transcript keeps the rest).',
+          files.length === 0
+            ? 'Files are not reverted; no file was modified after that point.'
+            : `Files are not reverted. Modified after that point and left as they are:\n${files.map((f) => `• ${f}`).join('\n')}`,
+        ].join('\n\n');
+        const ok = await vscode.window.showWarningMessage(`Rewind the session to ${what}?`, { modal: true, detail }, REWIND);
+        if (ok !== REWIND) return undefined;
+        entryId = point.rewindTo;
+      } else if (entryId === undefined) {
+        entryId = await vscode.window.showInputBox({
           title: 'SOBA: Rewind Session',
-          prompt: 'Entry to move the leaf back to; new entries branch from there (the transcript keeps the rest)',
+          prompt: 'Entry to move the leaf back to; new entries branch from there (the transcript keeps the rest; files are not reverted)',
           placeHolder: 'entry id, e.g. from SOBA: Show Session Info',
-        }));
-      if (entryId === undefined) return undefined;
+        });
+        if (entryId === undefined) return undefined;
+      }
       const args = sessionRewindArgs(entryId);
       const r = await server.execute<SessionRewindResult>(ServerCommand.sessionRewind, args);
-      // The conversation shown so far is past the new leaf.
-      model.reset();
+      keepHistory(model, point ?? points?.find((p) => p.rewindTo === args.entryId || p.entryId === args.entryId));
       ctx.changed();
-      // The leaf is the entry that records the rewind (hanging from the target), not the target itself.
-      info(`SOBA: rewound the session to ${args.entryId} · leaf ${r.leafId}`);
+      const files = point?.filesModifiedAfter ?? [];
+      info(
+        point
+          ? `SOBA: rewound the session to ${point.kind === 'checkpoint' ? 'the checkpoint' : 'before'} “${clip(point.text, 60)}”${files.length > 0 ? ` · files not reverted: ${files.join(', ')}` : ''}`
+          : // The leaf is the entry that records the rewind (hanging from the target), not the target itself.
+            `SOBA: rewound the session to ${args.entryId} · leaf ${r.leafId}`,
+      );
       return r;
     },
   };
   return handlers;
+}
+
+/**
+ * showEarlier puts the current session's earlier requests in the chat (the
+ * answers stay in the transcript), so a reopened session does not look
+ * empty and each request can still be rewound to. A server without
+ * soba.session.history shows nothing earlier.
+ */
+export async function showEarlier(ctx: Pick<CommandContext, 'server' | 'model' | 'changed'>): Promise<void> {
+  const points = await ctx.server.execute<HistoryPoint[]>(ServerCommand.sessionHistory, {}).catch(() => undefined);
+  if (!points) return;
+  ctx.model.applyEarlier(points.filter((p) => p.kind === 'user'));
+  ctx.changed();
+}
+
+/** REWIND is the confirming button of a rewind. */
+const REWIND = 'Rewind';
+
+function clip(s: string, n: number): string {
+  const one = s.replace(/\s+/g, ' ').trim();
+  return one.length > n ? `${one.slice(0, n - 1)}…` : one;
+}
+
+/**
+ * pointOfMessage finds the rewind point of a user message shown in the chat:
+ * the history's user points with the same text (the server clips it to 200
+ * bytes), counted from the newest, as the chat's messages with that text are.
+ */
+export function pointOfMessage(model: SidebarModel, userKey: string, points: HistoryPoint[]): HistoryPoint | undefined {
+  const msgs = model.userMessages();
+  const i = msgs.findIndex((m) => m.key === userKey);
+  if (i < 0) return undefined;
+  const norm = (t: string) => t.replace(/\s+/g, ' ').trim();
+  const text = norm(msgs[i].text);
+  const same = (t: string) => {
+    const p = norm(t);
+    return p === text || (p.length >= 150 && text.startsWith(p.replace(/…$/, '')));
+  };
+  const later = msgs.slice(i + 1).filter((m) => same(m.text)).length;
+  const candidates = points.filter((p) => p.kind === 'user' && same(p.text));
+  return candidates[candidates.length - 1 - later];
+}
+
+/**
+ * keepHistory leaves on screen what the session's path still holds after a
+ * rewind to a point: the conversation before the request (or, for a
+ * checkpoint, before the first request made after it). Without a point it
+ * is not known, and the conversation is cleared.
+ */
+export function keepHistory(model: SidebarModel, point: HistoryPoint | undefined): void {
+  if (!point) {
+    model.reset();
+    return;
+  }
+  const msgs = model.userMessages();
+  let idx = -1;
+  if (point.kind === 'user') {
+    const p = point.text.replace(/\s+/g, ' ').trim();
+    for (let i = msgs.length - 1; i >= 0; i--) {
+      if (msgs[i].text.replace(/\s+/g, ' ').trim() === p) {
+        idx = i;
+        break;
+      }
+    }
+  }
+  if (idx < 0) {
+    const at = Date.parse(point.createdAt);
+    idx = msgs.findIndex((m) => m.at >= at);
+    if (point.kind === 'checkpoint' && idx < 0) return; // nothing shown was made after it
+    if (idx < 0) idx = 0;
+  }
+  model.rewoundTo(idx, false);
 }
 
 /** count is "1 checkpoint", "3 checkpoints". */

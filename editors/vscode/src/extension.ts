@@ -15,7 +15,7 @@ import {
 import * as path from 'path';
 import { Baselines } from './baselines';
 import { CAPSULE_SCHEME, CapsuleDocuments } from './capsules';
-import { PaletteCommand, registerPaletteCommands } from './commands';
+import { PaletteCommand, registerPaletteCommands, showEarlier } from './commands';
 import { ServerCommand, type Budget } from './protocol';
 import { Frontend } from './frontend';
 import { executeCommandLink, type RequestSender, type ServerLink } from './server';
@@ -139,6 +139,8 @@ export class SobaExtension {
         (b) => this.frontend.budget(b),
         (err) => this.output.appendLine(`SOBA: soba.budget failed: ${err instanceof Error ? err.message : String(err)}`),
       );
+      // The server reopened the workspace's newest session (sessionOnStart): its requests are shown.
+      void showEarlier({ server: this.link, model: this.model, changed: () => this.sidebar.refresh() });
     } catch (err) {
       const msg = `SOBA: soba-lsp (${found.command}) did not start: ${err instanceof Error ? err.message : String(err)}`;
       this.output.appendLine(msg);

@@ -313,6 +313,19 @@ export class SidebarModel {
     this.barrier = undefined;
   }
 
+  /**
+   * applyEarlier shows the requests a reopened session already holds, before
+   * anything new, under one line that says where the answers are.
+   */
+  applyEarlier(points: { text: string; createdAt: string }[]): void {
+    if (points.length === 0 || this.stream.some((s) => s.kind === 'user')) return;
+    const earlier: StreamItem[] = [
+      { kind: 'status', key: this.key('s'), turnId: '', text: `Earlier in this session: ${points.length} request${points.length === 1 ? '' : 's'} (the answers are in the transcript)` },
+      ...points.map((p): StreamItem => ({ kind: 'user', key: this.key('u'), turnId: '', text: p.text, at: Date.parse(p.createdAt) || 0 })),
+    ];
+    this.stream = [...earlier, ...this.stream].slice(-MAX_STREAM);
+  }
+
   /** userMessages are the user messages shown, oldest first. */
   userMessages(): Extract<StreamItem, { kind: 'user' }>[] {
     return this.stream.filter((s): s is Extract<StreamItem, { kind: 'user' }> => s.kind === 'user');

@@ -9,6 +9,7 @@ import {
   capsuleShowArgs,
   checkpointArgs,
   compactArgs,
+  fileSize,
   sessionPickItems,
   sessionResumeArgs,
   runArgs,
@@ -87,10 +88,20 @@ describe('pick items and file names', () => {
         { sessionId: 's2', path: 'b', updatedAt: '2025-01-03', entries: 9, title: 'second', bytes: 900 },
       ],
       's1',
+      Date.parse('2025-01-03T00:00:05Z'),
     );
-    expect(items.map((i) => i.label)).toEqual(['s2', 's1']);
-    expect(items[1].description).toBe('3 entries · current');
+    expect(items.map((i) => i.label)).toEqual(['second', 'first']);
+    expect(items.map((i) => i.detail)).toEqual(['s2', 's1']);
+    expect(items[1].description).toBe('updated 2 days 0 h ago · 3 entries · 300 B · current');
+    expect(items[0].description).toBe('updated 5 s ago · 9 entries · 900 B');
   });
+
+  it.each([
+    [0, '0 B'],
+    [1023, '1023 B'],
+    [12_600, '12.3 KB'],
+    [5 * 1024 * 1024, '5.0 MB'],
+  ])('fileSize(%d) = %s', (n, want) => expect(fileSize(n)).toBe(want));
 
   it('suggests <checkpointId>-<slug>.capsule.md', () => {
     expect(suggestedCapsuleName({ checkpointId: 'ck_8f2a1c', title: 'Parser refactor: handoff!' })).toBe('ck_8f2a1c-parser-refactor-handoff.capsule.md');

@@ -103,11 +103,12 @@ describe('palette commands build the server arguments from the prompts', () => {
     [PaletteCommand.newSession, () => {}, [{ command: 'soba.session.new', args: {} }]],
     [
       PaletteCommand.resumeSession,
-      () => fake.answers.quickPick.push((items: any[]) => items[0]),
+      () => fake.answers.quickPick.push((items: any[]) => items[1]),
       [
         { command: 'soba.session.list', args: {} },
         { command: 'soba.session.info', args: {} },
         { command: 'soba.session.resume', args: { sessionId: 's1' } },
+        { command: 'soba.session.history', args: {} },
       ],
     ],
     [PaletteCommand.showSessionInfo, () => {}, [{ command: 'soba.session.info', args: {} }]],
@@ -120,7 +121,14 @@ describe('palette commands build the server arguments from the prompts', () => {
         { command: 'soba.session.info', args: {} },
       ],
     ],
-    [PaletteCommand.rewindSession, () => fake.answers.inputBox.push(' e3 '), [{ command: 'soba.session.rewind', args: { entryId: 'e3' } }]],
+    [
+      PaletteCommand.rewindSession,
+      () => fake.answers.inputBox.push(' e3 '),
+      [
+        { command: 'soba.session.history', args: {} },
+        { command: 'soba.session.rewind', args: { entryId: 'e3' } },
+      ],
+    ],
   ];
 
   it.each(cases)('%s', async (id, prepare, want) => {
@@ -142,7 +150,8 @@ describe('palette commands build the server arguments from the prompts', () => {
     for (const id of [PaletteCommand.ask, PaletteCommand.compact, PaletteCommand.markMilestone, PaletteCommand.createCapsule, PaletteCommand.loadCapsule, PaletteCommand.rewindSession]) {
       expect(await paletteHandlers(ctx)[id]()).toBeUndefined();
     }
-    expect(sent).toEqual([]);
+    // Only reads: the rewind picker's points.
+    expect(sent.filter((x) => x.command !== 'soba.session.history')).toEqual([]);
   });
 
   it('export asks to overwrite only through the save dialog: an existing file gets overwrite: true', async () => {
@@ -218,6 +227,77 @@ describe('palette commands render their results', () => {
     await paletteHandlers(ctx)[PaletteCommand.listCapsules]();
     expect((output as any).shown).toBe(0);
     expect(fake.messages[0].message).toBe('SOBA: no capsules yet. Compact or create a capsule first.');
+  });
+
+  const history = [
+    { entryId: 'u1', kind: 'user', text: 'read the notes', createdAt: '2025-01-01T00:00:00Z', rewindTo: 'h0', filesModifiedAfter: ['a.go', 'b.go'] },
+    { entryId: 'k1', kind: 'checkpoint', text: 'milestone: notes read', createdAt: '2025-01-01T00:00:10Z', rewindTo: 'k1', filesModifiedAfter: ['b.go'] },
+    { entryId: 'u2', kind: 'user', text: 'fix b.go', createdAt: '2025-01-01T00:00:20Z', rewindTo: 'a1', filesModifiedAfter: ['b.go'] },
+  ];
+  function chat(ctx: CommandContext) {
+    ctx.model.applyUserPrompt('t1', 'read the notes');
+    ctx.model.applyEvent({ turnId: 't1', type: 'text', delta: 'They are notes.' });
+    ctx.model.applyUserPrompt('t2', 'fix b.go');
+    ctx.model.applyEvent({ turnId: 't2', type: 'text', delta: 'Fixed.' });
+  }
+  const texts = (ctx: CommandContext) => ctx.model.snapshot().stream.map((i) => (i.kind === 'user' || i.kind === 'assistant' ? i.text : i.kind));
+
+  it('rewind picks from the current path (text, time to the second, files after), confirms that files are not reverted, and keeps the history before (R-T4)', async () => {
+    const { ctx, sent } = recordingContext({ ...answers, [ServerCommand.sessionHistory]: history });
+    chat(ctx);
+    fake.answers.quickPick.push((items: { value: { entryId: string } }[]) => items.find((i) => i.value.entryId === 'u2'));
+    fake.answers.message.push('Rewind');
+    await paletteHandlers(ctx)[PaletteCommand.rewindSession]();
+    expect(fake.asked.quickPick[0]).toMatchObject([
+      { label: '$(comment) fix b.go', description: '22 s ago', detail: '1 file modified after this, not reverted: b.go' },
+      { label: '$(bookmark) milestone: notes read', description: '32 s ago' },
+      { label: '$(comment) read the notes', description: '42 s ago', detail: '2 files modified after this, not reverted: a.go, b.go' },
+    ]);
+    expect(fake.messages[0]).toMatchObject({ level: 'warning', modal: true, message: 'Rewind the session to before “fix b.go”?', items: ['Rewind'] });
+    expect(fake.messages[0].detail).toContain('Files are not reverted. Modified after that point and left as they are:\n• b.go');
+    expect(sent.map((x) => x.command)).toEqual(['soba.session.history', 'soba.session.rewind']);
+    expect(sent[1].args).toEqual({ entryId: 'a1' });
+    expect(texts(ctx)).toEqual(['read the notes', 'They are notes.']);
+    expect(fake.messages[1].message).toBe('SOBA: rewound the session to before “fix b.go” · files not reverted: b.go');
+  });
+
+  it('"Rewind to here" on a chat message goes to that message; declining the confirmation changes nothing', async () => {
+    const { ctx, sent } = recordingContext({ ...answers, [ServerCommand.sessionHistory]: history });
+    chat(ctx);
+    const first = ctx.model.userMessages()[0];
+    await paletteHandlers(ctx)[PaletteCommand.rewindSession]({ userKey: first.key });
+    expect(fake.asked.quickPick).toEqual([]);
+    expect(fake.messages[0].message).toBe('Rewind the session to before “read the notes”?');
+    expect(fake.messages[0].detail).toContain('• a.go\n• b.go');
+    expect(sent.map((x) => x.command)).toEqual(['soba.session.history']);
+    expect(texts(ctx)).toHaveLength(4);
+    fake.answers.message.push('Rewind');
+    await paletteHandlers(ctx)[PaletteCommand.rewindSession]({ userKey: first.key });
+    expect(sent[2]).toEqual({ command: 'soba.session.rewind', args: { entryId: 'h0' } });
+    expect(texts(ctx)).toEqual([]);
+  });
+
+  it('the session picker offers New session first, then sessions by title, updated time and size', async () => {
+    const list = [
+      { sessionId: 's1', path: 'a', updatedAt: '2025-01-01T00:00:02Z', entries: 40, title: 'fix the login bug', bytes: 12_600 },
+      { sessionId: 's2', path: 'b', updatedAt: '2024-12-31T23:00:00Z', entries: 1, title: '', bytes: 300 },
+    ];
+    const { ctx, sent } = recordingContext({ ...answers, [ServerCommand.sessionList]: list, [ServerCommand.sessionHistory]: history });
+    fake.answers.quickPick.push((items: unknown[]) => items[1]);
+    await paletteHandlers(ctx)[PaletteCommand.resumeSession]();
+    expect(fake.asked.quickPick[0]).toMatchObject([
+      { label: '$(add) New session' },
+      { label: 'fix the login bug', description: 'updated 40 s ago · 40 entries · 12.3 KB', detail: 's1' },
+      { label: '(no request yet)', description: 'updated 1 h 0 min ago · 1 entry · 300 B · current', detail: 's2' },
+    ]);
+    expect(sent.map((x) => x.command)).toEqual(['soba.session.list', 'soba.session.info', 'soba.session.resume', 'soba.session.history']);
+    // The reopened session's requests are in the chat, each can be rewound to.
+    expect(texts(ctx)).toEqual(['status', 'read the notes', 'fix b.go']);
+    fake.reset();
+    const t = recordingContext({ ...answers, [ServerCommand.sessionList]: list });
+    fake.answers.quickPick.push((items: unknown[]) => items[0]);
+    await paletteHandlers(t.ctx)[PaletteCommand.resumeSession]();
+    expect(t.sent.map((x) => x.command)).toEqual(['soba.session.list', 'soba.session.info', 'soba.session.new']);
   });
 
   it('rewind forgets the conversation shown so far and names the new leaf', async () => {

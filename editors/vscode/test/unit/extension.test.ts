@@ -171,7 +171,7 @@ describe("the sidebar's prompt box sends what was typed through soba.run", () =>
     const { view, send } = fakeWebviewView();
     (fake.webviewProviders.get('soba.sidebar') as any).resolveWebviewView(view);
     const c = clients[0];
-    await vi.waitFor(() => expect(c.requests).toHaveLength(1)); // the first budget
+    await vi.waitFor(() => expect(c.requests).toHaveLength(2)); // the first budget, the reopened session's requests
     c.requests.length = 0;
     return { c, send, ext };
   }
