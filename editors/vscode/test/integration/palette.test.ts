@@ -46,7 +46,7 @@ describe.skipIf(!binary)('initialize against the real soba-lsp', () => {
     const b = await s.link.execute<Budget>('soba.budget', {});
     s.frontend.budget(b);
     expect(b.hardLimit).toBeGreaterThan(0);
-    expect(fake.statusItems[0].text).toMatch(/^\$\(dashboard\) [\d.]+k? \/ [\d.]+k?$/);
+    expect(fake.statusItems[0].text).toMatch(/^SOBA [\d.]+k? \/ [\d.]+k? \(\d+%\)$/);
     expect(fake.statusItems[0].tooltip).toContain('Soft threshold');
   });
 });
@@ -216,7 +216,8 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     const first = /SOBA: session (\S+)/.exec(shown()[0])![1];
     await handlers[PaletteCommand.newSession]();
     expect(shown()[1]).toMatch(/^SOBA: new session /);
-    fake.answers.quickPick.push((items: { value: { sessionId: string } }[]) => items.find((i) => i.value.sessionId === first));
+    // The first item is New session (no value).
+    fake.answers.quickPick.push((items: { value?: { sessionId: string } }[]) => items.find((i) => i.value?.sessionId === first));
     const r = (await handlers[PaletteCommand.resumeSession]()) as { sessionId: string };
     expect(r.sessionId).toBe(first);
     expect(shown()[2]).toMatch(new RegExp(`^SOBA: resumed session ${first} at `));
@@ -286,7 +287,7 @@ describe.skipIf(!binary || !ready || scripted)('settings reach the real server (
   afterAll(async () => s && (await s.stop()));
 
   it('initializationOptions with every declared key are accepted', async () => {
-    expect(Object.keys(all).sort()).toEqual(['compaction', 'model', 'sessionDir', 'tools']);
+    expect(Object.keys(all).sort()).toEqual(['compaction', 'model', 'sessionDir', 'sessionOnStart', 'tools']);
     expect(SERVER_KEYS.length).toBeGreaterThan(5);
     const b = await s.link.execute<Budget>('soba.budget', {});
     expect(b.contextWindow).toBe(65000);
