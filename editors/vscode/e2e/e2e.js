@@ -147,10 +147,12 @@ async function askInSidebar(page, chat, text) {
         copy: !!el.querySelector('.code-block button.copy'),
         cells: [...el.querySelectorAll('table td')].map((td) => td.textContent),
         strong: el.querySelector('strong')?.textContent,
+        raw: !el.querySelector('img, b') && /<img src=x onerror=.*<b>not bold<\/b>/.test(el.textContent),
         text: el.innerText,
       })).catch(() => ({}));
       check('the answer is rendered Markdown: a heading, a list, a code block with Copy, a table', h2 && md.h2 === 'What notes.md holds' && md.items === 3 && /grep -c/.test(md.code || '') && md.copy && md.cells.includes('120') && md.strong === '120 notes', JSON.stringify({ ...md, text: undefined }));
       check('no raw Markdown is left in the answer', md.text && !/(^|\n)#+ |\*\*|```|\|---/.test(md.text), JSON.stringify((md.text || '').slice(0, 80)));
+      check('raw HTML from the model stays text: no element is made from it', md.raw === true);
       const card = chat.locator('details.card.tool').first();
       await until(page, async () => (await card.getAttribute('class')).includes('status-ok'), 10000);
       await card.locator('summary').click();
