@@ -6,7 +6,8 @@
 // progress notification (elapsed time, Cancel), the result notification
 // (whole line, "Show capsule"), the compaction marker in the chat, the
 // capsule's Markdown preview, an approval of write_file with its diff view,
-// and the rewind picker and its confirmation. Every screenshot is checked:
+// the rewind picker and its confirmation, and a failed turn's error card
+// and its Retry. Every screenshot is checked:
 // the DOM state it shows is asserted first, and the image must be
 // non-trivial (many colours, no colour covering nearly all of it). Saves
 // them in $SHOT_DIR.
@@ -36,7 +37,16 @@ const check = (name, ok, detail) => {
 /** shot saves a screenshot (of the page or a locator) and checks that it shows something. */
 async function shot(target, name) {
   const file = path.join(SHOTS, name);
-  const buf = await target.screenshot({ path: file });
+  let buf;
+  // The chat re-renders as notifications arrive: an element may be replaced while it is captured.
+  for (let i = 0; ; i++) {
+    try {
+      buf = await target.screenshot({ path: file });
+      break;
+    } catch (e) {
+      if (i >= 2 || !/not attached|detached/i.test(String(e && e.message))) throw e;
+    }
+  }
   const s = pngStats(buf);
   check(`${name} is a real picture (${s.width}×${s.height}, ${s.colors} colours, top colour ${(s.dominant * 100).toFixed(0)}%)`, s.colors >= 24 && s.dominant < 0.97 && s.width >= 200 && s.height >= 150);
 }
@@ -288,6 +298,19 @@ async function askInSidebar(page, chat, text) {
       const stillH2 = await chat.locator('.messages .msg.assistant h2').count();
       check('after the rewind the history before it stays on screen', kept && /Read notes\.md/.test(kept[0]) && stillH2 === 1, JSON.stringify(kept));
       await shot(sidebar, 'after-rewind.png');
+
+      // A failed turn is a card with what to do about it; Retry asks again.
+      await askInSidebar(page, chat, 'Say hi.');
+      const errCard = chat.locator('[data-testid="error-card"]').last();
+      await errCard.waitFor({ timeout: 20000 }).catch(() => {});
+      const errText = ((await errCard.innerText().catch(() => '')) || '').replace(/\s+/g, ' ');
+      const errButtons = (await errCard.locator('button').allInnerTexts().catch(() => [])).map((t) => t.trim());
+      check('a failed turn is an error card with Open settings, Retry and Show output', /The turn failed: .*(401|API key)/i.test(errText) && ['Open settings', 'Retry', 'Show output'].every((b) => errButtons.includes(b)), JSON.stringify({ errText: errText.slice(0, 120), errButtons }));
+      await shot(sidebar, 'error-card.png');
+      await errCard.locator('button', { hasText: 'Retry' }).click();
+      const retried = await until(page, async () => /Hi again: the retry worked\./.test(await chat.locator('.messages').innerText()), 20000);
+      const users = await chat.locator('.messages .msg.user .text').allInnerTexts();
+      check('Retry sends the request again and the answer arrives', retried && users.filter((u) => u === 'Say hi.').length === 2, JSON.stringify(users));
     }
 
     // The result line is in the SOBA output channel.
