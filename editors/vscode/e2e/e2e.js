@@ -275,6 +275,18 @@ async function askInSidebar(page, chat, text) {
       check('after Allow once the write runs: the card is done and the file exists', wrote && fs.existsSync(path.join(WORKSPACE, 'hello.go')));
       await until(page, async () => /Created/.test(await chat.locator('.messages').innerText()), 20000);
       await palette(page, 'View: Close All Editors');
+      await page.waitForTimeout(500);
+      const savePrompt = await page.locator('.monaco-dialog-box').isVisible().catch(() => false);
+      check('closing the approval diff asks nothing: both sides are read-only, nothing Untitled to save', !savePrompt && (await page.locator('.tabs-container .tab').count()) === 0);
+      // Open diff on the card: the file against how it was before the session wrote it (it did not exist).
+      await writeCard.locator('summary').click();
+      await writeCard.locator('button', { hasText: 'Open diff' }).click();
+      const cardDiff = await until(page, async () => {
+        const t = (await page.locator('.tabs-container .tab.active').first().innerText().catch(() => '')).trim();
+        return /hello\.go \(new file ↔ now\)/.test(t) && (await page.locator('.monaco-diff-editor').first().isVisible()) && t;
+      }, 10000);
+      check('Open diff on the write card compares hello.go with the session\'s start', cardDiff, JSON.stringify(cardDiff));
+      await palette(page, 'View: Close All Editors');
 
       // Rewind: a picker of the current path's requests, a confirmation that files stay, history kept on screen.
       await palette(page, 'SOBA: Rewind Session');

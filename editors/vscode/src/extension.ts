@@ -13,6 +13,7 @@ import {
   type StaticFeature,
 } from 'vscode-languageclient/node';
 import * as path from 'path';
+import { PROPOSED_SCHEME, proposedDocuments } from './approvals';
 import { Baselines } from './baselines';
 import { CAPSULE_SCHEME, CapsuleDocuments } from './capsules';
 import { PaletteCommand, registerPaletteCommands, showEarlier } from './commands';
@@ -77,6 +78,7 @@ export class SobaExtension {
       this.capsules,
       vscode.window.registerWebviewViewProvider(SIDEBAR_VIEW_ID, this.sidebar),
       vscode.workspace.registerTextDocumentContentProvider(CAPSULE_SCHEME, this.capsules),
+      vscode.workspace.registerTextDocumentContentProvider(PROPOSED_SCHEME, proposedDocuments),
       vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, {
         provideTextDocumentContent: (uri) => this.baselines.get(uri.path.replace(/^\//, ''))?.content ?? '',
       }),

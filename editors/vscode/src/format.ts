@@ -207,10 +207,14 @@ export function capsuleListLines(list: CapsuleListItem[]): string[] {
   );
 }
 
-/** sessionListLines are the lines of "SOBA: List Sessions" (/session list), most recently updated first. */
+/**
+ * sessionListLines are the lines of "SOBA: List Sessions", most recently
+ * updated first: the id (to copy into /session resume), the first request
+ * when there is one, the entries, the update time, the path.
+ */
 export function sessionListLines(list: SessionListItem[], current?: string): string[] {
-  return newestFirst(list, (s) => s.updatedAt).map(
-    (s) => `${s.sessionId} · ${s.entries} entries · ${s.updatedAt} · ${s.path}${s.sessionId === current ? ' · current' : ''}`,
+  return newestFirst(list, (s) => s.updatedAt).map((s) =>
+    [s.sessionId, s.title ? `"${s.title}"` : '', `${s.entries} entries`, s.updatedAt, s.path, s.sessionId === current ? 'current' : ''].filter((x) => x !== '').join(' · '),
   );
 }
 

@@ -216,10 +216,18 @@ describe('palette commands render their results', () => {
     expect(fake.documents[0].uri?.toString()).toBe('soba-capsule:///ck_c1.capsule.md');
   });
 
-  it('list sessions marks the current session', async () => {
-    const { ctx, output } = recordingContext({ ...answers, [ServerCommand.sessionInfo]: { sessionId: 's1', path: 'p', flightPath: 'f', leafId: 'e4', entries: 4 } });
+  it('list sessions marks the current session and names each by its first request', async () => {
+    const list = [
+      { sessionId: 's1', path: 'p', updatedAt: '2025-01-02T00:00:00Z', entries: 4, title: '', bytes: 10 },
+      { sessionId: 's0', path: 'q', updatedAt: '2025-01-01T00:00:00Z', entries: 9, title: 'fix the login bug', bytes: 90 },
+    ];
+    const { ctx, output } = recordingContext({ ...answers, [ServerCommand.sessionList]: list, [ServerCommand.sessionInfo]: { sessionId: 's1', path: 'p', flightPath: 'f', leafId: 'e4', entries: 4 } });
     await paletteHandlers(ctx)[PaletteCommand.listSessions]();
-    expect((output as any).lines).toEqual(['SOBA: 1 session, most recent first:', '  s1 · 4 entries · 2025 · p · current']);
+    expect((output as any).lines).toEqual([
+      'SOBA: 2 sessions, most recent first:',
+      '  s1 · 4 entries · 2025-01-02T00:00:00Z · p · current',
+      '  s0 · "fix the login bug" · 9 entries · 2025-01-01T00:00:00Z · q',
+    ]);
   });
 
   it('an empty list says so without opening the output', async () => {

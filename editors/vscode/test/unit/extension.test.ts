@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { changeConfiguration, fake, Uri } from '../fake/vscode';
+import { changeConfiguration, fake, Uri, workspace } from '../fake/vscode';
 
 // vscode-languageclient needs the editor; the extension's use of it is checked
 // against this recording fake of its LanguageClient.
@@ -214,6 +214,48 @@ describe("the sidebar's prompt box sends what was typed through soba.run", () =>
     await new Promise((r) => setTimeout(r, 20));
     expect(commandsSent(c)).toEqual([]);
     expect(fake.shownDocuments).toEqual([]);
+  });
+});
+
+describe('Open file and Open diff on a tool card', () => {
+  it('diffs a written file against its content when the session first saw it; without one, opens the file and says why', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'soba-ws-'));
+    workspace.workspaceFolders = [{ uri: Uri.file(root) }];
+    try {
+      fs.writeFileSync(path.join(root, 'a.go'), 'package a\n');
+      fake.configuration['soba.serverPath'] = { globalValue: fakeServer() };
+      const ext = await activate(context('/nonexistent-ext'));
+      const event = clients[0].notificationHandlers.get('soba/event') as (e: unknown) => void;
+      const diffs: unknown[][] = [];
+      fake.commands.set('vscode.diff', (...a: unknown[]) => diffs.push(a));
+      // Under approval "ask" the call reaches the editor before the tool runs.
+      event({ turnId: 't1', type: 'turn_start' });
+      event({ turnId: 't1', type: 'tool_call', id: 'c1', name: 'write_file', arguments: { path: 'a.go', content: 'package a\n\nfunc A() {}\n' } });
+      fs.writeFileSync(path.join(root, 'a.go'), 'package a\n\nfunc A() {}\n');
+      event({ turnId: 't1', type: 'tool_result', id: 'c1', ok: true, summary: 'wrote a.go' });
+      event({ turnId: 't1', type: 'tool_call', id: 'c2', name: 'write_file', arguments: { path: 'late.go', content: 'x' } });
+      const card = ext.model.stream.find((i) => i.kind === 'tool' && i.toolId === 'c1');
+      await ext.sidebarAction('diff', card, undefined);
+      expect(diffs).toHaveLength(1);
+      const [left, right, title] = diffs[0] as [Uri, Uri, string];
+      expect(left.toString()).toBe('soba-before:///a.go');
+      expect(await fake.contentProviders.get('soba-before')!.provideTextDocumentContent(left)).toBe('package a\n');
+      expect(right).toMatchObject({ scheme: 'file', fsPath: path.join(root, 'a.go') });
+      expect(title).toBe('a.go (before SOBA ↔ now)');
+      // late.go did not exist when the call arrived: it is new, the diff is against nothing.
+      await ext.sidebarAction('diff', undefined, undefined);
+      expect(diffs).toHaveLength(1);
+      // A path the session never saw: no diff, the file opens and a message says why.
+      fs.writeFileSync(path.join(root, 'b.go'), 'package b\n');
+      await (ext as any).openDiff('b.go');
+      expect(fake.messages.map((m) => m.message)).toContain('SOBA: no earlier version of b.go is known in this session; opening the file');
+      expect(fake.shownDocuments).toEqual([Uri.file(path.join(root, 'b.go'))]);
+      await ext.sidebarAction('open', card, undefined);
+      expect(fake.shownDocuments).toHaveLength(2);
+    } finally {
+      workspace.workspaceFolders = undefined;
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 

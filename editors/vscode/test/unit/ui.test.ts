@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { commands, fake, ProgressLocation, ThemeColor, Uri, workspace } from '../fake/vscode';
-import { showMessageRequestModal } from '../../src/approvals';
+import { proposedDocuments, showMessageRequestModal } from '../../src/approvals';
 import { BarrierProgress, TICK_MS, type ProgressHost } from '../../src/progress';
 import { BudgetStatusBar } from '../../src/statusBar';
 import type { Budget } from '../../src/protocol';
@@ -81,16 +81,33 @@ describe('approvals are modal (window/showMessageRequest)', () => {
         soba: { tool: 'write_file', path: 'src/a.go', proposed },
       });
       expect(opened).toHaveLength(1);
-      const [left, right, title] = opened[0] as [{ scheme: string; fsPath: string }, { scheme: string }, string];
+      const [left, right, title] = opened[0] as [{ scheme: string; fsPath: string }, Uri, string];
       expect(left).toMatchObject({ scheme: 'file', fsPath: path.join(root, 'src', 'a.go') });
-      expect(right.scheme).toBe('untitled');
-      expect(fake.documents.map((d) => d.content)).toContain(proposed);
+      // A read-only document, not an "Untitled" buffer that asks to be saved when closed.
+      expect(right.scheme).toBe('soba-proposed');
+      expect(right.path.endsWith('/src/a.go')).toBe(true);
+      expect(proposedDocuments.provideTextDocumentContent(right as never)).toBe(proposed);
+      expect(fake.documents).toEqual([]);
       expect(title).toBe('SOBA proposes: src/a.go');
       expect(fake.messages[0]).toMatchObject({ modal: true, message: 'SOBA wants to run write_file' });
     } finally {
       reg.dispose();
       workspace.workspaceFolders = undefined;
       fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('a write of a new file diffs an empty read-only document against the proposal (R-W3)', async () => {
+    const opened: unknown[][] = [];
+    const reg = commands.registerCommand('vscode.diff', (...args: unknown[]) => opened.push(args));
+    try {
+      await showMessageRequestModal({ ...params, soba: { tool: 'write_file', path: 'new.go', proposed: 'package n\n' } });
+      const [left, right] = opened[0] as [Uri, Uri];
+      expect([left.scheme, right.scheme]).toEqual(['soba-proposed', 'soba-proposed']);
+      expect(proposedDocuments.provideTextDocumentContent(left as never)).toBe('');
+      expect(proposedDocuments.provideTextDocumentContent(right as never)).toBe('package n\n');
+    } finally {
+      reg.dispose();
     }
   });
 
