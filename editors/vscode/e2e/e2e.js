@@ -200,6 +200,7 @@ async function askInSidebar(page, chat, text) {
     let sawCancellable = false;
     let sawCompacting = '';
     let cancelEnabled = false;
+    let barrierLine = '';
     let result = '';
     let resultActions = [];
     const end = Date.now() + 40000;
@@ -214,6 +215,7 @@ async function askInSidebar(page, chat, text) {
           sawCancellable = /Cancel/.test(await toasts.nth(i).innerHTML().catch(() => ''));
           cancelEnabled = !(await disabled('cancel'));
           sawCompacting = await statusText(page);
+          barrierLine = ((await chat.locator('[data-testid="barrier"]').innerText().catch(() => '')) || '').replace(/\s+/g, ' ').trim();
           await shot(page, 'progress.png');
         }
         if (RESULT_LINE.test(t) && !/ · \d+ s\b/.test(t)) {
@@ -225,6 +227,7 @@ async function askInSidebar(page, chat, text) {
     }
     check('the progress notification shows the phase and the elapsed time while the summary is written', !!progress, progress);
     check('the progress notification is cancellable, the sidebar Cancel is enabled and the status bar says compacting', sawCancellable && cancelEnabled && /SOBA compacting/.test(sawCompacting), `${sawCancellable} ${cancelEnabled} ${JSON.stringify(sawCompacting)}`);
+    check('the chat header says a compaction runs and for how long', /^Compacting context · user · \d+ s$/.test(barrierLine), JSON.stringify(barrierLine));
     check('the result notification shows the whole line, checkpoint included', /Compacted context · user · [\d,]+ → [\d,]+ tokens \(\d+% reclaimed\) · ck_\w+/.test(result), result);
     check('the result notification offers Show capsule', resultActions.includes('Show capsule'), JSON.stringify(resultActions));
     const after = await until(page, async () => {

@@ -68,6 +68,8 @@ export interface SidebarSnapshot {
   connected: boolean;
   budget?: Budget;
   barrier?: BarrierState;
+  /** How long the barrier has run when the snapshot was taken, so the webview can tick on from there. */
+  barrierElapsedMs?: number;
   /** A turn is running (between turn_start and turn_end). */
   turnRunning: boolean;
   compactions: CompactionRow[];
@@ -94,6 +96,7 @@ export class SidebarModel {
   connected = false;
   budget?: Budget;
   barrier?: BarrierState;
+  private barrierStarted = 0;
   compactions: CompactionRow[] = [];
   private filesRead = new Set<string>();
   private filesModified = new Set<string>();
@@ -119,9 +122,11 @@ export class SidebarModel {
   applyCompaction(e: CompactionEvent): void {
     if (e.phase === 'start') {
       this.barrier = { operationId: e.operationId, trigger: e.trigger, percentage: e.percentage ?? 0 };
+      this.barrierStarted = this.now();
       // The provider refused the request as too long: what it streamed of this attempt is not kept (R-G9).
       if (e.trigger === 'context_overflow') this.dropUnsettledText();
     } else if (e.phase === 'progress') {
+      if (this.barrier?.operationId !== e.operationId) this.barrierStarted = this.now();
       const pct = e.percentage ?? this.barrier?.percentage ?? 0;
       this.barrier = { operationId: e.operationId, trigger: e.trigger, percentage: pct };
     } else {
@@ -356,6 +361,7 @@ export class SidebarModel {
       connected: this.connected,
       budget: this.budget,
       barrier: this.barrier,
+      barrierElapsedMs: this.barrier ? Math.max(0, this.now() - this.barrierStarted) : undefined,
       turnRunning: this.running.size > 0,
       compactions: this.compactions.map((c) => ({ ...c })),
       filesRead: [...this.filesRead].sort(),

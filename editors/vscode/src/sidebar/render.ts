@@ -5,7 +5,7 @@
 // before it reaches the DOM; Markdown goes through the `markdown` function
 // it is given (markdown-it there, with raw HTML off). Nothing here touches
 // the DOM, so it is unit-tested as is.
-import { budgetDisplay, compactionMarkerText, gaugeView, groupTokens, relativeTime } from '../format';
+import { budgetDisplay, compactionMarkerText, elapsed, gaugeView, groupTokens, relativeTime } from '../format';
 import type { SidebarSnapshot, StreamItem } from './model';
 
 /** escapeHtml makes text safe inside HTML elements and attributes. */
@@ -48,7 +48,7 @@ function renderHeader(s: SidebarSnapshot): string {
   if (!s.budget) return '<header class="budget" data-testid="budget"><span class="muted">Waiting for the budget…</span></header>';
   const g = gaugeView(s.budget);
   const barrier = s.barrier
-    ? `<div class="barrier" data-testid="barrier"><span class="spinner" aria-hidden="true"></span>Compacting context${s.turnRunning ? ' before the response' : ''} · ${e(s.barrier.trigger.replace(/_/g, ' '))}</div>`
+    ? `<div class="barrier" data-testid="barrier"><span class="spinner" aria-hidden="true"></span>Compacting context${s.turnRunning ? ' before the response' : ''} · ${e(s.barrier.trigger.replace(/_/g, ' '))} · <span class="elapsed" data-elapsed="${Math.round(s.barrierElapsedMs ?? 0)}">${elapsed(s.barrierElapsedMs ?? 0)}</span></div>`
     : '';
   return `<header class="budget" data-testid="budget" title="${e(g.label)}">
 <div class="budget-line"><span class="budget-text" data-testid="budget-text">${e(budgetDisplay(s.budget))}</span><span class="muted">auto-compact ${s.budget.autoCompact ? 'on' : 'off'}</span></div>

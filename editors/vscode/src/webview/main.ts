@@ -6,6 +6,7 @@
 import DOMPurify from 'dompurify';
 import { controls, renderSidebar } from '../sidebar/render';
 import type { SidebarSnapshot } from '../sidebar/model';
+import { elapsed } from '../format';
 import { markdownRenderer } from './markdown';
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
@@ -38,6 +39,8 @@ function render(s: SidebarSnapshot): void {
   // Widths through the CSSOM: the CSP allows no inline style attributes.
   for (const el of content.querySelectorAll<HTMLElement>('[data-width]')) el.style.width = `${el.dataset.width}%`;
   for (const el of content.querySelectorAll<HTMLElement>('[data-left]')) el.style.left = `${el.dataset.left}%`;
+  // The barrier's elapsed time ticks on from the snapshot, by this page's clock.
+  for (const el of content.querySelectorAll<HTMLElement>('[data-elapsed]')) el.dataset.since = String(Date.now() - Number(el.dataset.elapsed));
   const next = content.querySelector('.messages');
   if (next) next.scrollTop = atBottom ? next.scrollHeight : top;
   const c = controls(s);
@@ -52,8 +55,11 @@ window.addEventListener('message', (ev) => {
   if (m && m.type === 'state' && m.state) render(m.state as SidebarSnapshot);
 });
 
-// Relative times move on without a new state.
+// Relative times move on without a new state; the barrier's elapsed time every second.
 setInterval(() => last && !document.hidden && render(last), 15000);
+setInterval(() => {
+  for (const el of content.querySelectorAll<HTMLElement>('[data-since]')) el.textContent = elapsed(Date.now() - Number(el.dataset.since));
+}, 1000);
 
 const send = () => {
   const text = prompt.value.trim();

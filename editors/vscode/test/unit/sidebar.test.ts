@@ -243,6 +243,26 @@ describe('renderSidebar: the conversation first, Markdown rendered', () => {
   });
 });
 
+describe('the barrier in the header', () => {
+  it('says what waits and for how long (R-B3)', () => {
+    const m = new SidebarModel();
+    let now = 1000;
+    m.now = () => now;
+    m.connected = true;
+    m.applyBudget({ ...budget, state: 'compacting' });
+    m.applyCompaction({ phase: 'start', operationId: 'o', trigger: 'auto_threshold' });
+    now += 12_300;
+    let html = renderSidebar(m.snapshot(), md);
+    expect(html).toContain('Compacting context · auto threshold · <span class="elapsed" data-elapsed="12300">12 s</span>');
+    m.applyEvent({ turnId: 't', type: 'turn_start' });
+    html = renderSidebar(m.snapshot(), md);
+    expect(html).toContain('Compacting context before the response · auto threshold');
+    m.applyCompaction({ phase: 'end', operationId: 'o', trigger: 'auto_threshold', outcome: 'completed' });
+    expect(m.snapshot().barrierElapsedMs).toBeUndefined();
+    expect(renderSidebar(m.snapshot(), md)).not.toContain('data-testid="barrier"');
+  });
+});
+
 describe('controls: buttons are enabled only when they do something', () => {
   const base = () => {
     const m = new SidebarModel();
