@@ -273,10 +273,14 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
         break;
       }
       case ServerCommand.sessionNew:
-      case ServerCommand.sessionResume:
       case ServerCommand.sessionRewind:
         // The conversation shown so far is not the session's any more.
         model.reset();
+        break;
+      case ServerCommand.sessionResume:
+        model.reset();
+        // A resumed session's requests are listed, as at start.
+        await showEarlier(ctx);
         break;
     }
     model.applyCommand(typed, shown);

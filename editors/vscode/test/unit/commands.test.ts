@@ -444,6 +444,21 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     expect(t.ctx.model.snapshot().stream.map((i) => (i.kind === 'status' ? i.text : i.kind))).toEqual(['› /session new', 'new session s2 · .soba/sessions/s2.jsonl']);
   });
 
+  it('/session resume typed in the chat lists the resumed session\'s requests, as at start', async () => {
+    const t = recordingContext({
+      ...ran(ServerCommand.sessionResume, answers[ServerCommand.sessionResume], ['resumed session s1 at e4']),
+      [ServerCommand.sessionHistory]: [{ entryId: 'u1', kind: 'user', text: 'fix the login bug', createdAt: '2025-01-01T00:00:00Z', rewindTo: 'h0', filesModifiedAfter: [] }],
+    });
+    t.ctx.model.applyUserPrompt('t9', 'from the other session');
+    await ask(t.ctx, '/session resume s1');
+    expect(t.ctx.model.snapshot().stream.map((i) => (i.kind === 'user' || i.kind === 'status' ? `${i.kind}: ${i.text}` : i.kind))).toEqual([
+      'status: Earlier in this session: 1 request (the answers are in the transcript)',
+      'user: fix the login bug',
+      'status: › /session resume s1',
+      'status: resumed session s1 at e4',
+    ]);
+  });
+
   it('a slash command typed in the Ask input box goes the same way', async () => {
     const { ctx, sent } = recordingContext(ran(ServerCommand.autoCompact, { ...budget, autoCompact: false }, ['auto-compact is off (the hard limit still compacts)']));
     fake.answers.inputBox.push('/auto-compact off');
