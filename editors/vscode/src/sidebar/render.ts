@@ -88,7 +88,7 @@ function renderItem(i: StreamItem, md: Markdown, now: number, userIndex: number)
         ? `<div class="actions">${button('open', i.key, 'Open file')}${i.writes && i.status === 'ok' ? button('diff', i.key, 'Open diff', 'Compare with the file as it was before the session changed it') : ''}</div>`
         : '';
       const result = i.status === 'running' ? '<p class="muted">Waiting for the result…</p>' : i.summary ? `<pre class="result">${e(i.summary)}</pre>` : '<p class="muted">(no output)</p>';
-      return `<details class="card tool status-${i.status}" data-key="${e(i.key)}" data-testid="tool-card"><summary><span class="tool-name">${e(i.name)}</span> <span class="tool-title">${e(i.title)}</span> <span class="tool-state">${state}</span></summary><div class="card-body"><div class="label">Arguments</div><pre class="args">${e(i.args)}</pre><div class="label">Result</div>${result}${actions}</div></details>`;
+      return `<details class="card tool status-${i.status}" data-key="${e(i.key)}" data-testid="tool-card"><summary><span class="tool-name">${e(i.name)}</span> <span class="tool-title">${e(i.title)}</span> <span class="tool-state">${state}</span></summary><div class="card-body"><div class="label">Arguments</div><pre class="args">${e(i.args)}</pre><div class="label">${i.name === 'read_file' && i.status === 'ok' ? 'Result (first line of the file)' : 'Result'}</div>${result}${actions}</div></details>`;
     }
     case 'compaction': {
       const view = i.checkpointId ? ` · ${button('capsule', i.key, 'View capsule')}` : '';

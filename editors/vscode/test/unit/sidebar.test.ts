@@ -230,6 +230,12 @@ describe('renderSidebar: the conversation first, Markdown rendered', () => {
     expect(card).toContain('<pre class="result">wrote a.go</pre>');
     expect(card).toContain('>Open file</button>');
     expect(card).toContain('>Open diff</button>');
+    expect(card).toContain('<div class="label">Result</div>');
+    const m = new SidebarModel();
+    m.applyEvent({ turnId: 't', type: 'tool_call', id: 'r', name: 'read_file', arguments: { path: 'notes.md' } });
+    m.applyEvent({ turnId: 't', type: 'tool_result', id: 'r', ok: true, summary: '# Notes' });
+    // The wire's summary of a read is the file's first line: it says so.
+    expect(renderSidebar(m.snapshot(), md)).toContain('<div class="label">Result (first line of the file)</div><pre class="result"># Notes</pre>');
   });
 
   it('marks the compaction in the conversation: "Context compacted · 13,460 → 820 tokens · View capsule"', () => {
