@@ -62,6 +62,8 @@ type SessionOptions struct {
 type SessionSummary struct {
 	ID        string
 	UpdatedAt time.Time
+	// Title is the session's first request, clipped; empty when it has none.
+	Title string
 }
 
 // Backend makes sessions; the composition root implements it.
@@ -319,8 +321,12 @@ func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (s
 	}
 	out := sdk.ListSessionsResponse{Sessions: []sdk.SessionInfo{}}
 	for _, l := range list {
-		out.Sessions = append(out.Sessions, sdk.SessionInfo{SessionId: sdk.SessionId(l.ID), Cwd: *p.Cwd,
-			UpdatedAt: sdk.Ptr(l.UpdatedAt.UTC().Format(time.RFC3339))})
+		info := sdk.SessionInfo{SessionId: sdk.SessionId(l.ID), Cwd: *p.Cwd,
+			UpdatedAt: sdk.Ptr(l.UpdatedAt.UTC().Format(time.RFC3339))}
+		if l.Title != "" {
+			info.Title = sdk.Ptr(l.Title)
+		}
+		out.Sessions = append(out.Sessions, info)
 	}
 	return out, nil
 }

@@ -287,16 +287,22 @@ func (a *Agent) openExisting(path string) (*state, *session.OpenReport, error) {
 	return st, rep, nil
 }
 
-func (a *Agent) initState(s *session.Store, id string, undecodable map[string]bool) (*state, error) {
-	flight := filepath.Join(a.opt.FlightDir, id+".jsonl")
+// OpenFlight opens the flight record file of session id in dir for
+// appending, as the server does for every session (the offline compact
+// too).
+func OpenFlight(dir, id string) (*compaction.FlightFile, error) {
+	flight := filepath.Join(dir, id+".jsonl")
 	// A flight file committed as a link (outside, to a device) would have
 	// the flight records appended there: only a regular file or none is
 	// opened (R-W1, R-W2).
 	if fi, err := os.Lstat(flight); err == nil && !fi.Mode().IsRegular() {
-		s.Close()
 		return nil, fmt.Errorf("flight records %s: not a regular file (%s); SOBA appends only to its own regular files", flight, fi.Mode().Type())
 	}
-	ff, err := compaction.OpenFlightFile(flight)
+	return compaction.OpenFlightFile(flight)
+}
+
+func (a *Agent) initState(s *session.Store, id string, undecodable map[string]bool) (*state, error) {
+	ff, err := OpenFlight(a.opt.FlightDir, id)
 	if err != nil {
 		s.Close()
 		return nil, err

@@ -119,7 +119,7 @@ func readRecording(path string) (turns []recordedTurn, results map[string]sessio
 		}
 	}
 	if len(turns) == 0 {
-		return nil, nil, false, fmt.Errorf("replay: %s has no user message to replay", path)
+		return nil, nil, false, fmt.Errorf("%s has no user message to replay", path)
 	}
 	return turns, results, foreign, nil
 }
@@ -187,10 +187,10 @@ func Replay(ctx context.Context, recording string, opt ReplayOptions) (ReplayRep
 		case <-ctx.Done():
 			return rep, ctx.Err()
 		case <-time.After(2 * time.Minute):
-			return rep, fmt.Errorf("replay: turn %d did not end", i+1)
+			return rep, fmt.Errorf("turn %d did not end", i+1)
 		}
 		if end.TurnID != turnID {
-			return rep, fmt.Errorf("replay: turn %s ended while %s ran", end.TurnID, turnID)
+			return rep, fmt.Errorf("turn %s ended while %s ran", end.TurnID, turnID)
 		}
 		b, _ := a.Budget()
 		fmt.Fprintf(opt.Out, "turn %d/%d · %s · budget %s/%s (%s)\n", i+1, len(turns), quoteShort(t.text), text.Thousands(b.EffectiveTokens), text.Thousands(b.HardLimit), b.Source)

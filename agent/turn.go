@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/soba-agent/soba-lsp/internal/id"
 	"github.com/soba-agent/soba-lsp/internal/text"
@@ -674,23 +675,44 @@ func recoverTurn(f func()) (err error) {
 // only an explicit compact whose capsule passed validation and is not
 // degraded is mirrored; every other capsule belongs to the session only.
 func (a *Agent) mirror(st *state, c session.Capsule, p compaction.Plan) {
-	if a.opt.Memory == nil || !compaction.ShouldMirror(c.Trigger, c.Quality, nil) {
+	if a.opt.Memory == nil {
 		return
+	}
+	note, err := MirrorCapsule(a.opt.Memory, a.opt.Root, st.sessionID, c, p.Extras, a.opt.Now().UTC())
+	switch {
+	case err != nil:
+		a.opt.Notifier.Warn(err.Error())
+	case note != "":
+		a.opt.Notifier.Log(note)
+	}
+}
+
+// MirrorCapsule mirrors a completed capsule to Project Memory when it
+// qualifies (R-C4: an explicit compact's full capsule that validates against
+// what the session recorded). It returns a note when the capsule was left
+// out for failing validation, an error when the mirror failed; both empty
+// when it was mirrored or does not qualify. The server and the offline
+// compact both mirror through it.
+func MirrorCapsule(mem interface {
+	Mirror(checkpointID, title string, created time.Time, markdown []byte) (string, error)
+}, root, sessionID string, c session.Capsule, recorded compaction.Extras, now time.Time) (note string, err error) {
+	if !compaction.ShouldMirror(c.Trigger, c.Quality, nil) {
+		return "", nil
 	}
 	title := c.Title
 	if title == "" {
 		title = "Explicit compact " + c.CheckpointID
 	}
-	md := capsule.Render(capsule.Document{Meta: capsule.Meta{CheckpointID: c.CheckpointID, Title: title, Created: a.opt.Now().UTC(),
-		Session: st.sessionID, Project: filepath.Base(a.opt.Root), Trigger: c.Trigger, Quality: c.Quality}, State: c.State})
-	invalid := compaction.ValidateForMemory(c.State, p.Extras, len(md))
+	md := capsule.Render(capsule.Document{Meta: capsule.Meta{CheckpointID: c.CheckpointID, Title: title, Created: now,
+		Session: sessionID, Project: filepath.Base(root), Trigger: c.Trigger, Quality: c.Quality}, State: c.State})
+	invalid := compaction.ValidateForMemory(c.State, recorded, len(md))
 	if !compaction.ShouldMirror(c.Trigger, c.Quality, invalid) {
-		a.opt.Notifier.Log("Project Memory: capsule " + c.CheckpointID + " not mirrored: " + invalid.Error())
-		return
+		return "Project Memory: capsule " + c.CheckpointID + " not mirrored: " + invalid.Error(), nil
 	}
-	if _, err := a.opt.Memory.Mirror(c.CheckpointID, title, a.opt.Now().UTC(), md); err != nil {
-		a.opt.Notifier.Warn("Project Memory: could not mirror capsule " + c.CheckpointID + ": " + err.Error())
+	if _, err := mem.Mirror(c.CheckpointID, title, now, md); err != nil {
+		return "", errors.New("Project Memory: could not mirror capsule " + c.CheckpointID + ": " + err.Error())
 	}
+	return "", nil
 }
 
 // inBudgetTerms restates a completed result in the budget's measure: the
@@ -699,12 +721,5 @@ func (a *Agent) mirror(st *state, c session.Capsule, p compaction.Plan) {
 // Before is the budget at the plan, after the calibrated estimate now.
 func inBudgetTerms(res compaction.CompactionResult, before int, st *state) compaction.CompactionResult {
 	after, _ := st.effective()
-	if before <= 0 || after <= 0 {
-		return res
-	}
-	res.TokensBefore, res.TokensAfter = before, after
-	res.ReclaimedTokens = before - after
-	res.ReclaimedRatio = float64(res.ReclaimedTokens) / float64(before)
-	res.Line = compaction.ResultLine(res)
-	return res
+	return res.InBudgetTerms(before, after)
 }

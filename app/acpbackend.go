@@ -74,7 +74,7 @@ func (b *ACPBackend) ListSessions(_ context.Context, cwd string) ([]acp.SessionS
 	}
 	out := make([]acp.SessionSummary, 0, len(list))
 	for _, l := range list {
-		out = append(out, acp.SessionSummary{ID: l.SessionID, UpdatedAt: l.UpdatedAt})
+		out = append(out, acp.SessionSummary{ID: l.SessionID, UpdatedAt: l.UpdatedAt, Title: l.Title})
 	}
 	return out, nil
 }

@@ -338,7 +338,13 @@ func ResultLine(r CompactionResult) string {
 		}
 		return line
 	}
-	return fmt.Sprintf("Compaction %s · %s · %s", r.Outcome, r.Trigger, r.Reason)
+	// Any other outcome says what happened and why in words first, with
+	// no token figures: "→ 0" would read as a context emptied.
+	word := strings.ToUpper(r.Outcome[:min(1, len(r.Outcome))]) + r.Outcome[min(1, len(r.Outcome)):]
+	if r.Reason == "" {
+		return fmt.Sprintf("%s · %s", word, r.Trigger)
+	}
+	return fmt.Sprintf("%s: %s · %s", word, r.Reason, r.Trigger)
 }
 
 func oneLine(s string) string {

@@ -297,9 +297,28 @@ func TestResultLine_RB3(t *testing.T) {
 	if got, want := ResultLine(r), "Compacted context · auto_threshold · 45,210 → 14,870 tokens (67% reclaimed) · ck_8f2a1c"; got != want {
 		t.Fatalf("line %q\nwant %q", got, want)
 	}
-	s := ResultLine(CompactionResult{Trigger: TriggerUser, Outcome: OutcomeSkipped, Reason: "nothing to compact"})
-	if s != "Compaction skipped · user · nothing to compact" {
-		t.Fatalf("line %q", s)
+	// Outcomes other than completed say what happened and why in words,
+	// without token figures.
+	tests := []struct {
+		r    CompactionResult
+		want string
+	}{
+		{CompactionResult{Trigger: TriggerUser, Outcome: OutcomeSkipped, Reason: "nothing old enough to compact", TokensBefore: 844},
+			"Skipped: nothing old enough to compact · user"},
+		{CompactionResult{Trigger: TriggerTurnComplete, Outcome: OutcomeSkipped, Reason: "only 844 tokens reclaimable, below minReclaimableTokens 12000"},
+			"Skipped: only 844 tokens reclaimable, below minReclaimableTokens 12000 · turn_complete"},
+		{CompactionResult{Trigger: TriggerUser, Outcome: OutcomeCancelled, Reason: "cancelled by the user"}, "Cancelled: cancelled by the user · user"},
+		{CompactionResult{Trigger: TriggerHardLimit, Outcome: OutcomeFailed, Reason: "summary model unreachable"}, "Failed: summary model unreachable · hard_limit"},
+		{CompactionResult{Trigger: TriggerMilestone, Outcome: OutcomeStale}, "Stale · milestone"},
+	}
+	for _, tt := range tests {
+		got := ResultLine(tt.r)
+		if got != tt.want {
+			t.Errorf("line %q\nwant %q", got, tt.want)
+		}
+		if strings.Contains(got, "→") || strings.Contains(got, "0%") {
+			t.Errorf("line %q shows token figures for a compaction that did not complete", got)
+		}
 	}
 }
 

@@ -162,7 +162,7 @@ func TestUserCompactNoopWithoutHistory_RG8(t *testing.T) {
 	b.reply("hi", 100)
 	_, err := MakePlan(b.es, quarterCounter{}, PlanRequest{Trigger: TriggerUser, Config: smallConfig()})
 	var skip *Skip
-	if !errors.As(err, &skip) || !strings.Contains(skip.Reason, "nothing before the keep window") {
+	if !errors.As(err, &skip) || !strings.Contains(skip.Reason, "nothing old enough to compact") {
 		t.Fatalf("err = %v, want a skip", err)
 	}
 	// The explicit compact skips the ROI floor: a small but compactable

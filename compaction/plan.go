@@ -112,7 +112,7 @@ func MakePlan(t Transcript, c Counter, req PlanRequest) (Plan, error) {
 	p.Cut = cut
 	p.TokensBefore = req.SystemTokens + p.PreviousCapsuleTokens + cut.CompactTokens + cut.KeptTokens
 	if !cut.Compactable() {
-		return p, &Skip{Reason: "nothing before the keep window can be compacted safely"}
+		return p, &Skip{Reason: "nothing old enough to compact (all of the history is in the recent part kept as is)"}
 	}
 	return p, nil
 }

@@ -88,3 +88,19 @@ func CapsuleResult(c *session.Capsule) CompactionResult {
 	r.Line = ResultLine(r)
 	return r
 }
+
+// InBudgetTerms restates a completed result in the budget's measure (the
+// effective tokens before the plan and after the append), as the editor
+// shows them; the engine's own figures are raw estimates. The server and
+// the offline compact both report through it. A figure that is unknown
+// (0) leaves the result as it is.
+func (r CompactionResult) InBudgetTerms(before, after int) CompactionResult {
+	if before <= 0 || after <= 0 {
+		return r
+	}
+	r.TokensBefore, r.TokensAfter = before, after
+	r.ReclaimedTokens = before - after
+	r.ReclaimedRatio = float64(r.ReclaimedTokens) / float64(before)
+	r.Line = ResultLine(r)
+	return r
+}

@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -255,7 +256,23 @@ type editorNotifier struct{ s *Server }
 
 var _ Notifier = (*editorNotifier)(nil)
 
-func (n *editorNotifier) Event(e protocol.Event) { n.s.out.notifyJSON(MethodEvent, e) }
+// Event sends soba/event; a failed turn is also shown as an error
+// (window/showMessage) so a generic LSP client, which ignores soba/event,
+// still tells the user.
+func (n *editorNotifier) Event(e protocol.Event) {
+	n.s.out.notifyJSON(MethodEvent, e)
+	if e.Type == protocol.EventTurnEnd && e.Outcome == protocol.TurnFailed {
+		n.s.out.showMessage(lsproto.MessageTypeError, TurnFailedMessage(e.Error))
+	}
+}
+
+// TurnFailedMessage is the window/showMessage text of a failed turn.
+func TurnFailedMessage(reason string) string {
+	if strings.TrimSpace(reason) == "" {
+		return "SOBA: the turn failed"
+	}
+	return "SOBA: the turn failed: " + reason
+}
 
 func (n *editorNotifier) Budget(b protocol.Budget) {
 	raw, err := encodeJSON(normalBudget(b))

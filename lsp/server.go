@@ -390,6 +390,14 @@ func (s *Server) executeCommand(ctx context.Context, b Backend, raw jsonrpc2.Raw
 		s.log.Error("command panicked", "command", p.Command, "panic", r.String())
 		return nil, jsonrpc2.Errorf(jsonrpc2.InternalError, "%s: internal error: %v", p.Command, r.Value)
 	}
+	// The answer goes out directly, the notifications through the outbox:
+	// let those the command queued (a compaction's soba/compaction end and
+	// $/progress end, a budget) reach the editor first, so a client never
+	// hears an answer before the events it reports.
+	select {
+	case <-s.out.reached():
+	case <-ctx.Done():
+	}
 	if err != nil {
 		return nil, replyError(ctx, p.Command, err)
 	}

@@ -5,6 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS=${GOFLAGS:--mod=mod}
 
+# Every temporary file of every suite (go test's, npm's, the editors',
+# Neovim's, a replay's workspace) goes under one directory of this run,
+# removed when the run ends however it ends: no run leaves any behind, and
+# two runs at once never share one.
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/soba-test.XXXXXX")
+trap 'rm -rf "$run_tmp"' EXIT
+export TMPDIR=$run_tmp
+
 echo "== go: download modules"
 go mod download
 

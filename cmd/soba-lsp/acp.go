@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/soba-agent/soba-lsp/acp"
 	"github.com/soba-agent/soba-lsp/app"
@@ -11,8 +10,9 @@ import (
 // runACP serves the Agent Client Protocol on stdin/stdout (docs/acp.md):
 // newline-delimited JSON-RPC; logs go to stderr or --log-file.
 func runACP(ctx context.Context, env *cmdEnv, args []string) int {
-	if len(args) > 0 {
-		fmt.Fprintf(env.stderr, "soba-lsp acp: takes no arguments, got %q\n", args)
+	fs := subcommandFlags(env, "acp")
+	setUsage(fs, env, "usage: soba-lsp [--log-file FILE] [--log-level LEVEL] acp\n\nServes the Agent Client Protocol on stdin/stdout (docs/acp.md); ACP clients such as Zed start it.")
+	if !parseExact(fs, args, 0) {
 		return 2
 	}
 	c := newCounter()

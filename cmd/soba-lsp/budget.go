@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/app"
@@ -174,7 +176,42 @@ func foreignTranscript(path string, tf *session.Scan) error {
 	if err != nil {
 		return nil
 	}
-	name := map[importer.Format]string{importer.FormatPi: "pi", importer.FormatClaude: "Claude Code",
-		importer.FormatCodex: "Codex", importer.FormatOpencode: "opencode"}[format]
-	return fmt.Errorf("%s holds a transcript of %s, not a SOBA session: convert it first with `soba-lsp import %s`", path, name, path)
+	return fmt.Errorf("%s holds a transcript of %s, not a SOBA session: convert it first with `soba-lsp import %s`", path, formatName(format), path)
+}
+
+// foreignFile is foreignTranscript for a file not scanned yet: the error
+// that names another agent's transcript and the import that converts it,
+// or nil for a SOBA session, a file of no known format, or one that cannot
+// be read (the command's own open then says why). Only the first MiB is
+// read, through a non-blocking open of a regular file.
+func foreignFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	head, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	first, _, _ := strings.Cut(string(head), "\n")
+	var e struct {
+		Type    string `json:"type"`
+		Session *struct {
+			SessionID string `json:"sessionId"`
+		} `json:"session"`
+	}
+	if json.Unmarshal([]byte(first), &e) == nil && e.Type == session.TypeSession && e.Session != nil && e.Session.SessionID != "" {
+		return nil
+	}
+	format, err := importer.Detect(head)
+	if err != nil {
+		return nil
+	}
+	return fmt.Errorf("%s holds a transcript of %s, not a SOBA session: convert it first with `soba-lsp import %s`", path, formatName(format), path)
+}
+
+func formatName(f importer.Format) string {
+	return map[importer.Format]string{importer.FormatPi: "pi", importer.FormatClaude: "Claude Code",
+		importer.FormatCodex: "Codex", importer.FormatOpencode: "opencode"}[f]
 }

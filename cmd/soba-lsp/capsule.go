@@ -88,6 +88,10 @@ func runCapsule(_ context.Context, env *cmdEnv, args []string) int {
 // sessionCapsule opens a session file and finds a capsule ("latest" or ""
 // is the newest on the leaf path).
 func sessionCapsule(env *cmdEnv, path, ck string) (capsule.Document, int) {
+	if err := foreignFile(path); err != nil {
+		fmt.Fprintln(env.stderr, "soba-lsp capsule:", err)
+		return capsule.Document{}, 1
+	}
 	s, _, err := session.Open(path, session.Options{})
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp capsule:", err)

@@ -9,11 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/internal/id"
 	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/workspace"
 )
 
 // runCompact runs the real engine on a session file with the deterministic
@@ -121,11 +123,78 @@ func (o *offline) compact(ctx context.Context, file, trigger string, store *sess
 		return compaction.Failed(req.OperationID, trigger, err.Error(), p.TokensBefore), nil, nil
 	}
 	printPlan(log, p, path)
+	sessionID := strings.TrimSuffix(filepath.Base(file), ".jsonl")
+	// Measured as the server measures: the budget before the plan, and
+	// after it the budget of the path the capsule now ends.
+	before := o.budget(st)
 	ap := &offlineAppender{store: store}
 	barrier := &compaction.Barrier{Counter: o.counter}
-	res := barrier.Run(ctx, compaction.RunInput{Plan: p, Transcript: path, Appender: ap, Source: "estimated",
-		SessionID: strings.TrimSuffix(filepath.Base(file), ".jsonl")})
+	if store != nil {
+		// A compaction that changes the session leaves its flight record,
+		// as the server's do (R-O2).
+		ff, err := o.openFlight(sessionID)
+		if err != nil {
+			return compaction.CompactionResult{}, nil, err
+		}
+		defer ff.Close()
+		barrier.Flight = ff
+	}
+	res := barrier.Run(ctx, compaction.RunInput{Plan: p, Transcript: path, Appender: ap, Source: before.Source, SessionID: sessionID})
+	if res.Outcome != compaction.OutcomeCompleted || ap.capsule == nil {
+		return res, ap.capsule, nil
+	}
+	res = res.InBudgetTerms(before.EffectiveTokens, o.budgetAfter(path, *ap.capsule))
+	if store != nil {
+		o.mirror(sessionID, *ap.capsule, p.Extras, log)
+	}
 	return res, ap.capsule, nil
+}
+
+// budgetAfter is the effective tokens of path with capsule c appended at
+// its end, as the server reports them once the capsule is in the session.
+func (o *offline) budgetAfter(path compaction.Entries, c session.Capsule) int {
+	leaf := path[len(path)-1].ID
+	e := session.Entry{ID: "capsule-" + c.CheckpointID, ParentID: &leaf, Type: session.TypeCapsule, Capsule: &c}
+	e.Tokens = entryTokens(o.counter)(&e)
+	st, err := o.restoreState(append(path[:len(path):len(path)], e))
+	if err != nil {
+		return 0 // unknown: the result keeps the engine's figures
+	}
+	return o.budget(st).EffectiveTokens
+}
+
+// openFlight opens the session's flight record file in the workspace's
+// .soba/flight, created inside the workspace only (R-W2).
+func (o *offline) openFlight(sessionID string) (*compaction.FlightFile, error) {
+	r, err := workspace.NewRoot(o.root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if err := r.MkdirAllInside(workspace.SobaDirName + "/flight"); err != nil {
+		return nil, fmt.Errorf("flight records: %w", err)
+	}
+	return agent.OpenFlight(filepath.Join(o.root, workspace.SobaDirName, "flight"), sessionID)
+}
+
+// mirror mirrors a completed capsule to the workspace's Project Memory
+// when it qualifies, as the server does (R-C4); what happened goes to log.
+func (o *offline) mirror(sessionID string, c session.Capsule, recorded compaction.Extras, log io.Writer) {
+	r, err := workspace.NewRoot(o.root)
+	if err == nil {
+		defer r.Close()
+		var mem *workspace.Memory
+		if mem, err = workspace.OpenMemory(r); err == nil {
+			var note string
+			note, err = agent.MirrorCapsule(mem, o.root, sessionID, c, recorded, time.Now().UTC())
+			if note != "" {
+				fmt.Fprintln(log, note)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(log, "warning:", err)
+	}
 }
 
 // printPlan writes the frozen plan (R-B2) in one line.

@@ -36,6 +36,9 @@ func runCLI(t *testing.T, dir string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
+	// A replay without --workspace makes a temporary workspace: the test's
+	// own, removed with it, so no run leaves directories behind.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -221,7 +224,7 @@ func TestCompactNothingToCompact_RG8(t *testing.T) {
 	ws, file := importInto(t, fixturePath("pi-v3.jsonl"))
 	// The default keep window (20,000 tokens) holds this whole short session.
 	stdout, errs, code := runCLI(t, ws, "compact", "--dry-run", file)
-	if code != 0 || stdout != "" || !strings.Contains(errs, "outcome: skipped") || !strings.Contains(errs, "Compaction skipped · user") {
+	if code != 0 || stdout != "" || !strings.Contains(errs, "outcome: skipped") || !(strings.Contains(errs, "Skipped: ") && strings.Contains(errs, " · user")) {
 		t.Fatalf("exit %d, stdout %q\n%s", code, stdout, errs)
 	}
 	if _, errs, code := runCLI(t, ws, "compact", "--dry-run", "--trigger", "sometimes", file); code != 2 || !strings.Contains(errs, "--trigger") {

@@ -112,10 +112,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	rest := fs.Args()
 	cmd := subcommands[0]
+	help := false
 	if len(rest) > 0 {
 		if rest[0] == "help" {
-			usage(fs)
-			return 0
+			if len(rest) == 1 {
+				fs.SetOutput(stdout)
+				usage(fs)
+				return 0
+			}
+			// `help budget` is `budget --help`.
+			rest, help = rest[1:], true
 		}
 		c, ok := findSubcommand(rest[0])
 		if !ok {
@@ -127,7 +133,33 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if help || wantsHelp(rest) {
+		// Asked for, help is the answer: the usage on stdout, exit 0. Each
+		// subcommand prints its usage when its flags meet -help; its exit
+		// code for that (2, a usage error otherwise) does not apply.
+		helpEnv := *env
+		helpEnv.stderr = stdout
+		if help {
+			rest = append(rest, "--help")
+		}
+		cmd.run(ctx, &helpEnv, rest)
+		return 0
+	}
 	return cmd.run(ctx, env, rest)
+}
+
+// wantsHelp reports whether a subcommand's arguments ask for help (-h,
+// -help or --help before any `--`).
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 // subcommandFlags is the flag set of a subcommand, reporting on stderr.
@@ -216,12 +248,46 @@ func usage(fs *flag.FlagSet) {
 	fs.PrintDefaults()
 }
 
+// versionString is the version: the one set at link time, else the
+// module version of the build info (`go install …@v1.2.3`), else the VCS
+// revision the binary was built from (`go build` in a checkout), else
+// "dev".
 func versionString() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	return buildVersion(bi)
+}
+
+func buildVersion(bi *debug.BuildInfo) string {
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
-	return "dev"
+	var rev, at string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	v := "dev (revision " + rev[:min(12, len(rev))]
+	if at != "" {
+		v += " of " + at
+	}
+	if modified {
+		v += ", with uncommitted changes"
+	}
+	return v + ")"
 }

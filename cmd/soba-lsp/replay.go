@@ -37,6 +37,12 @@ func runReplay(ctx context.Context, env *cmdEnv, args []string) int {
 		fs.Usage()
 		return 2
 	}
+	if fs.NArg() == 1 {
+		if err := foreignFile(fs.Arg(0)); err != nil {
+			fmt.Fprintln(env.stderr, "soba-lsp replay:", err)
+			return 1
+		}
+	}
 	dir := *out
 	if dir == "" {
 		d, err := os.MkdirTemp("", "soba-replay-")

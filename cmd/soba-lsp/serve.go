@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 
@@ -18,8 +17,9 @@ var newBackend = func() lsp.BackendFactory {
 }()
 
 func runServe(ctx context.Context, env *cmdEnv, args []string) int {
-	if len(args) > 0 {
-		fmt.Fprintf(env.stderr, "soba-lsp serve: takes no arguments, got %q\n", args)
+	fs := subcommandFlags(env, "serve")
+	setUsage(fs, env, "usage: soba-lsp [--log-file FILE] [--log-level LEVEL] [serve]\n\nServes the Language Server Protocol on stdin/stdout (the default when no subcommand is given); editors start it.")
+	if !parseExact(fs, args, 0) {
 		return 2
 	}
 	server := lsp.NewServer(newBackend, lsp.WithVersion(versionString()), lsp.WithLogger(env.log))

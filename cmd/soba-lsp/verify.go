@@ -16,6 +16,12 @@ func runVerify(_ context.Context, env *cmdEnv, args []string) int {
 		return 2
 	}
 	tf, err := session.ScanFile(fs.Arg(0), nil)
+	if err == nil && len(tf.Entries) == 0 {
+		// Nothing in it is an entry: say what it is when it is known.
+		if ferr := foreignFile(fs.Arg(0)); ferr != nil {
+			err = ferr
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp verify:", err)
 		return 1

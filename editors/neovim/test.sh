@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Tests of the Neovim plugin, on Neovim 0.7 (Debian's `neovim`, installed with
-# apt-get when missing) and on Neovim 0.10 (Debian trixie's packages unpacked
+# apt-get when missing), on Neovim 0.10 (Debian trixie's packages unpacked
 # into a cache dir and run with trixie's own loader; the system is not
-# changed). Per version: unit tests that need no server, then end-to-end tests
+# changed) and on Debian unstable's Neovim (0.11 or later, the same way) for
+# lsp/soba.lua. Per version: unit tests that need no server, then end-to-end tests
 # against the real soba-lsp and a fake model server, when the server already
 # answers soba.budget (a clear SKIP line otherwise). Every nvim run is bounded
-# by `timeout`. The last line is "N passed, N failed".
+# by `timeout`. The last line is "N passed, N failed, N skipped".
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -75,6 +76,48 @@ exec $lib/ld-linux-x86-64.so.2 --library-path $lib:$lib/lua/5.1 $dir/root/usr/bi
 WRAP
   chmod +x "$nvim10"
   "$nvim10" --version | head -1
+}
+
+# ensure_nvim_new unpacks the Neovim of Debian unstable (0.11 or later: the
+# vim.lsp.config / vim.lsp.enable of lsp/soba.lua) and its libraries the
+# same way, into $cache/nvim-new. It is built in a temporary directory and
+# renamed into place, so a run that is killed halfway never leaves a cache
+# that looks complete. GitHub's release tarballs would do as well, but this
+# machine reaches deb.debian.org only.
+nvim_new=$cache/nvim-new/nvim
+ensure_nvim_new() {
+  if [ -x "$nvim_new" ] && "$nvim_new" --version 2>/dev/null | grep -Eq '^NVIM v0\.(1[1-9]|[2-9][0-9])'; then return 0; fi
+  note "unpacking Neovim 0.11+ from Debian unstable into $cache/nvim-new"
+  local tmp
+  tmp=$(mktemp -d "$cache/nvim-new.tmp.XXXXXX") || return 1
+  local apt=$tmp/apt
+  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/debs" "$tmp/root"
+  echo 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main' \
+    >"$apt/sources.list"
+  local opts=(-o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+    -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Architecture=amd64
+    -o APT::Sandbox::User=root)
+  (
+    set -e
+    apt-get "${opts[@]}" update -qq
+    cd "$apt/debs"
+    apt-get "${opts[@]}" download neovim neovim-runtime libc6 libgcc-s1 libluajit-5.1-2 libluajit-5.1-common \
+      libtree-sitter0.26 libunibilium4 libutf8proc3 libuv1t64 libvterm0 libmsgpack-c2 lua-lpeg lua-luv
+    for d in *.deb; do dpkg-deb -x "$d" "$tmp/root"; done
+  ) >"$work/nvim-new.log" 2>&1 || { cat "$work/nvim-new.log"; rm -rf "$tmp"; return 1; }
+  rm -rf "$apt"
+  local dir=$cache/nvim-new
+  local lib=$dir/root/usr/lib/x86_64-linux-gnu
+  cat >"$tmp/nvim" <<WRAP
+#!/bin/sh
+export VIMRUNTIME=$dir/root/usr/share/nvim/runtime
+exec $lib/ld-linux-x86-64.so.2 --library-path $lib:$lib/lua/5.1 $dir/root/usr/bin/nvim "\$@"
+WRAP
+  chmod +x "$tmp/nvim"
+  rm -rf "$dir.old"
+  [ -e "$dir" ] && mv "$dir" "$dir.old"
+  mv "$tmp" "$dir" && rm -rf "$dir.old"
+  "$nvim_new" --version | head -1
 }
 
 # run_nvim LABEL NVIM SPEC [SECONDS]: one headless run of tests/SPEC with
@@ -204,13 +247,13 @@ prepare_scripted() {
 run_e2e() {
   local label=$1 bin=$2 kind=$3 server ws=$work/ws-$1-$3
   if [ "$kind" = real ]; then
-    if [ -z "$e2e_ready" ]; then echo "SKIP $label: e2e against soba-lsp: $e2e_why"; return; fi
+    if [ -z "$e2e_ready" ]; then echo "SKIP $label: e2e against soba-lsp: $e2e_why" | tee -a "$results"; return; fi
     server=$work/soba-lsp
     # A fresh fake model per run: its script is consumed in order.
     start_fakemodel || { fail "$label: the fake model server did not start"; return; }
     make_workspace "$ws"
   else
-    if [ -z "$scripted_ready" ]; then echo "SKIP $label: e2e against tests/scriptedlsp: $scripted_why"; return; fi
+    if [ -z "$scripted_ready" ]; then echo "SKIP $label: e2e against tests/scriptedlsp: $scripted_why" | tee -a "$results"; return; fi
     server=$work/scriptedlsp
     mkdir -p "$ws/.soba"
     echo '{}' >"$ws/.soba/config.json"
@@ -235,15 +278,36 @@ if locked install ensure_nvim10; then
 else
   fail "could not unpack Neovim 0.10 from Debian trixie"
 fi
+# Neovim 0.11+ where installable: a machine that cannot reach Debian
+# unstable says so and goes on.
+nvim_new_label=
+if locked install ensure_nvim_new; then
+  nvim_new_label=nvim$("$nvim_new" --version | head -1 | sed -E 's/^NVIM v([0-9]+\.[0-9]+).*/\1/')
+  run_nvim "$nvim_new_label" "$nvim_new" unit_spec.lua 120
+else
+  echo "SKIP Neovim 0.11+: could not unpack it from Debian unstable (see above)" | tee -a "$results"
+fi
 
 prepare_scripted
 prepare_e2e
 for kind in scripted real; do
   command -v nvim >/dev/null 2>&1 && run_e2e nvim0.7 nvim "$kind"
   [ -x "$nvim10" ] && run_e2e nvim0.10 "$nvim10" "$kind"
+  [ -n "$nvim_new_label" ] && run_e2e "$nvim_new_label" "$nvim_new" "$kind"
 done
+# lsp/soba.lua through vim.lsp.config / vim.lsp.enable (0.11+ only).
+if [ -n "$nvim_new_label" ]; then
+  if [ -n "$e2e_ready" ] && start_fakemodel; then
+    make_workspace "$work/ws-lspconfig"
+    SOBA_LSP=$work/soba-lsp SOBA_WORKSPACE=$work/ws-lspconfig \
+      run_nvim "$nvim_new_label-lspconfig" "$nvim_new" lspconfig_spec.lua 120
+  else
+    echo "SKIP $nvim_new_label: lsp/soba.lua against soba-lsp: ${e2e_why:-the fake model server did not start}" | tee -a "$results"
+  fi
+fi
 
 passed=$(grep -c '^PASS ' "$results")
 failed=$(grep -c '^FAIL ' "$results")
-echo "$passed passed, $failed failed"
+skipped=$(grep -c '^SKIP ' "$results")
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ] && [ "$passed" -gt 0 ]

@@ -4,7 +4,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-bin="$(mktemp -d)/soba-lsp"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/soba-lsp-conformance.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+bin="$tmp/soba-lsp"
 (cd "$root" && go build -o "$bin" ./cmd/soba-lsp)
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error

@@ -44,12 +44,12 @@ local function noted(pattern)
 end
 
 local function effective(line)
-  local num, unit = line:match('^SOBA ([%d.]+)(k?)/')
+  local num, unit = line:match('^SOBA ([%d.]+)(k?) /')
   ok(num, 'status line has effective tokens: ' .. line)
   return tonumber(num) * (unit == 'k' and 1000 or 1)
 end
 
-local STATUS = '^SOBA [%d.]+k?/48%.8k!?$'
+local STATUS = '^SOBA [%d.]+k? / 48%.8k %(%d+%%%)!?$'
 
 -- Listeners record what other plugins would see during a barrier.
 local during, progress = {}, { events = 0, seen = {} }
@@ -101,6 +101,9 @@ test('SetupStartsAndAttaches', function()
   ok(vim.lsp.buf_is_attached(0, id), 'second buffer attached to the same client')
   eq(1, #client.clients(), 'one client per root')
   vim.cmd('close')
+  for _, n in ipairs(notes) do
+    ok(not tostring(n.msg):find('could not start', 1, true), 'no "could not start" message: ' .. tostring(n.msg))
+  end
 end)
 
 test('BudgetCommand_RO1', function()
@@ -136,7 +139,8 @@ test('PromptsStreamIntoChat', function()
     end, 'turn ' .. i .. ' to complete in the chat buffer')
   end
   local text = table.concat(chat.lines(), '\n')
-  match('## Turn ', text, 'chat shows turns')
+  match('\n## %d%d:%d%d · Turn 1: summarise this%.', text, 'chat headings show the time and the request')
+  ok(not text:find('## Turn ', 1, true) and not text:find('turn_', 1, true), 'no turn ids in the chat')
   ok(vim.fn.bufwinnr('soba://chat') ~= -1, 'chat window opened on ask')
 end)
 
@@ -195,6 +199,8 @@ test('CompactBarrierStatusline_RB3', function()
   match(STATUS, after, 'status line after the barrier')
   ok(effective(after) < effective(before), string.format('tokens went down: %s → %s', before, after))
   ok(noted(compacted.line), 'result line shown with vim.notify: ' .. tostring(compacted.line))
+  match('── Context compacted · [%d,]+ → [%d,]+ tokens · :Soba capsule show ' .. compacted.checkpointId:gsub('%W', '%%%0') .. ' ──',
+    table.concat(chat.lines(), '\n'), 'the chat marks the compaction')
   ok(progress.events > 0, 'Neovim saw $/progress (LspProgress / LspProgressUpdate)')
   local joined = table.concat(progress.seen, '\n')
   match('Compacting context', joined, 'progress title seen through ' .. (has010 and 'vim.lsp.status()'
@@ -353,7 +359,7 @@ test('ChatInputPromptAndSlashCommand', function()
   local lines = chat.lines()
   local asked = index_of(lines, '^> answer in one line$')
   ok(asked and lines[asked - 1] == '> Turn from the chat input:', 'the stream shows the user\'s message')
-  local started = index_of(lines, '^## Turn ', asked)
+  local started = index_of(lines, '^## %d%d:%d%d · Turn from the chat input:$', asked)
   ok(started, 'a turn starts after the message')
   ok(index_of(lines, '^— completed', started), 'and completes in the stream')
   -- A slash command typed there goes the same way; its lines are shown.
@@ -393,6 +399,53 @@ end)
 -- setup(): the client starts without it (0.10's vim.lsp.start answers nil
 -- for an unloaded buffer) and attaches it when it is entered; no "could not
 -- start" message.
+-- The pickers over the wire: sessions by first request, time and size;
+-- rewind points from soba.session.history, confirmed with the files that
+-- keep their content, then soba.session.rewind.
+test('SessionAndRewindPickers_RT4', function()
+  local orig_select = vim.ui.select
+  local asked = {}
+  local pick = {}
+  vim.ui.select = function(items, opts, on_choice)
+    local shown = {}
+    for _, it in ipairs(items) do
+      shown[#shown + 1] = opts.format_item and opts.format_item(it) or it
+    end
+    asked[#asked + 1] = { prompt = opts.prompt, items = shown }
+    local choose = table.remove(pick, 1)
+    on_choice(choose and items[choose(items)] or nil)
+  end
+  local ok_, err = pcall(function()
+    -- The session picker: dismissed, it resumes nothing.
+    pick = { function() return nil end }
+    run('session resume')
+    eq('New session', asked[1].items[1], 'the session picker offers a new session first')
+    match(' · current$', asked[1].items[2], 'the newest session is the current one: ' .. tostring(asked[1].items[2]))
+    match(' entr[a-z]+ · [%d.]+ [KMB]+', asked[1].items[2], 'with its size')
+    -- The rewind picker: the newest point, then "Rewind".
+    asked = {}
+    pick = { function() return 1 end, function(items) return vim.fn.index(items, 'Rewind') + 1 end }
+    local before = #notes
+    must('rewind')
+    ok(#asked == 2, 'a point picked, then confirmed')
+    match('ago · ', asked[1].items[1], 'points say when')
+    match('^Rewind to before ', asked[2].prompt, 'the confirmation names the point')
+    ok(asked[2].prompt:find('Files are not reverted', 1, true) or asked[2].prompt:find('No file was modified', 1, true),
+      'the confirmation says what happens to files: ' .. asked[2].prompt)
+    local said = false
+    for i = before + 1, #notes do
+      said = said or tostring(notes[i].msg):find('rewound to before', 1, true) ~= nil
+    end
+    ok(said, 'the rewind is reported')
+    match('Rewound to before', table.concat(chat.lines(), '\n'), 'the chat marks the rewind and keeps what came before')
+    ok(completed_turns() > 0, 'the kept history stays on screen')
+  end)
+  vim.ui.select = orig_select
+  if not ok_ then
+    error(err, 0)
+  end
+end)
+
 test('StartsForAnUnloadedFileBuffer', function()
   local ws2 = vim.fn.tempname()
   vim.fn.mkdir(ws2 .. '/.git', 'p')

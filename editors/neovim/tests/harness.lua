@@ -31,9 +31,16 @@ function H.test(name, fn)
   return ok
 end
 
--- H.skip records nothing but says why a test did not run.
+-- H.skip says why a test did not run and records it as a SKIP line, which
+-- test.sh counts apart from passes and failures.
 function H.skip(name, why)
-  io.stdout:write(string.format('SKIP %s: %s\n', name, why))
+  local line = string.format('SKIP %s%s: %s', label ~= '' and (label .. ': ') or '', name, why)
+  io.stdout:write(line .. '\n')
+  if results_path then
+    local f = assert(io.open(results_path, 'a'))
+    f:write(line .. '\n')
+    f:close()
+  end
 end
 
 -- H.crash records the whole run as one failure (a Lua error outside test()).

@@ -52,21 +52,24 @@ test('StatuslineFormat_RO1_RS2_RB3', function()
   local opts = config.defaults.statusline
   for _, c in ipairs({
     { 'no state yet', nil, '' },
-    { 'below soft limit', { budget = budget(31234, 48808, 39046) }, 'SOBA 31.2k/48.8k' },
-    { 'one below soft limit', { budget = budget(39045, 48808, 39046) }, 'SOBA 39.0k/48.8k' },
-    { 'at soft limit', { budget = budget(39046, 48808, 39046) }, 'SOBA 39.0k/48.8k!' },
-    { 'past soft limit', { budget = budget(45210, 48808, 39046) }, 'SOBA 45.2k/48.8k!' },
+    { 'below soft limit', { budget = budget(31234, 48808, 39046) }, 'SOBA 31.2k / 48.8k (63%)' },
+    { 'one below soft limit', { budget = budget(39045, 48808, 39046) }, 'SOBA 39.0k / 48.8k (79%)' },
+    { 'at soft limit', { budget = budget(39046, 48808, 39046) }, 'SOBA 39.0k / 48.8k (79%)!' },
+    { 'past soft limit', { budget = budget(45210, 48808, 39046) }, 'SOBA 45.2k / 48.8k (92%)!' },
     { 'barrier with percentage', { budget = budget(45210, 48808, 39046, 'compacting'),
-      compaction = { phase = 'progress', percentage = 82 } }, 'SOBA 45.2k/48.8k! compacting 82%' },
+      compaction = { phase = 'progress', percentage = 82 } }, 'SOBA 45.2k / 48.8k (92%)! compacting 82%' },
     { 'barrier state without notification', { budget = budget(31234, 48808, 39046, 'compacting') },
-      'SOBA 31.2k/48.8k compacting' },
+      'SOBA 31.2k / 48.8k (63%) compacting' },
     { 'barrier before any budget', { compaction = { phase = 'start', percentage = 0 } }, 'SOBA compacting 0%' },
-    { 'small counts', { budget = budget(950, 48808, 39046) }, 'SOBA 950/48.8k' },
+    { 'small counts', { budget = budget(950, 48808, 39046) }, 'SOBA 950 / 48.8k (1%)' },
+    -- The server's text is shown as it is: one number format in both editors.
+    { "the server's display", { budget = { effectiveTokens = 14030, hardLimit = 17000, softLimit = 13600,
+      display = '14.0k / 17.0k (82%)', state = 'idle' } }, 'SOBA 14.0k / 17.0k (82%)!' },
   }) do
     eq(c[3], status.format(c[2], opts), c[1])
   end
   local custom = { prefix = 'S', soft_marker = ' ▲', compacting = '⟳' }
-  eq('S 45.2k/48.8k ▲ ⟳ 5%', status.format({ budget = budget(45210, 48808, 39046),
+  eq('S 45.2k / 48.8k (92%) ▲ ⟳ 5%', status.format({ budget = budget(45210, 48808, 39046),
     compaction = { percentage = 5 } }, custom), 'custom statusline options')
 end)
 
@@ -84,19 +87,19 @@ test('RecordedBarrierNotifications_RB3', function()
   end
   restore()
   eq({
-    'SOBA 31.2k/48.8k',
-    'SOBA 45.2k/48.8k!',
-    'SOBA 45.2k/48.8k! compacting 0%',
-    'SOBA 45.2k/48.8k! compacting 0%',
-    'SOBA 45.2k/48.8k! compacting 40%',
-    'SOBA 45.2k/48.8k! compacting 82%',
+    'SOBA 31.2k / 48.8k (63%)',
+    'SOBA 45.2k / 48.8k (92%)!',
+    'SOBA 45.2k / 48.8k (92%)! compacting 0%',
+    'SOBA 45.2k / 48.8k (92%)! compacting 0%',
+    'SOBA 45.2k / 48.8k (92%)! compacting 40%',
+    'SOBA 45.2k / 48.8k (92%)! compacting 82%',
     -- the end of a completed barrier shows its measured size at once
-    'SOBA 14.9k/48.8k',
-    'SOBA 14.9k/48.8k',
+    'SOBA 14.9k / 48.8k (30%)',
+    'SOBA 14.9k / 48.8k (30%)',
   }, lines, 'status line after each notification')
   eq(4, #budgets, 'User SobaBudget count')
   eq(4, #compactions, 'User SobaCompaction count')
-  eq('SOBA 45.2k/48.8k! compacting 82%', compactions[3].line, 'status line seen by a SobaCompaction listener')
+  eq('SOBA 45.2k / 48.8k (92%)! compacting 82%', compactions[3].line, 'status line seen by a SobaCompaction listener')
   if vim.fn.has('nvim-0.8') == 1 then
     eq('progress', compactions[3].data.event.phase, 'autocmd data carries the notification')
     eq(14870, budgets[4].data.budget.effectiveTokens, 'autocmd data carries the budget')
@@ -188,7 +191,6 @@ test('ParseErrorsNameTheProblem_RO3', function()
     { 'ask', 'missing {text}' },
     { 'budget now', 'unexpected "now"' },
     { 'session resume a b', 'unexpected "b"' },
-    { 'rewind', 'missing {entryId}; usage: :Soba rewind {entryId}' },
     { 'rewind e_1 e_2', 'unexpected "e_2"' },
   }) do
     local node, err = commands.parse(c[1])
@@ -322,6 +324,9 @@ end)
 
 test('ChatRendersAgentStream', function()
   chat.clear()
+  chat.clock = function()
+    return '10:00'
+  end
   for _, ev in ipairs({
     { turnId = 't1', type = 'turn_start' },
     { turnId = 't1', type = 'text', delta = 'Reading ' },
@@ -336,8 +341,8 @@ test('ChatRendersAgentStream', function()
   local _, restore = H.capture_notify()
   feed('soba/event', { turnId = 't3', type = 'turn_end', outcome = 'failed', error = 'model at http://127.0.0.1:1 unreachable' })
   restore()
-  eq({ '# SOBA chat', '', '', '## Turn t1', 'Reading the file.', 'Done', '', '→ read_file {"path":"a.go"}',
-    '← ok 12 lines', '', '', '— completed', '', '(queued: turn t2)', '',
+  eq({ '# SOBA chat', '', '', '## 10:00', 'Reading the file.', 'Done', '', '→ read_file {"path":"a.go"}',
+    '← ok 12 lines', '', '', '— completed', '', '(queued: runs after the current turn)', '',
     '— failed: model at http://127.0.0.1:1 unreachable' }, chat.lines(), 'chat buffer')
   local b = chat.open()
   local win = chat.window()
@@ -633,18 +638,23 @@ end)
 -- before its turn either way.
 test('ChatUserMessageBeforeItsTurn', function()
   chat.clear()
+  local clock = 0
+  chat.clock = function()
+    clock = clock + 1
+    return string.format('10:0%d', clock)
+  end
   feed('soba/event', { turnId = 't1', type = 'turn_start' })
   feed('soba/event', { turnId = 't1', type = 'text', delta = 'Reading' })
   chat.user_message('t1', 'read a.go', false)
   feed('soba/event', { turnId = 't1', type = 'text', delta = ' a.go.' })
   chat.user_message('t2', 'then b.go', true)
-  eq({ '# SOBA chat', '', '', '> read a.go', '', '## Turn t1', 'Reading a.go.' }, chat.lines(),
+  eq({ '# SOBA chat', '', '', '> read a.go', '', '## 10:01 · read a.go', 'Reading a.go.' }, chat.lines(),
     'before the turn that started; a queued message waits')
   feed('soba/event', { turnId = 't1', type = 'turn_end', outcome = 'completed' })
   feed('soba/event', { turnId = 't2', type = 'turn_start' })
   chat.user_message('t3', 'and c.go', false)
   feed('soba/event', { turnId = 't3', type = 'turn_start' })
-  eq({ '', '— completed', '', '> then b.go', '', '## Turn t2', '', '', '> and c.go', '', '## Turn t3', '' },
+  eq({ '', '— completed', '', '> then b.go', '', '## 10:02 · then b.go', '', '', '> and c.go', '', '## 10:03 · and c.go', '' },
     chat_tail(12), 'a queued message when its turn starts; an answer before its turn at the end')
 end)
 
@@ -803,7 +813,7 @@ test('HelpTags', function()
   for _, tag in ipairs({ 'soba', 'soba.txt', ':Soba', 'soba-config', 'soba-statusline', 'soba-lualine',
     'soba-commands', 'soba-autocmds', 'SobaBudget', 'SobaCompaction', 'soba-health', 'soba-progress',
     'soba-chat', 'soba-approvals', 'soba.setup()', 'soba.statusline()', 'soba-slash', 'soba-chat-input',
-    'soba.input.send()' }) do
+    'soba.input.send()', 'soba-lsp-config' }) do
     vim.cmd('help ' .. tag)
     eq('help', vim.bo.buftype, 'help ' .. tag .. ' opens help')
     match('soba%.txt$', vim.api.nvim_buf_get_name(0), 'help ' .. tag .. ' file')
@@ -830,10 +840,185 @@ end)
 -- An error names its command once: the server's argument errors already
 -- start with it ("soba.capsule.export: path is required").
 test('ErrorsNameTheCommandOnce', function()
-  eq('soba: soba.capsule.export: path is required',
-    client.describe_error('soba.capsule.export', { code = -32602, message = 'soba.capsule.export: path is required' }),
-    'a message that names its command')
-  eq('soba: soba.session.rewind: entry "x" is not in the session',
-    client.describe_error('soba.session.rewind', { code = -32803, message = 'entry "x" is not in the session' }),
-    'a message that does not')
+  for _, c in ipairs({
+    { 'soba.capsule.export', 'soba.capsule.export: path is required', 'soba.capsule.export: path is required' },
+    { 'soba.capsule.export', 'soba.capsule.export: soba.capsule.export: ck_1 is not a capsule',
+      'soba.capsule.export: ck_1 is not a capsule' },
+    { 'soba.session.rewind', 'no entry "x" in this session; soba.session.history lists the points to rewind to',
+      'soba.session.rewind: no entry "x" in this session; soba.session.history lists the points to rewind to' },
+    { 'soba.run', 'soba: soba.run: text must not be empty', 'soba.run: text must not be empty' },
+  }) do
+    local got = client.describe_error(c[1], { code = -32803, message = c[2] })
+    eq(c[3], got, c[2])
+    local _, n = got:gsub(c[1]:gsub('%.', '%%.'), '')
+    eq(1, n, 'the command is named once in ' .. got)
+  end
+end)
+
+-- A completed compaction is marked in the chat where it happened, with
+-- its figures and how to read its capsule; other outcomes change nothing
+-- the model sees and add no marker.
+test('ChatMarksCompactions_RB3', function()
+  chat.clear()
+  client._reset()
+  local _, restore = H.capture_notify()
+  feed('soba/compaction', { phase = 'end', operationId = 'op_s', trigger = 'turn_complete', outcome = 'skipped',
+    reason = 'nothing old enough to compact', line = 'Skipped: nothing old enough to compact · turn_complete' })
+  eq({ '# SOBA chat', '' }, chat.lines(), 'a skipped compaction adds no marker')
+  feed('soba/compaction', { phase = 'end', operationId = 'op_c', trigger = 'user', outcome = 'completed',
+    tokensBefore = 13460, tokensAfter = 820, checkpointId = 'ck_21267c', quality = 'full',
+    line = 'Compacted context · user · 13,460 → 820 tokens (94% reclaimed) · ck_21267c' })
+  feed('soba/compaction', { phase = 'end', operationId = 'op_d', trigger = 'hard_limit', outcome = 'completed',
+    tokensBefore = 9000, tokensAfter = 3000, checkpointId = 'ck_2', quality = 'degraded', line = 'x' })
+  restore()
+  eq({ '', '── Context compacted · 13,460 → 820 tokens · :Soba capsule show ck_21267c ──', '', '',
+    '── Context compacted · 9,000 → 3,000 tokens · degraded (fallback capsule) · :Soba capsule show ck_2 ──', '' },
+    chat_tail(6), 'markers in the chat')
+end)
+
+-- Turn headings say when and what was asked, never the turn's id; a long
+-- or multi-line request is one clipped line.
+test('ChatHeadingsByTimeAndRequest', function()
+  eq('fix the login bug', chat.title('\n  fix   the login bug\nand more'), 'first line, whitespace collapsed')
+  eq(60, vim.fn.strchars(chat.title(string.rep('é', 100))), 'clipped to 60 characters')
+  match('…$', chat.title(string.rep('x', 100)), 'a clipped title ends in …')
+  chat.clear()
+  chat.clock = function()
+    return '09:41'
+  end
+  chat.user_message('turn_55c2aa', 'add a test for the parser', false)
+  feed('soba/event', { turnId = 'turn_55c2aa', type = 'turn_start' })
+  local text = table.concat(chat.lines(), '\n')
+  match('## 09:41 · add a test for the parser', text, 'heading')
+  ok(not text:find('turn_55c2aa', 1, true), 'no turn id in the chat: ' .. text)
+end)
+
+-- The times and sizes of the pickers.
+test('PickerTimesAndSizes', function()
+  local now = commands.epoch('2026-12-03T06:40:12Z')
+  ok(now, 'epoch reads RFC 3339')
+  eq(now - 12, commands.epoch('2026-12-03T06:40:00.123456789Z'), 'fractions')
+  eq(now, commands.epoch('2026-12-03T07:40:12+01:00'), 'offsets')
+  for _, c in ipairs({
+    { '2026-12-03T06:40:12Z', '0 s ago' }, { '2026-12-03T06:40:00Z', '12 s ago' },
+    { '2026-12-03T06:35:12Z', '5 min ago' }, { '2026-12-03T03:40:12Z', '3 h ago' },
+    { '2026-12-02T06:40:12Z', '1 day ago' }, { '2026-11-30T06:40:12Z', '3 days ago' },
+  }) do
+    eq(c[2], commands.ago(c[1], now), c[1])
+  end
+  eq('900 B', commands.size(900), 'bytes')
+  eq('12 KB', commands.size(12 * 1024), 'kilobytes')
+  eq('3.4 MB', commands.size(3.4 * 1024 * 1024), 'megabytes')
+end)
+
+-- :Soba rewind without an id: the requests and checkpoints of the current
+-- path, newest first, through vim.ui.select; the confirmation says which
+-- files keep their content; the rewind goes to the point's rewindTo.
+test('RewindPicker_RT4', function()
+  chat.clear()
+  local now = os.time()
+  local iso = function(secs_ago)
+    return os.date('!%Y-%m-%dT%H:%M:%SZ', now - secs_ago)
+  end
+  local points = {
+    { entryId = 'e2', kind = 'user', text = 'fix the login bug', createdAt = iso(300), rewindTo = 'e1',
+      filesModifiedAfter = { 'auth/login.go', 'auth/login_test.go' } },
+    { entryId = 'e5', kind = 'checkpoint', text = 'milestone: tests pass', createdAt = iso(20), rewindTo = 'e5',
+      filesModifiedAfter = {} },
+  }
+  local sent, orig = {}, client.execute
+  client.execute = function(command, args, cb)
+    sent[#sent + 1] = { command, args }
+    cb(nil, command == 'soba.session.history' and points or { leafId = 'e1' }, { id = 97 })
+  end
+  local asked, orig_select = {}, vim.ui.select
+  local answers = { 2, 1 } -- the older point, then "Rewind"
+  vim.ui.select = function(items, opts, on_choice)
+    local shown = {}
+    for _, it in ipairs(items) do
+      shown[#shown + 1] = opts.format_item and opts.format_item(it) or it
+    end
+    asked[#asked + 1] = { prompt = opts.prompt, items = shown }
+    on_choice(items[table.remove(answers, 1)])
+  end
+  local seen, restore = H.capture_notify()
+  local result = 'not called'
+  commands.run('rewind', false, function(err, r)
+    result = { err, r }
+  end)
+  restore()
+  vim.ui.select = orig_select
+  client.execute = orig
+  eq({ { 'soba.session.history', {} }, { 'soba.session.rewind', { entryId = 'e1' } } }, sent, 'commands sent')
+  eq(nil, result[1], 'no error')
+  match('^%d+ s ago · checkpoint milestone: tests pass$', asked[1].items[1], 'newest first, with its kind')
+  match('^5 min ago · fix the login bug$', asked[1].items[2], 'a request')
+  match('Files are not reverted: 2 modified after it keep their content: auth/login.go, auth/login_test.go',
+    asked[2].prompt, 'the confirmation lists the files')
+  eq({ 'Rewind', 'Cancel' }, asked[2].items, 'confirmation choices')
+  match('not reverted: auth/login.go, auth/login_test.go', seen[1] and seen[1].msg, 'the result says it again')
+  match('Rewound to before "fix the login bug"', table.concat(chat.lines(), '\n'), 'the chat marks the rewind')
+  eq('Rewind to before checkpoint "milestone: tests pass"? The conversation after it leaves the path (it stays in the file). No file was modified after it.',
+    commands.rewind_question(points[2]), 'no files')
+end)
+
+-- :Soba session resume without an id: a new session or one of the
+-- workspace's sessions by first request, time and size.
+test('SessionPicker', function()
+  local now = os.time()
+  local list = {
+    { sessionId = 's_new', title = 'add retries', updatedAt = os.date('!%Y-%m-%dT%H:%M:%SZ', now - 30), entries = 12, bytes = 20480 },
+    { sessionId = 's_old', title = '', updatedAt = os.date('!%Y-%m-%dT%H:%M:%SZ', now - 7200), entries = 1, bytes = 300 },
+  }
+  local sent, orig, orig_sync = {}, client.execute, client.execute_sync
+  client.execute = function(command, args, cb)
+    sent[#sent + 1] = { command, args }
+    cb(nil, command == 'soba.session.list' and list or { sessionId = args.sessionId }, { id = 97 })
+  end
+  client.execute_sync = function()
+    return { sessionId = 's_new' }
+  end
+  local shown, orig_select = nil, vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    shown = {}
+    for _, it in ipairs(items) do
+      shown[#shown + 1] = opts.format_item(it)
+    end
+    on_choice(items[3])
+  end
+  local _, restore = H.capture_notify()
+  commands.run('session resume', false, function() end)
+  restore()
+  vim.ui.select, client.execute, client.execute_sync = orig_select, orig, orig_sync
+  eq('New session', shown[1], 'a new session first')
+  match('^add retries · %d+ s ago · 12 entries · 20 KB · current$', shown[2], 'title, time, size, current')
+  match('^%(no request yet%) · 2 h ago · 1 entry · 300 B$', shown[3], 'a session without a request, one entry')
+  eq({ 'soba.session.resume', { sessionId = 's_old' } }, sent[#sent], 'resumes the one picked')
+end)
+
+-- Only the workspace's files reach the server (autostart): a file under a
+-- root marker or the current directory, not a help buffer or a file
+-- elsewhere.
+test('AttachOnlyWorkspaceFiles', function()
+  local ws = vim.fn.tempname()
+  vim.fn.mkdir(ws .. '/.soba', 'p')
+  vim.fn.writefile({ 'x' }, ws .. '/a.txt')
+  local outside = vim.fn.tempname() .. '-outside.txt'
+  vim.fn.writefile({ 'y' }, outside)
+  local cwd = vim.fn.getcwd()
+  vim.cmd('cd ' .. vim.fn.fnameescape(vim.fn.fnamemodify(outside, ':h') .. '/..'))
+  vim.cmd('edit ' .. vim.fn.fnameescape(ws .. '/a.txt'))
+  eq(true, client.wants(vim.api.nvim_get_current_buf()), 'a file of a workspace with .soba')
+  vim.cmd('edit ' .. vim.fn.fnameescape(outside))
+  local other = vim.fn.tempname()
+  vim.fn.mkdir(other, 'p')
+  vim.cmd('cd ' .. vim.fn.fnameescape(other))
+  eq(false, client.wants(vim.api.nvim_get_current_buf()), 'a file outside any workspace and the current directory')
+  vim.cmd('help soba')
+  eq(false, client.wants(vim.api.nvim_get_current_buf()), 'a help buffer')
+  vim.cmd('helpclose')
+  local scratch = vim.api.nvim_create_buf(false, true)
+  eq(false, client.wants(scratch), 'a scratch buffer')
+  vim.cmd('cd ' .. vim.fn.fnameescape(cwd))
+  vim.cmd('silent! %bwipeout!')
 end)

@@ -24,7 +24,9 @@ const FULL = !!process.env.FAKE_MODEL_URL;
 const t0 = Date.now();
 const log = (...a) => console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
 // The R-B3 result line of a compaction, whatever its outcome.
-const RESULT_LINE = /(Compacted context · [a-z_]+ · [\d,]+ → [\d,]+ tokens .*ck_\w+|Compaction (skipped|cancelled|discarded|failed))/;
+// The server writes one that did not complete with its outcome first ("Skipped: … · user"); the
+// extension's own notification says it in words ("Compaction skipped: …").
+const RESULT_LINE = /(Compacted context · [a-z_]+ · [\d,]+ → [\d,]+ tokens .*ck_\w+|(Skipped|Cancelled|Stale|Failed)(: .*)? · [a-z_]+|Compaction (skipped|cancelled|discarded|failed))/;
 const STATUS_BUDGET = /^SOBA [\d.]+[kM]? \/ [\d.]+[kM]? \(\d+%\)$/;
 
 const checks = [];
@@ -322,6 +324,12 @@ async function askInSidebar(page, chat, text) {
       const errButtons = (await errCard.locator('button').allInnerTexts().catch(() => [])).map((t) => t.trim());
       check('a failed turn is an error card with Open settings, Retry and Show output', /The turn failed: .*(401|API key)/i.test(errText) && ['Open settings', 'Retry', 'Show output'].every((b) => errButtons.includes(b)), JSON.stringify({ errText: errText.slice(0, 120), errButtons }));
       await shot(sidebar, 'error-card.png');
+      const failToasts = await until(page, async () => {
+        const texts = await page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+        const n = texts.filter((t) => /turn failed/i.test(t)).length;
+        return n > 0 && n;
+      }, 5000);
+      check('the failure is notified once (the server\'s message), not twice', failToasts === 1, String(failToasts));
       await errCard.locator('button', { hasText: 'Retry' }).click();
       const retried = await until(page, async () => /Hi again: the retry worked\./.test(await chat.locator('.messages').innerText()), 20000);
       const users = await chat.locator('.messages .msg.user .text').allInnerTexts();

@@ -4,7 +4,6 @@
 // extension attaches it to vscode-languageclient's LanguageClient; the
 // integration test attaches the same code to a vscode-jsonrpc connection to
 // the real binary.
-import * as vscode from 'vscode';
 import { showMessageRequestModal } from './approvals';
 import { resultLogFor, resultNoticeFor, type OutputLike, type ResultLog, type ResultNotice } from './commands';
 import { BarrierProgress, type ProgressHost } from './progress';
@@ -96,10 +95,9 @@ export class Frontend {
     }
     this.model.applyEvent(e);
     if (e.type === 'turn_end' && e.outcome === 'failed') {
-      // The sidebar shows the error as a card with its actions; the output keeps it too.
-      const msg = `SOBA: turn ${e.turnId} failed: ${e.error ?? 'unknown error'}`;
-      this.output.appendLine(msg);
-      void vscode.window.showErrorMessage(msg, 'Show Output').then((c) => c && this.output.show(true));
+      // The server also sends the failure as window/showMessage (for every client), which VS Code shows;
+      // the chat shows it as a card with its actions, the output keeps it. One notification, not two.
+      this.output.appendLine(`SOBA: turn ${e.turnId} failed: ${e.error ?? 'unknown error'}`);
     } else if (e.type === 'turn_end') {
       this.output.appendLine(`SOBA: turn ${e.turnId} ${e.outcome ?? 'ended'}`);
     }

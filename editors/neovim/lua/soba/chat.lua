@@ -13,6 +13,40 @@ local NAME = 'soba://chat'
 -- started; shown[turnId] is set when the message came before its turn.
 local ns = vim.api.nvim_create_namespace('soba_chat_turns')
 local headers, waiting, shown = {}, {}, {}
+-- titles[turnId] is the request of a turn, for its heading; started[turnId]
+-- the time its heading shows.
+local titles, started = {}, {}
+
+-- M.clock is the time a turn's heading shows (tests replace it).
+M.clock = function()
+  return os.date('%H:%M')
+end
+
+-- M.title is how a request reads in a heading: its first line that is not
+-- blank, whitespace collapsed, at most 60 characters.
+function M.title(text)
+  for _, l in ipairs(vim.split(text or '', '\n', { plain = true })) do
+    local t = vim.trim((l:gsub('%s+', ' ')))
+    if t ~= '' then
+      if vim.fn.strchars(t) > 60 then
+        t = vim.fn.strcharpart(t, 0, 59) .. '…'
+      end
+      return t
+    end
+  end
+  return ''
+end
+
+-- heading is a turn's heading: when it started and what was asked, never
+-- its id.
+local function heading(id)
+  started[id] = started[id] or M.clock()
+  local t = titles[id]
+  if t and t ~= '' then
+    return '## ' .. started[id] .. ' · ' .. t
+  end
+  return '## ' .. started[id]
+end
 
 -- M.scratch creates a named buffer that is no file, survives being hidden
 -- and has no swap file: the chat's stream and its input.
@@ -91,7 +125,7 @@ function M.render(ev)
   if t == 'text' then
     return nil, str(ev.delta)
   elseif t == 'turn_start' then
-    return { '', '## Turn ' .. str(ev.turnId), '' }
+    return { '', heading(str(ev.turnId)), '' }
   elseif t == 'tool_call' then
     return { '', string.format('→ %s %s', str(ev.name), str(ev.arguments)) }
   elseif t == 'tool_result' then
@@ -104,7 +138,8 @@ function M.render(ev)
     end
     return { '', line }
   elseif t == 'queued' then
-    return { '', '(queued: turn ' .. str(ev.turnId) .. ')' }
+    local title = titles[str(ev.turnId)]
+    return { '', title and ('(queued: ' .. title .. ')') or '(queued: runs after the current turn)' }
   end
   return { '[' .. str(t) .. '] ' .. str(ev) }
 end
@@ -134,9 +169,33 @@ function M.on_event(_, ev)
   else
     M.append_text(text)
   end
-  if ev.type == 'turn_end' and ev.outcome == 'failed' and ev.error and ev.error ~= vim.NIL then
-    require('soba.client').notify('soba: turn failed: ' .. str(ev.error), vim.log.levels.ERROR)
+  -- A failed turn is shown by the server itself (window/showMessage), for
+  -- every client: the chat only writes it down.
+end
+
+-- M.marker is the chat line of a completed compaction: where the model's
+-- view of the conversation was replaced by a capsule, and how to read it.
+function M.marker(r)
+  local thousands = require('soba.commands').thousands
+  local line = string.format('── Context compacted · %s → %s tokens', thousands(r.tokensBefore), thousands(r.tokensAfter))
+  if r.quality == 'degraded' then
+    line = line .. ' · degraded (fallback capsule)'
   end
+  local ck = str(r.checkpointId)
+  if ck ~= '' then
+    line = line .. ' · :Soba capsule show ' .. ck
+  end
+  return line .. ' ──'
+end
+
+-- M.on_compaction marks a completed compaction in the chat, at the place
+-- it happened (its end notification); other outcomes change nothing the
+-- model sees and are only notified.
+function M.on_compaction(ev)
+  if type(ev) ~= 'table' or ev.phase ~= 'end' or ev.outcome ~= 'completed' then
+    return
+  end
+  M.append({ '', M.marker(ev), '' })
 end
 
 -- M.user_lines returns the lines the user's message adds to the chat: a
@@ -154,6 +213,7 @@ end
 -- the prompt is queued, else at the end.
 function M.user_message(turn_id, text, queued)
   local id = str(turn_id)
+  titles[id] = M.title(text)
   local mark = headers[id]
   headers[id] = nil
   if mark then
@@ -162,7 +222,11 @@ function M.user_message(turn_id, text, queued)
     vim.api.nvim_buf_del_extmark(b, ns, mark)
     if pos[1] then
       return edit(function()
-        vim.api.nvim_buf_set_lines(b, pos[1], pos[1], false, M.user_lines(text))
+        local quote = M.user_lines(text)
+        vim.api.nvim_buf_set_lines(b, pos[1], pos[1], false, quote)
+        -- The heading (after its blank line) now names the request.
+        local at = pos[1] + #quote + 1
+        vim.api.nvim_buf_set_lines(b, at, at + 1, false, { heading(id) })
       end)
     end
   elseif queued then
@@ -206,7 +270,7 @@ end
 function M.clear()
   local b = M.buffer()
   vim.api.nvim_buf_clear_namespace(b, ns, 0, -1)
-  headers, waiting, shown = {}, {}, {}
+  headers, waiting, shown, titles, started = {}, {}, {}, {}, {}
   vim.bo[b].modifiable = true
   vim.api.nvim_buf_set_lines(b, 0, -1, false, { '# SOBA chat', '' })
   vim.bo[b].modifiable = false

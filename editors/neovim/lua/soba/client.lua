@@ -133,6 +133,7 @@ M.handlers = {
     status.on_compaction(ctx.client_id, result)
     if type(result) == 'table' and result.phase == 'end' then
       M.show_result(result)
+      require('soba.chat').on_compaction(result)
     end
   end,
   ['soba/event'] = function(_, result, ctx)
@@ -228,46 +229,65 @@ local function flush(client_id)
   end
 end
 
-local function client_config(root)
-  local c = config.current
+-- M.on_init registers a client that answered `initialize`: the root it
+-- serves, its serverInfo, the requests held until then, and a first budget
+-- for the status line. A client started by vim.lsp.enable (lsp/soba.lua)
+-- is registered here as well as one started by setup().
+function M.on_init(client, result)
+  server_info[client.id] = type(result) == 'table' and result.serverInfo or nil
+  ready[client.id] = true
+  local root = client.config and client.config.root_dir
+  if root and not alive(by_root[root]) then
+    by_root[root] = client.id
+  end
+  flush(client.id)
+  -- Seed the status line once; later updates come as notifications.
+  M.request(client, 'workspace/executeCommand',
+    { command = 'soba.budget', arguments = { vim.empty_dict() } },
+    function(err, result_, ctx)
+      if not err then
+        status.on_budget(ctx.client_id, result_)
+      end
+    end)
+end
+
+-- M.on_exit forgets a client that exited.
+function M.on_exit(_, _, client_id)
+  vim.schedule(function()
+    ready[client_id] = nil
+    queued[client_id] = nil
+    for r, id in pairs(by_root) do
+      if id == client_id then
+        by_root[r] = nil
+      end
+    end
+    status.forget(client_id)
+  end)
+end
+
+-- M.capabilities are the client's capabilities: Neovim's own, plus
+-- work-done progress, which the server uses for compaction barriers only
+-- when told so.
+function M.capabilities()
   local capabilities = vim.lsp.protocol.make_client_capabilities()
   capabilities.window = capabilities.window or {}
-  -- The server shows compaction barriers as $/progress only when told so.
   capabilities.window.workDoneProgress = true
+  return capabilities
+end
+
+local function client_config(root)
+  local c = config.current
   local settings = config.json_ready(c.settings)
   local conf = {
     name = 'soba',
     cmd = c.cmd,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
-    capabilities = capabilities,
+    capabilities = M.capabilities(),
     handlers = M.handlers,
     init_options = settings,
-    on_init = function(client, result)
-      server_info[client.id] = type(result) == 'table' and result.serverInfo or nil
-      ready[client.id] = true
-      flush(client.id)
-      -- Seed the status line once; later updates come as notifications.
-      M.request(client, 'workspace/executeCommand',
-        { command = 'soba.budget', arguments = { vim.empty_dict() } },
-        function(err, result, ctx)
-          if not err then
-            status.on_budget(ctx.client_id, result)
-          end
-        end)
-    end,
-    on_exit = function(_, _, client_id)
-      vim.schedule(function()
-        ready[client_id] = nil
-        queued[client_id] = nil
-        for r, id in pairs(by_root) do
-          if id == client_id then
-            by_root[r] = nil
-          end
-        end
-        status.forget(client_id)
-      end)
-    end,
+    on_init = M.on_init,
+    on_exit = M.on_exit,
     on_attach = function(client, bufnr)
       if config.current.on_attach then
         config.current.on_attach(client, bufnr)
@@ -276,6 +296,34 @@ local function client_config(root)
   }
   if next(c.settings) then
     conf.settings = { soba = settings }
+  end
+  return conf
+end
+
+-- M.lsp_config is the configuration lsp/soba.lua gives Neovim 0.11+'s
+-- vim.lsp.config: the same server, handlers and capabilities as setup()
+-- uses, and a root_dir that lets only the workspace's files start or join
+-- the server (|soba-lsp-config|). Options of setup() (cmd, settings,
+-- root_markers) apply when setup() ran before; vim.lsp.config('soba', …)
+-- overrides any key.
+function M.lsp_config()
+  local c = config.current
+  local conf = {
+    cmd = c.cmd,
+    root_markers = c.root_markers,
+    root_dir = function(bufnr, on_dir)
+      if M.wants(bufnr) then
+        on_dir(M.root(bufnr))
+      end
+    end,
+    capabilities = M.capabilities(),
+    handlers = M.handlers,
+    init_options = config.json_ready(c.settings),
+    on_init = M.on_init,
+    on_exit = M.on_exit,
+  }
+  if next(c.settings) then
+    conf.settings = { soba = config.json_ready(c.settings) }
   end
   return conf
 end
@@ -298,21 +346,56 @@ function M.ensure(bufnr)
     return nil, 'soba: cannot run "' .. config.current.cmd[1] .. '": not an executable (see :checkhealth soba)'
   end
   local conf = client_config(root)
-  if file and vim.lsp.start then
-    id = vim.lsp.start(conf, { bufnr = bufnr })
-  elseif has('nvim-0.11') then
+  -- The client starts unattached, then the buffer attaches when it is a
+  -- file. vim.lsp.start(conf, {bufnr}) of 0.8–0.10 answers nil when the
+  -- buffer cannot attach yet (a file named on the command line is not
+  -- loaded while init.lua runs) although the client started: that nil is
+  -- not a failure, and a second client must not start for the same root.
+  if has('nvim-0.11') then
     id = vim.lsp.start(conf, { attach = false })
   else
     id = vim.lsp.start_client(conf)
-    if id and file then
-      vim.lsp.buf_attach_client(bufnr, id)
-    end
   end
   if not id then
     return nil, 'soba: could not start ' .. table.concat(config.current.cmd, ' ')
   end
   by_root[root] = id
+  if file then
+    vim.lsp.buf_attach_client(bufnr, id)
+  end
   return id
+end
+
+-- M.wants reports whether a buffer opened in the editor should reach
+-- soba-lsp (autostart): a loaded file buffer (no help, terminal, quickfix
+-- or plugin buffer) inside a workspace, that is under a directory with a
+-- root marker or under the current directory. A file elsewhere (a library
+-- source, /etc/hosts) neither starts a server nor joins one.
+function M.wants(bufnr)
+  if not is_file_buffer(bufnr) then
+    return false
+  end
+  local file = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ':p')
+  local root = M.root(bufnr)
+  local inside = function(dir)
+    dir = vim.fn.fnamemodify(dir, ':p')
+    if dir:sub(-1) ~= '/' then
+      dir = dir .. '/'
+    end
+    return file:sub(1, #dir) == dir
+  end
+  if not inside(root) then
+    return false
+  end
+  if root ~= vim.fn.getcwd() then
+    return true -- a marker was found
+  end
+  for _, marker in ipairs(config.current.root_markers) do
+    if exists(root .. '/' .. marker) then
+      return true
+    end
+  end
+  return inside(vim.fn.getcwd())
 end
 
 -- M.current returns the client for the current buffer (starting it when
@@ -383,14 +466,22 @@ local function command_params(command, args)
   return { command = command, arguments = { args } }
 end
 
--- M.describe_error turns a JSON-RPC error into a message naming the command
--- once: the server's argument errors already start with it.
+-- M.describe_error turns a JSON-RPC error into "command: what is wrong",
+-- naming the command once: the server's messages already start with it,
+-- and a "soba: " or the command said again after it is dropped.
 function M.describe_error(command, err)
-  local msg = type(err) == 'table' and err.message or tostring(err)
-  if tostring(msg):sub(1, #command + 2) == command .. ': ' then
-    return 'soba: ' .. msg
+  local msg = tostring(type(err) == 'table' and err.message or err)
+  local prefixes = { command .. ': ', 'soba: ' }
+  local stripped = true
+  while stripped do
+    stripped = false
+    for _, p in ipairs(prefixes) do
+      if msg:sub(1, #p) == p then
+        msg, stripped = msg:sub(#p + 1), true
+      end
+    end
   end
-  return string.format('soba: %s: %s', command, msg)
+  return command .. ': ' .. msg
 end
 
 -- M.execute runs a server command (PROTOCOL.md "Commands") on the current

@@ -89,6 +89,92 @@ local function session_ids()
   return out
 end
 
+-- M.epoch reads an RFC 3339 time of the wire ("2026-12-03T06:40:12Z",
+-- fractions and offsets allowed) as seconds since the epoch, or nil.
+function M.epoch(iso)
+  local y, mo, d, h, mi, sec, rest = tostring(iso or ''):match('^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)(.*)$')
+  if not y then
+    return nil
+  end
+  -- os.time reads a table as local time; the offset makes it UTC.
+  local t = os.time({ year = tonumber(y), month = tonumber(mo), day = tonumber(d), hour = tonumber(h),
+    min = tonumber(mi), sec = tonumber(sec), isdst = false })
+  local now = os.time()
+  local utc_offset = os.difftime(now, os.time(os.date('!*t', now)))
+  t = t + utc_offset
+  local sign, oh, om = rest:match('([+-])(%d%d):?(%d%d)$')
+  if sign then
+    local off = (tonumber(oh) * 3600 + tonumber(om) * 60) * (sign == '+' and 1 or -1)
+    t = t - off
+  end
+  return t
+end
+
+-- M.ago says how long ago an RFC 3339 time was, to the second: "12 s ago",
+-- "5 min ago", "3 h ago", "2 days ago".
+function M.ago(iso, now)
+  local t = M.epoch(iso)
+  if not t then
+    return str(iso)
+  end
+  local d = math.max(0, (now or os.time()) - t)
+  if d < 60 then
+    return string.format('%d s ago', d)
+  elseif d < 3600 then
+    return string.format('%d min ago', math.floor(d / 60))
+  elseif d < 86400 then
+    return string.format('%d h ago', math.floor(d / 3600))
+  end
+  local days = math.floor(d / 86400)
+  return string.format('%d day%s ago', days, days == 1 and '' or 's')
+end
+
+-- M.size writes a byte count briefly: 900 B, 12 KB, 3.4 MB.
+function M.size(n)
+  n = tonumber(n) or 0
+  if n < 1024 then
+    return string.format('%d B', n)
+  elseif n < 1024 * 1024 then
+    return string.format('%d KB', math.floor(n / 1024 + 0.5))
+  end
+  return string.format('%.1f MB', n / (1024 * 1024))
+end
+
+-- M.history_item is how a soba.session.history point reads in the rewind
+-- picker: when, what kind, the request or the checkpoint's note.
+function M.history_item(p, now)
+  local chat = require('soba.chat')
+  local what = p.kind == 'checkpoint' and ('checkpoint ' .. chat.title(str(p.text))) or chat.title(str(p.text))
+  return string.format('%s · %s', M.ago(p.createdAt, now), what)
+end
+
+-- M.session_item is how a soba.session.list entry reads in the session
+-- picker: its first request, when it was last updated, its size.
+function M.session_item(sess, current, now)
+  local title = str(sess.title)
+  if title == '' then
+    title = '(no request yet)'
+  end
+  local mark = sess.sessionId == current and ' · current' or ''
+  local n = tonumber(sess.entries) or 0
+  return string.format('%s · %s · %d %s · %s%s', title, M.ago(sess.updatedAt, now), n, n == 1 and 'entry' or 'entries',
+    M.size(sess.bytes), mark)
+end
+
+-- M.rewind_question is the confirmation of a rewind: what goes, and that
+-- the files modified after the point keep their content.
+function M.rewind_question(p)
+  local chat = require('soba.chat')
+  local q = string.format('Rewind to before %s"%s"? The conversation after it leaves the path (it stays in the file).',
+    p.kind == 'checkpoint' and 'checkpoint ' or '', chat.title(str(p.text)))
+  local files = type(p.filesModifiedAfter) == 'table' and p.filesModifiedAfter or {}
+  if #files == 0 then
+    return q .. ' No file was modified after it.'
+  end
+  return q .. string.format(' Files are not reverted: %d modified after it keep their content: %s.', #files,
+    table.concat(files, ', '))
+end
+
 local function files(arglead)
   return vim.fn.getcompletion(arglead, 'file')
 end
@@ -157,7 +243,7 @@ local function show_run(text, r, c)
       pcall(vim.api.nvim_set_current_win, win)
     end
     if r.queued then
-      client.notify('soba: prompt queued (turn ' .. str(r.turnId) .. ')')
+      client.notify('soba: prompt queued; it runs after the current turn')
     end
     return
   end
@@ -358,17 +444,7 @@ M.spec = {
           if a.sessionId then
             return resume(a.sessionId)
           end
-          local ids = session_ids()
-          if #ids == 0 then
-            return finish('soba.session.resume', ctx.done, { message = 'no session to resume' })
-          end
-          vim.ui.select(ids, { prompt = 'Resume SOBA session' }, function(id)
-            if id then
-              resume(id)
-            elseif ctx.done then
-              ctx.done(nil, nil)
-            end
-          end)
+          M.pick_session(resume, ctx.done)
         end,
       },
       info = {
@@ -383,9 +459,9 @@ M.spec = {
         run = function(_, ctx)
           run('soba.session.list', {}, ctx.done, function(r)
             local lines = {}
-            for _, s in ipairs(r or {}) do
-              lines[#lines + 1] = string.format('%s  %s entries  %s', str(s.sessionId), str(s.entries),
-                str(s.updatedAt))
+            local now = os.time()
+            for _, sess in ipairs(r or {}) do
+              lines[#lines + 1] = str(sess.sessionId) .. '  ' .. M.session_item(sess, nil, now)
             end
             client.notify(#lines > 0 and table.concat(lines, '\n') or 'soba: no sessions yet')
           end)
@@ -394,14 +470,94 @@ M.spec = {
     },
   },
   rewind = {
-    params = { { name = 'entryId', kind = 'word' } },
+    params = { { name = 'entryId', kind = 'word', optional = true } },
     run = function(a, ctx)
-      run('soba.session.rewind', { entryId = a.entryId }, ctx.done, function(r)
-        client.notify('soba: rewound to ' .. a.entryId .. ' · leaf ' .. str(r and r.leafId))
-      end)
+      if a.entryId then
+        return run('soba.session.rewind', { entryId = a.entryId }, ctx.done, function(r)
+          client.notify('soba: rewound to ' .. a.entryId .. ' · leaf ' .. str(r and r.leafId))
+        end)
+      end
+      M.pick_rewind(ctx.done)
     end,
   },
 }
+
+-- M.pick_session offers the workspace's sessions (newest first) and a new
+-- one through vim.ui.select; resume(id) resumes the one picked.
+function M.pick_session(resume, done)
+  local info = client.execute_sync('soba.session.info', {}) or {}
+  client.execute('soba.session.list', {}, function(err, list)
+    if err then
+      return finish('soba.session.list', done, err)
+    end
+    local items = { { new = true } }
+    for _, sess in ipairs(type(list) == 'table' and list or {}) do
+      items[#items + 1] = sess
+    end
+    local now = os.time()
+    vim.ui.select(items, {
+      prompt = 'SOBA session',
+      format_item = function(it)
+        if it.new then
+          return 'New session'
+        end
+        return M.session_item(it, info.sessionId, now)
+      end,
+    }, function(it)
+      if not it then
+        return done and done(nil, nil)
+      end
+      if it.new then
+        return run('soba.session.new', {}, done, function(r)
+          client.notify('soba: new session ' .. str(r.sessionId))
+        end)
+      end
+      resume(it.sessionId)
+    end)
+  end)
+end
+
+-- M.pick_rewind offers the requests and checkpoints of the current path
+-- (soba.session.history, newest first) through vim.ui.select, asks for a
+-- confirmation that says which files keep their content, and rewinds.
+function M.pick_rewind(done)
+  client.execute('soba.session.history', {}, function(err, points)
+    if err then
+      return finish('soba.session.history', done, err)
+    end
+    local items = {}
+    for i = #(points or {}), 1, -1 do
+      items[#items + 1] = points[i]
+    end
+    if #items == 0 then
+      return finish('soba.session.history', done, { message = 'nothing to rewind to: the session has no request yet' })
+    end
+    local now = os.time()
+    vim.ui.select(items, {
+      prompt = 'Rewind SOBA session to before',
+      format_item = function(p)
+        return M.history_item(p, now)
+      end,
+    }, function(p)
+      if not p then
+        return done and done(nil, nil)
+      end
+      vim.ui.select({ 'Rewind', 'Cancel' }, { prompt = M.rewind_question(p) }, function(answer)
+        if answer ~= 'Rewind' then
+          return done and done(nil, nil)
+        end
+        run('soba.session.rewind', { entryId = p.rewindTo }, done, function()
+          local title = require('soba.chat').title(str(p.text))
+          require('soba.chat').append({ '', '── Rewound to before "' .. title .. '"; what follows continues from there ──', '' })
+          local files = type(p.filesModifiedAfter) == 'table' and p.filesModifiedAfter or {}
+          local note = #files > 0 and string.format('; %d modified files were not reverted: %s', #files,
+            table.concat(files, ', ')) or ''
+          client.notify('soba: rewound to before "' .. title .. '"' .. note)
+        end)
+      end)
+    end)
+  end)
+end
 
 local function names(t)
   local out = vim.tbl_keys(t)

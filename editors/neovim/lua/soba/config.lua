@@ -58,10 +58,11 @@ local function is_list(t)
   if next(t) == nil then
     return false
   end
-  if vim.tbl_islist then
-    return vim.tbl_islist(t)
+  -- vim.islist (0.10+) replaced vim.tbl_islist, which warns from 0.12.
+  if vim.islist then
+    return vim.islist(t)
   end
-  return vim.islist(t)
+  return vim.tbl_islist(t)
 end
 
 -- merge returns a deep copy of base with every key of override replacing

@@ -18,6 +18,10 @@ function M.setup(opts)
     vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile' }, {
       group = group,
       callback = function(ev)
+        -- One server per workspace; only the workspace's files join it.
+        if not client.wants(ev.buf) then
+          return
+        end
         local id, err = client.ensure(ev.buf)
         if not id then
           client.notify(err, vim.log.levels.WARN)
@@ -49,8 +53,9 @@ local function current_state()
 end
 
 -- M.statusline returns the short cached status string, e.g.
--- "SOBA 31.2k/48.8k", "SOBA 40.1k/48.8k!" past the soft limit, or
--- "SOBA 46.0k/48.8k compacting 82%" during a barrier; "" before the first
+-- "SOBA 31.2k / 48.8k (63%)", "SOBA 40.1k / 48.8k (82%)!" past the soft
+-- limit, or "SOBA 46.0k / 48.8k (94%)! compacting 82%" during a barrier
+-- (the figures are the server's `display`); "" before the first
 -- budget arrives. It never sends a request.
 function M.statusline()
   return status.format(current_state(), config.current.statusline)

@@ -38,6 +38,20 @@ function M.tokens(n)
   return string.format('%.1fM', n / 1000000)
 end
 
+-- M.display is the budget's status text: the server's `display` field
+-- ("14.0k / 17.0k (82%)", docs/protocol.md), so both editors show the same
+-- numbers; for a server that sends none, the same format made here.
+function M.display(b)
+  if type(b.display) == 'string' and b.display ~= '' then
+    return b.display
+  end
+  local eff, hard = tonumber(b.effectiveTokens) or 0, tonumber(b.hardLimit) or 0
+  if hard <= 0 then
+    return M.tokens(eff)
+  end
+  return string.format('%s / %s (%d%%)', M.tokens(eff), M.tokens(hard), math.floor(eff * 100 / hard))
+end
+
 -- M.format builds the status-line string from a state table s; opts is the
 -- `statusline` option table. It is a pure function so it can be tested on
 -- recorded notifications.
@@ -49,7 +63,7 @@ function M.format(s, opts)
   local parts = { opts.prefix }
   local b = s.budget
   if b then
-    local used = M.tokens(b.effectiveTokens) .. '/' .. M.tokens(b.hardLimit)
+    local used = M.display(b)
     local soft = tonumber(b.softLimit)
     if soft and soft > 0 and (tonumber(b.effectiveTokens) or 0) >= soft then
       used = used .. opts.soft_marker
@@ -124,6 +138,8 @@ function M.on_compaction(client_id, ev)
     -- until the next (coalesced) soba/budget arrives.
     if ev.outcome == 'completed' and type(ev.tokensAfter) == 'number' and s.budget then
       s.budget = vim.tbl_extend('force', s.budget, { effectiveTokens = ev.tokensAfter, source = 'estimated' })
+      -- The server's text is of the old figure; M.display writes the new.
+      s.budget.display = nil
     end
   else
     local pct = ev.percentage

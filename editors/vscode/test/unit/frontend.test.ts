@@ -79,11 +79,12 @@ describe('Frontend: soba/* notifications to the status bar, the sidebar and the 
     expect(model.snapshot().compactions[0].quality).toBe('degraded');
   });
 
-  it('a failed turn is an error naming the cause; a completed one is a line', () => {
+  it('a failed turn is a line naming the cause in the output, not a second notification; a completed one is a line', () => {
     const { send, output } = setup();
     send('soba/event', { turnId: 't1', type: 'turn_end', outcome: 'completed' });
     send('soba/event', { turnId: 't2', type: 'turn_end', outcome: 'failed', error: 'POST http://127.0.0.1:11434/api/chat: connection refused' });
     expect((output as any).lines).toEqual(['SOBA: turn t1 completed', 'SOBA: turn t2 failed: POST http://127.0.0.1:11434/api/chat: connection refused']);
-    expect(fake.messages).toMatchObject([{ level: 'error', message: 'SOBA: turn t2 failed: POST http://127.0.0.1:11434/api/chat: connection refused', items: ['Show Output'] }]);
+    // The server's window/showMessage is the one notification; the chat has the card.
+    expect(fake.messages).toEqual([]);
   });
 });

@@ -1,0 +1,11 @@
+-- soba-lsp for Neovim 0.11+'s built-in configuration:
+--
+--   vim.lsp.enable('soba')
+--
+-- starts soba-lsp for the first file of a workspace (a directory with
+-- .soba or .git above it, or the current directory) and attaches that
+-- workspace's files to it; :Soba, the status line and the chat work with
+-- this client as with one setup() started. Override any key with
+-- vim.lsp.config('soba', { cmd = { '/path/to/soba-lsp' } }). See
+-- |soba-lsp-config|.
+return require('soba.client').lsp_config()
