@@ -85,7 +85,7 @@ vitest_counts "$work/unit.json" || fail "unit tests produced no report"
 note "esbuild bundle and vsce package"
 vsix=$work/soba-vscode.vsix
 if node esbuild.mjs --production && npx vsce package --no-dependencies -o "$vsix" >"$work/vsce.log" 2>&1 \
-  && grep -qa 'extension/dist/extension.js' "$vsix" && grep -qa 'extension/package.json' "$vsix"; then
+  && grep -qa 'extension/dist/extension.js' "$vsix" && grep -qa 'extension/dist/webview.js' "$vsix" && grep -qa 'extension/package.json' "$vsix"; then
   pass "vsce package: $(basename "$vsix") ($(du -k "$vsix" | cut -f1) KiB)"
 else
   cat "$work/vsce.log"; fail "vsce package"
