@@ -261,6 +261,11 @@ async function askInSidebar(page, chat, text) {
     await shot(page, 'capsule-preview.png');
     await palette(page, 'View: Close All Editors');
 
+    // The result line is in the SOBA output channel.
+    await palette(page, 'SOBA: Show Output');
+    const outLine = await waitOutput(page, RESULT_LINE, 10000);
+    check('result line in the SOBA output channel', !!outLine, outLine);
+
     if (FULL) {
       // An approval of write_file: the diff of the proposed content opens beside a modal question.
       await askInSidebar(page, chat, 'Add a hello.go file.');
@@ -334,12 +339,26 @@ async function askInSidebar(page, chat, text) {
       const retried = await until(page, async () => /Hi again: the retry worked\./.test(await chat.locator('.messages').innerText()), 20000);
       const users = await chat.locator('.messages .msg.user .text').allInnerTexts();
       check('Retry sends the request again and the answer arrives', retried && users.filter((u) => u === 'Say hi.').length === 2, JSON.stringify(users));
+
+      // The next start reopens this session: the chat lists its requests (each can be rewound to).
+      await palette(page, 'Developer: Reload Window');
+      await page.waitForTimeout(1500);
+      await page.waitForSelector('.monaco-workbench', { timeout: 60000 });
+      const reopened = await until(page, async () => {
+        const t = await statusText(page);
+        return STATUS_BUDGET.test(t) && t;
+      }, 30000);
+      // The sidebar comes back as it was; the activity bar icon would toggle it, so it is clicked only if needed.
+      let chat2 = await frameWith(page, '#content .msg.status', 8000);
+      if (!chat2) {
+        await page.locator('.activitybar [aria-label^="SOBA"]').first().click().catch(() => {});
+        chat2 = await frameWith(page, '#content .msg.status', 15000);
+      }
+      const earlier = chat2 ? await chat2.locator('.messages').innerText().catch(() => '') : '';
+      check('after a reload the session is reopened and the chat lists its earlier requests', /Earlier in this session: 3 requests/.test(earlier) && /Read notes\.md and say what it is about\./.test(earlier) && /Say hi\./.test(earlier) && !/Add a hello\.go file\./.test(earlier), JSON.stringify({ status: reopened, earlier: earlier.slice(0, 200) }));
+      await shot(sidebar, 'reopened.png');
     }
 
-    // The result line is in the SOBA output channel.
-    await palette(page, 'SOBA: Show Output');
-    const outLine = await waitOutput(page, RESULT_LINE, 10000);
-    check('result line in the SOBA output channel', !!outLine, outLine);
     await shot(page, 'workbench.png');
   } catch (e) {
     check('e2e ran to the end', false, e && e.message);

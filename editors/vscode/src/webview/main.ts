@@ -12,7 +12,18 @@ import { markdownRenderer } from './markdown';
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
 
 const vscode = acquireVsCodeApi();
-const md = markdownRenderer();
+const render0 = markdownRenderer();
+// A re-render (every streamed delta) renders only the text that changed: the rest comes from here.
+const rendered = new Map<string, string>();
+const md = (text: string): string => {
+  let html = rendered.get(text);
+  if (html === undefined) {
+    html = render0(text);
+    rendered.set(text, html);
+    if (rendered.size > 400) rendered.delete(rendered.keys().next().value as string);
+  }
+  return html;
+};
 const content = document.getElementById('content')!;
 const form = document.getElementById('ask') as HTMLFormElement;
 const prompt = document.getElementById('prompt') as HTMLTextAreaElement;
