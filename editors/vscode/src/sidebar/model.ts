@@ -105,6 +105,8 @@ export class SidebarModel {
   private running = new Set<string>();
   /** What the user asked in each turn, for Retry. */
   private asked = new Map<string, string>();
+  /** Keys of streamed text that belongs to a finished reply (followed by a tool call). */
+  private settled = new Set<string>();
   private seq = 0;
   /** now is the clock of user messages' times (a test sets it). */
   now: () => number = () => Date.now();
@@ -183,6 +185,7 @@ export class SidebarModel {
    */
   applyUserPrompt(turnId: string, text: string): void {
     this.asked.set(turnId, text);
+    if (this.asked.size > MAX_STREAM) this.asked.delete(this.asked.keys().next().value as string);
     const item: StreamItem = { kind: 'user', key: this.key('u'), turnId, text, at: this.now() };
     const first = this.stream.findIndex((s) => s.kind !== 'compaction' && s.turnId === turnId);
     if (first < 0) this.push(item);
@@ -269,8 +272,7 @@ export class SidebarModel {
     }
   }
 
-  /** settled marks the text streamed so far in a turn as kept. */
-  private settled = new Set<string>();
+  /** settle marks the text streamed so far in a turn as kept (a reply the model finished). */
   private settle(turnId: string): void {
     for (const s of this.unsettled(turnId)) this.settled.add(s.key);
   }
@@ -353,7 +355,12 @@ export class SidebarModel {
 
   private push(item: StreamItem): void {
     this.stream.push(item);
-    if (this.stream.length > MAX_STREAM) this.stream.splice(0, this.stream.length - MAX_STREAM);
+    if (this.stream.length > MAX_STREAM) {
+      this.stream.splice(0, this.stream.length - MAX_STREAM);
+      // What scrolled out is not looked up any more.
+      const shown = new Set(this.stream.map((s) => s.key));
+      for (const k of this.settled) if (!shown.has(k)) this.settled.delete(k);
+    }
   }
 
   snapshot(): SidebarSnapshot {
