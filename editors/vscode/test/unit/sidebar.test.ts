@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { capsuleSection, MAX_COMPACTIONS, SidebarModel, toolTitle, type StreamItem } from '../../src/sidebar/model';
+import { capsuleSection, MAX_COMPACTIONS, MAX_STREAM, SidebarModel, toolTitle, type StreamItem } from '../../src/sidebar/model';
 import { controls, escapeHtml, renderSidebar } from '../../src/sidebar/render';
 import { markdownRenderer } from '../../src/webview/markdown';
 import type { Budget } from '../../src/protocol';
@@ -160,6 +160,21 @@ describe('SidebarModel reduces the notifications', () => {
     expect(m.snapshot().stream.map((i) => brief(i)[1])).toEqual(['ask t1', 'answer t1']);
     keep.rewoundTo(1, true); // after the second turn
     expect(keep.snapshot().stream.map((i) => brief(i)[1])).toEqual(['ask t1', 'answer t1', 'ask t2', 'answer t2']);
+  });
+
+  it('keeps the newest MAX_STREAM items of a long session, oldest out first', () => {
+    const m = new SidebarModel();
+    for (let i = 0; i < MAX_STREAM + 40; i++) {
+      m.applyUserPrompt(`t${i}`, `ask ${i}`);
+      m.applyEvent({ turnId: `t${i}`, type: 'turn_start' });
+      m.applyEvent({ turnId: `t${i}`, type: 'text', delta: `a${i}` });
+      m.applyEvent({ turnId: `t${i}`, type: 'tool_call', id: `c${i}`, name: 'list_files', arguments: {} });
+      m.applyEvent({ turnId: `t${i}`, type: 'turn_end', outcome: 'completed' });
+    }
+    const s = m.snapshot();
+    expect(s.stream).toHaveLength(MAX_STREAM);
+    expect(brief(s.stream[s.stream.length - 1])).toEqual(['tool', `List the workspace · failed`]);
+    expect(s.turnRunning).toBe(false);
   });
 
   it('reads the file artifact sections of a capsule', () => {
