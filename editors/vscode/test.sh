@@ -85,7 +85,7 @@ vitest_counts "$work/unit.json" || fail "unit tests produced no report"
 note "esbuild bundle and vsce package"
 vsix=$work/soba-vscode.vsix
 if node esbuild.mjs --production && npx vsce package --no-dependencies -o "$vsix" >"$work/vsce.log" 2>&1 \
-  && grep -qa 'extension/dist/extension.js' "$vsix" && grep -qa 'extension/package.json' "$vsix"; then
+  && grep -qa 'extension/dist/extension.js' "$vsix" && grep -qa 'extension/dist/webview.js' "$vsix" && grep -qa 'extension/package.json' "$vsix"; then
   pass "vsce package: $(basename "$vsix") ($(du -k "$vsix" | cut -f1) KiB)"
 else
   cat "$work/vsce.log"; fail "vsce package"
@@ -101,21 +101,22 @@ elif ! (cd "$gotree" && go build -o "$server" ./cmd/soba-lsp) >"$work/build.log"
   cat "$work/build.log"; fail "go build ./cmd/soba-lsp"; server_why="soba-lsp does not build"
 fi
 
-# start_fakemodel runs the provider tests' fake model server with this
-# suite's script on a free loopback port. It exits when its stdin closes, so
+# start_fakemodel NAME [SCRIPT] runs the provider tests' fake model server
+# with a script of this suite (default test/fixtures/fakemodel-script.json)
+# on a free loopback port. It exits when its stdin closes, so
 # stdin is a fifo whose write end this shell holds until it exits.
 # Each consumer (integration, e2e) gets its own server NAME, because the
 # script's replies are consumed in order.
 fake_url=
 start_fakemodel() {
-  local name=$1 fm=$gotree/agent/provider/providertest/fakemodel fd
+  local name=$1 script=${2:-$here/test/fixtures/fakemodel-script.json} fm=$gotree/agent/provider/providertest/fakemodel fd
   fake_url=
   ls "$fm"/*.go >/dev/null 2>&1 || { echo "(no fake model server at $fm yet)"; return 0; }
   if [ ! -x "$work/fakemodel" ] && ! (cd "$gotree" && go build -o "$work/fakemodel" ./agent/provider/providertest/fakemodel) >"$work/fm-build.log" 2>&1; then
     cat "$work/fm-build.log"; fail "go build fakemodel"; return 1
   fi
   mkfifo "$work/fakemodel-$name.in"
-  "$work/fakemodel" -script "$here/test/fixtures/fakemodel-script.json" -addr 127.0.0.1:0 \
+  "$work/fakemodel" -script "$script" -addr 127.0.0.1:0 \
     -url-file "$work/fakemodel-$name.url" ${SOBA_FAKEMODEL_FLAGS:-} <"$work/fakemodel-$name.in" >"$work/fakemodel-$name.log" 2>&1 &
   pids+=($!)
   exec {fd}>"$work/fakemodel-$name.in"
@@ -190,7 +191,7 @@ ensure_code_server() {
 e2e_server=
 e2e_label=
 if [ -n "$server_ready" ]; then
-  start_fakemodel e2e
+  start_fakemodel e2e "$here/e2e/fakemodel-script.json"
   e2e_server=$server; e2e_label="soba-lsp${fake_url:+ + fake model}"
 elif [ -n "$scripted" ]; then
   e2e_server=$scripted; e2e_label="lsp package + scripted backend"
@@ -210,12 +211,11 @@ else
   # Screenshots and logs of the last run stay in the cache for a look afterwards.
   shots=${SOBA_E2E_OUT:-$cache/vscode-e2e-last}
   rm -rf "$shots"
-  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots E2E_APPROVAL=$([ "$e2e_server" = "$scripted" ] && echo 1) \
-    E2E_EXPECT_COMPLETED=$([ "$e2e_server" = "$scripted" ] || [ -n "$fake_url" ] && echo 1) timeout 300 "$here/e2e/run-e2e.sh"; then
-    pass "e2e: SOBA: Compact Context in VS Code against $e2e_label (screenshot $shots/workbench.png)"
+  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots timeout 300 "$here/e2e/run-e2e.sh"; then
+    pass "e2e: chat, compaction, capsule, approval diff and rewind in VS Code against $e2e_label (screenshots in $shots)"
   else
     [ -f "$shots/code-server.log" ] && tail -20 "$shots/code-server.log"
-    fail "e2e: SOBA: Compact Context in VS Code against $e2e_label"
+    fail "e2e: chat, compaction, capsule, approval diff and rewind in VS Code against $e2e_label"
   fi
 fi
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end test in real VS Code: code-server (VS Code 1.100.3 in the browser)
 # on 127.0.0.1 with a fresh profile, the built .vsix installed, a workspace
-# whose .soba/config.json points at the fake model server (when given), and
-# headless Chromium driven by playwright-core (e2e.js) running
-# "SOBA: Compact Context" from the command palette against soba-lsp.
+# whose .soba/config.json points at the fake model server (when given) and
+# asks before writes, and headless Chromium driven by playwright-core
+# (e2e.js) using the chat, the palette, compaction, capsules, an approval and
+# rewind against soba-lsp.
 #
 # Environment: CS (code-server binary), VSIX, SOBA_LSP (server binary),
 # OUT (directory for logs and screenshots), FAKE_MODEL_URL (optional).
@@ -28,7 +29,7 @@ fi
 cat >"$W/ws/.soba/config.json" <<JSON
 { $model
   "compaction": { "keepRecentTokens": 200, "minReclaimableTokens": 100, "minSavingsRatio": 0.1, "timeoutMs": 15000 },
-  "tools": { "approval": "auto" } }
+  "tools": { "approval": "${E2E_TOOLS_APPROVAL:-ask}" } }
 JSON
 {
   printf '# Notes\n\nThe end-to-end test opens this workspace.\n\n'

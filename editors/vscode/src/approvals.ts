@@ -15,15 +15,43 @@ export interface ShowMessageRequestParams {
   soba?: { tool: string; path?: string; proposed?: string };
 }
 
+/** PROPOSED_SCHEME serves proposed contents as read-only documents: nothing "Untitled" asks to be saved. */
+export const PROPOSED_SCHEME = 'soba-proposed';
+
+/** MAX_PROPOSALS bounds the proposals kept for their documents. */
+const MAX_PROPOSALS = 20;
+
+/** ProposedDocuments holds what writes and edits would make of files, for the approval's diff. */
+export class ProposedDocuments {
+  private texts = new Map<string, string>();
+  private seq = 0;
+
+  /** add keeps a proposal and returns its read-only document; the path keeps the file's name (and language). */
+  add(rel: string, content: string): vscode.Uri {
+    const uri = vscode.Uri.from({ scheme: PROPOSED_SCHEME, path: `/${++this.seq}/${rel.replace(/^\/+/, '')}` });
+    this.texts.set(uri.path, content);
+    while (this.texts.size > MAX_PROPOSALS) this.texts.delete(this.texts.keys().next().value as string);
+    return uri;
+  }
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.texts.get(uri.path) ?? '';
+  }
+}
+
+/** proposedDocuments is the extension's one store of proposals (registered for PROPOSED_SCHEME). */
+export const proposedDocuments = new ProposedDocuments();
+
 /**
  * showProposedDiff opens VS Code's diff of a workspace file (empty when it does not exist yet) against the
- * content a write or an edit would give it, so the user approves exactly what will be written (R-W3).
+ * content a write or an edit would give it, so the user approves exactly what will be written (R-W3). Both
+ * sides are read-only: the proposal is a soba-proposed: document, never an editable "Untitled" buffer.
  */
 export async function showProposedDiff(root: string | undefined, rel: string, proposed: string): Promise<void> {
-  const right = await vscode.workspace.openTextDocument({ content: proposed });
+  const right = proposedDocuments.add(rel, proposed);
   const file = root ? path.join(root, rel) : undefined;
-  const left = file && fs.existsSync(file) ? vscode.Uri.file(file) : (await vscode.workspace.openTextDocument({ content: '' })).uri;
-  await vscode.commands.executeCommand('vscode.diff', left, right.uri, `SOBA proposes: ${rel}`, { preview: true });
+  const left = file && fs.existsSync(file) ? vscode.Uri.file(file) : proposedDocuments.add(rel, '');
+  await vscode.commands.executeCommand('vscode.diff', left, right, `SOBA proposes: ${rel}`, { preview: true });
 }
 
 /** MessageType values of LSP. */

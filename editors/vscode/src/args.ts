@@ -2,7 +2,8 @@
 // arguments[0] (PROTOCOL.md). Each builder turns what the user typed or
 // picked into that object, or throws ArgumentError naming the field, so a bad
 // input is caught before it reaches the server.
-import type { CapsuleListItem, RunArgs, SessionListItem } from './protocol';
+import type { CapsuleListItem, HistoryPoint, RunArgs, SessionListItem } from './protocol';
+import { relativeTime } from './format';
 
 /** ArgumentError is a user input that cannot become a command argument. */
 export class ArgumentError extends Error {
@@ -120,26 +121,66 @@ export interface PickItem<T> {
   value: T;
 }
 
-/** capsulePickItems lists checkpoints newest first for the Export quick pick. */
-export function capsulePickItems(list: CapsuleListItem[]): PickItem<CapsuleListItem>[] {
+/**
+ * capsulePickItems lists capsules newest first for the capsule pickers: the
+ * title (or what made the capsule when it has none), then the trigger, how
+ * long ago to the second, and the quality; the id last, for search.
+ */
+export function capsulePickItems(list: CapsuleListItem[], now = Date.now()): PickItem<CapsuleListItem>[] {
   return [...list]
-    .sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0))
+    .sort((a, b) => (Date.parse(b.createdAt) || 0) - (Date.parse(a.createdAt) || 0))
     .map((c) => ({
-      label: c.title || c.checkpointId,
-      description: `${c.checkpointId} · ${c.trigger}${c.quality ? ` · ${c.quality}` : ''}`,
-      detail: c.createdAt,
+      label: c.title || `Capsule from a ${c.trigger.replace(/_/g, ' ')} compaction`,
+      description: [c.trigger.replace(/_/g, ' '), relativeTime(c.createdAt, now), c.quality === 'degraded' ? 'degraded (fallback)' : c.quality || ''].filter((x) => x !== '').join(' · '),
+      detail: c.checkpointId,
       value: c,
     }));
 }
 
-/** sessionPickItems lists sessions most recently updated first for the Resume quick pick. */
-export function sessionPickItems(list: SessionListItem[], current?: string): PickItem<SessionListItem>[] {
+/** fileSize writes a byte count for people: 512 B, 12.3 KB, 4.1 MB. */
+export function fileSize(bytes: number): string {
+  if (!Number.isFinite(bytes) || bytes < 0) return '';
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+/**
+ * sessionPickItems lists sessions most recently updated first for the
+ * session picker: the first request as the title, then when it was last
+ * updated (to the second) and its size; the id last, for search.
+ */
+export function sessionPickItems(list: SessionListItem[], current?: string, now = Date.now()): PickItem<SessionListItem>[] {
   return [...list]
-    .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0))
+    .sort((a, b) => (Date.parse(b.updatedAt) || 0) - (Date.parse(a.updatedAt) || 0))
     .map((s) => ({
-      label: s.sessionId,
-      description: `${s.entries} entries${s.sessionId === current ? ' · current' : ''}`,
-      detail: s.updatedAt,
+      label: s.title || '(no request yet)',
+      description: [
+        `updated ${relativeTime(s.updatedAt, now)}`,
+        `${s.entries} ${s.entries === 1 ? 'entry' : 'entries'}`,
+        typeof s.bytes === 'number' ? fileSize(s.bytes) : '',
+        s.sessionId === current ? 'current' : '',
+      ]
+        .filter((x) => x !== '')
+        .join(' · '),
+      detail: s.sessionId,
       value: s,
     }));
+}
+
+/**
+ * historyPickItems lists the rewind points of the current path, newest
+ * first: the request (or the checkpoint's note), how long ago to the second,
+ * and how many files were modified after it (they stay as they are).
+ */
+export function historyPickItems(points: HistoryPoint[], now = Date.now()): PickItem<HistoryPoint>[] {
+  return [...points].reverse().map((p) => {
+    const n = p.filesModifiedAfter?.length ?? 0;
+    return {
+      label: `${p.kind === 'checkpoint' ? '$(bookmark) ' : '$(comment) '}${p.text.replace(/\s+/g, ' ').trim() || '(empty)'}`,
+      description: relativeTime(p.createdAt, now),
+      detail: n === 0 ? 'no file modified after this' : `${n} file${n === 1 ? '' : 's'} modified after this, not reverted: ${p.filesModifiedAfter.slice(0, 3).join(', ')}${n > 3 ? ', …' : ''}`,
+      value: p,
+    };
+  });
 }

@@ -20,14 +20,16 @@ import {
   capsuleShowArgs,
   checkpointArgs,
   compactArgs,
+  historyPickItems,
   sessionPickItems,
   sessionResumeArgs,
   runArgs,
   sessionRewindArgs,
   suggestedCapsuleName,
   type CheckpointKind,
+  type PickItem,
 } from './args';
-import { budgetSummary, capsuleListLines, sessionListLines } from './format';
+import { budgetSummary, compactionMarkerText, outcomeWords, sessionListLines } from './format';
 import {
   ServerCommand,
   type Budget,
@@ -46,6 +48,7 @@ import {
   type SessionNewResult,
   type SessionResumeResult,
   type SessionRewindResult,
+  type HistoryPoint,
 } from './protocol';
 import { errorMessage, type ServerLink } from './server';
 import type { SidebarModel } from './sidebar/model';
@@ -88,6 +91,10 @@ export interface CommandContext {
   status: { setBudget(b: Budget): void };
   workspaceRoot(): string | undefined;
   fileExists(file: string): boolean;
+  /** capsules shows capsules as read-only documents. */
+  capsules: { show(checkpointId?: string): Promise<CapsuleShowResult>; open(r: CapsuleShowResult): Promise<CapsuleShowResult> };
+  /** now is the clock of relative times in pickers (a test sets it). */
+  now?: () => number;
 }
 
 /** Handler runs one palette command; optional arguments skip the prompts (sidebar, keybindings, tests). */
@@ -119,6 +126,61 @@ export class ResultLog {
 
 const resultLogs = new WeakMap<OutputLike, ResultLog>();
 
+/** SHOW_CAPSULE is the action of a completed compaction's notification. */
+export const SHOW_CAPSULE = 'Show capsule';
+
+/**
+ * ResultNotice shows each compaction's result once as a notification,
+ * whether it arrives as the soba.compact result or as the soba/compaction
+ * end: a completed one as the server's whole result line with "Show
+ * capsule"; one that did not complete in words (R-B4), as a warning when it
+ * failed or went stale. A skipped or cancelled soft compaction is only
+ * logged: the user did not ask for it and nothing changed.
+ */
+export class ResultNotice {
+  private seen = new Set<string>();
+
+  announce(r: Partial<CompactionResult>): boolean {
+    const id = r.operationId;
+    if (id) {
+      if (this.seen.has(id)) return false;
+      this.seen.add(id);
+      if (this.seen.size > 200) this.seen.delete(this.seen.values().next().value as string);
+    }
+    const outcome = r.outcome ?? '';
+    if (outcome === 'completed') {
+      let line = r.line || compactionMarkerText(r);
+      if (r.quality === 'degraded' && !/degraded|fallback/i.test(line)) line += ' (degraded fallback)';
+      const actions = r.checkpointId ? [SHOW_CAPSULE] : [];
+      void vscode.window.showInformationMessage(line, ...actions).then((c) => {
+        if (c === SHOW_CAPSULE) void vscode.commands.executeCommand(PaletteCommand.showLatestCapsule, r.checkpointId);
+      });
+      return true;
+    }
+    if (outcome === 'failed' || outcome === 'stale') {
+      void vscode.window.showWarningMessage(outcomeWords(r));
+      return true;
+    }
+    if (r.trigger === 'user' && outcome !== '') {
+      void vscode.window.showInformationMessage(outcomeWords(r));
+      return true;
+    }
+    return false;
+  }
+}
+
+const resultNotices = new WeakMap<OutputLike, ResultNotice>();
+
+/** resultNoticeFor returns the one ResultNotice of an output channel (one per extension instance). */
+export function resultNoticeFor(output: OutputLike): ResultNotice {
+  let n = resultNotices.get(output);
+  if (!n) {
+    n = new ResultNotice();
+    resultNotices.set(output, n);
+  }
+  return n;
+}
+
 /** resultLogFor returns the one ResultLog of an output channel. */
 export function resultLogFor(output: OutputLike): ResultLog {
   let log = resultLogs.get(output);
@@ -133,6 +195,7 @@ export function resultLogFor(output: OutputLike): ResultLog {
 export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
   const { server, output, model } = ctx;
   const log = resultLogFor(output);
+  const notice = resultNoticeFor(output);
   const info = (msg: string) => {
     output.appendLine(msg);
     void vscode.window.showInformationMessage(msg);
@@ -188,7 +251,6 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
     const lines = r.lines ?? [];
     // What the output and the sidebar show; a capsule shows as its own tab.
     let shown = lines;
-    let warn = false;
     switch (r.command) {
       case ServerCommand.budget:
       case ServerCommand.autoCompact:
@@ -199,22 +261,26 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
         model.applyResult(c);
         // The same line may arrive first as the soba/compaction end: once.
         log.write(c);
-        warn = c.outcome === 'failed' || c.outcome === 'stale';
+        notice.announce(c);
+        shown = [];
         break;
       }
       case ServerCommand.capsuleShow: {
         const c = r.result as CapsuleShowResult;
         model.applyCapsuleMarkdown(c.markdown);
         shown = lines.slice(0, 1);
-        const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: c.markdown });
-        await vscode.window.showTextDocument(doc, { preview: true });
+        await ctx.capsules.open(c);
         break;
       }
       case ServerCommand.sessionNew:
-      case ServerCommand.sessionResume:
       case ServerCommand.sessionRewind:
         // The conversation shown so far is not the session's any more.
         model.reset();
+        break;
+      case ServerCommand.sessionResume:
+        model.reset();
+        // A resumed session's requests are listed, as at start.
+        await showEarlier(ctx);
         break;
     }
     model.applyCommand(typed, shown);
@@ -222,8 +288,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
     if (r.command !== ServerCommand.compact) for (const l of shown) output.appendLine(l);
     if (shown.length > 1) output.show(true);
     else if (shown.length === 1) {
-      if (warn) void vscode.window.showWarningMessage(`SOBA: ${shown[0]}`);
-      else void vscode.window.showInformationMessage(`SOBA: ${shown[0]}`);
+      void vscode.window.showInformationMessage(`SOBA: ${shown[0]}`);
     }
   };
 
@@ -275,9 +340,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       model.applyResult(r);
       ctx.changed();
       log.write(r);
-      const line = r.line;
-      if (r.outcome === 'failed' || r.outcome === 'stale') void vscode.window.showWarningMessage(line);
-      else void vscode.window.showInformationMessage(line);
+      notice.announce({ ...r, trigger: r.trigger || 'user' });
       return r;
     },
 
@@ -321,7 +384,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
           void vscode.window.showInformationMessage('SOBA: no checkpoints yet. Create a capsule or compact first.');
           return undefined;
         }
-        const pick = await vscode.window.showQuickPick(capsulePickItems(list), { title: 'SOBA: Export Capsule', placeHolder: 'Checkpoint to export' });
+        const pick = await vscode.window.showQuickPick(capsulePickItems(list, ctx.now?.()), { title: 'SOBA: Export Capsule', placeHolder: 'Capsule to export', matchOnDescription: true, matchOnDetail: true });
         if (!pick) return undefined;
         checkpointId = pick.value.checkpointId;
         title = pick.value.title;
@@ -377,18 +440,29 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
     },
 
     [PaletteCommand.showLatestCapsule]: async (checkpointArg) => {
-      const r = await server.execute<CapsuleShowResult>(ServerCommand.capsuleShow, capsuleShowArgs(str(checkpointArg)));
+      const r = await ctx.capsules.show(capsuleShowArgs(str(checkpointArg)).checkpointId);
       model.applyCapsuleMarkdown(r.markdown);
       ctx.changed();
-      const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: r.markdown });
-      await vscode.window.showTextDocument(doc, { preview: true });
       output.appendLine(`SOBA: showing capsule ${r.checkpointId}`);
       return r;
     },
 
     [PaletteCommand.listCapsules]: async () => {
       const list = await server.execute<CapsuleListItem[]>(ServerCommand.capsuleList, {});
-      listed(list.length === 0 ? 'no checkpoints yet. Create a capsule or compact first.' : `${count(list.length, 'checkpoint')}, newest first`, capsuleListLines(list));
+      if (list.length === 0) {
+        void vscode.window.showInformationMessage('SOBA: no capsules yet. Compact or create a capsule first.');
+        return list;
+      }
+      const pick = await vscode.window.showQuickPick(capsulePickItems(list, ctx.now?.()), {
+        title: 'SOBA: Capsules',
+        placeHolder: `${count(list.length, 'capsule')}, newest first: pick one to read it`,
+        matchOnDescription: true,
+        matchOnDetail: true,
+      });
+      if (!pick) return list;
+      const r = await ctx.capsules.show(pick.value.checkpointId);
+      model.applyCapsuleMarkdown(r.markdown);
+      ctx.changed();
       return list;
     },
 
@@ -407,16 +481,23 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
           server.execute<SessionListItem[]>(ServerCommand.sessionList, {}),
           server.execute<SessionInfo>(ServerCommand.sessionInfo, {}).catch(() => undefined),
         ]);
-        if (list.length === 0) {
-          void vscode.window.showInformationMessage('SOBA: no sessions to resume');
-          return undefined;
-        }
-        const pick = await vscode.window.showQuickPick(sessionPickItems(list, current?.sessionId), { title: 'SOBA: Resume Session', placeHolder: 'Session to resume' });
+        const items: PickItem<SessionListItem | undefined>[] = [
+          { label: '$(add) New session', description: 'start over; this one stays in the list', value: undefined },
+          ...sessionPickItems(list, current?.sessionId, ctx.now?.()),
+        ];
+        const pick = await vscode.window.showQuickPick(items, {
+          title: 'SOBA: Sessions',
+          placeHolder: list.length === 0 ? 'No sessions yet' : 'Session to continue, most recently updated first',
+          matchOnDescription: true,
+          matchOnDetail: true,
+        });
         if (!pick) return undefined;
+        if (!pick.value) return handlers[PaletteCommand.newSession]();
         sessionId = pick.value.sessionId;
       }
       const r = await server.execute<SessionResumeResult>(ServerCommand.sessionResume, sessionResumeArgs(sessionId));
       model.reset();
+      await showEarlier(ctx);
       ctx.changed();
       info(`SOBA: resumed session ${r.sessionId} at ${r.leafId}`);
       return r;
@@ -437,26 +518,145 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       return list;
     },
 
-    [PaletteCommand.rewindSession]: async (entryArg) => {
-      const entryId =
-        str(entryArg) ??
-        (await vscode.window.showInputBox({
+    [PaletteCommand.rewindSession]: async (arg) => {
+      // A chat message's "Rewind to here" names the message; a caller may give an entry id.
+      const userKey = typeof arg === 'object' && arg !== null && typeof (arg as { userKey?: unknown }).userKey === 'string' ? (arg as { userKey: string }).userKey : undefined;
+      let points: HistoryPoint[] | undefined;
+      try {
+        points = await server.execute<HistoryPoint[]>(ServerCommand.sessionHistory, {});
+      } catch (err) {
+        // A server without soba.session.history (docs/protocol.md): the entry id is asked for.
+        output.appendLine(`SOBA: soba.session.history is not available (${errorMessage(err)}); asking for an entry id`);
+      }
+      let point: HistoryPoint | undefined;
+      let entryId = str(arg);
+      if (entryId === undefined && points) {
+        if (points.length === 0) {
+          void vscode.window.showInformationMessage('SOBA: nothing to rewind to yet: the session has no requests');
+          return undefined;
+        }
+        if (userKey) {
+          point = pointOfMessage(model, userKey, points);
+          if (!point) {
+            void vscode.window.showWarningMessage('SOBA: this message is not on the session’s current path any more; pick a point instead');
+          }
+        }
+        if (!point) {
+          const pick = await vscode.window.showQuickPick(historyPickItems(points, ctx.now?.()), {
+            title: 'SOBA: Rewind Session',
+            placeHolder: 'Go back to just before… (files are not reverted)',
+            matchOnDescription: true,
+            matchOnDetail: true,
+          });
+          if (!pick) return undefined;
+          point = pick.value;
+        }
+        const files = point.filesModifiedAfter ?? [];
+        const what = point.kind === 'checkpoint' ? `the checkpoint “${clip(point.text, 60)}”` : `before “${clip(point.text, 60)}”`;
+        const detail = [
+          'The conversation goes back to that point; what you send next branches from there (the transcript keeps the rest).',
+          files.length === 0
+            ? 'Files are not reverted; no file was modified after that point.'
+            : `Files are not reverted. Modified after that point and left as they are:\n${files.map((f) => `• ${f}`).join('\n')}`,
+        ].join('\n\n');
+        const ok = await vscode.window.showWarningMessage(`Rewind the session to ${what}?`, { modal: true, detail }, REWIND);
+        if (ok !== REWIND) return undefined;
+        entryId = point.rewindTo;
+      } else if (entryId === undefined) {
+        entryId = await vscode.window.showInputBox({
           title: 'SOBA: Rewind Session',
-          prompt: 'Entry to move the leaf back to; new entries branch from there (the transcript keeps the rest)',
+          prompt: 'Entry to move the leaf back to; new entries branch from there (the transcript keeps the rest; files are not reverted)',
           placeHolder: 'entry id, e.g. from SOBA: Show Session Info',
-        }));
-      if (entryId === undefined) return undefined;
+        });
+        if (entryId === undefined) return undefined;
+      }
       const args = sessionRewindArgs(entryId);
       const r = await server.execute<SessionRewindResult>(ServerCommand.sessionRewind, args);
-      // The conversation shown so far is past the new leaf.
-      model.reset();
+      keepHistory(model, point ?? points?.find((p) => p.rewindTo === args.entryId || p.entryId === args.entryId));
       ctx.changed();
-      // The leaf is the entry that records the rewind (hanging from the target), not the target itself.
-      info(`SOBA: rewound the session to ${args.entryId} · leaf ${r.leafId}`);
+      const files = point?.filesModifiedAfter ?? [];
+      info(
+        point
+          ? `SOBA: rewound the session to ${point.kind === 'checkpoint' ? 'the checkpoint' : 'before'} “${clip(point.text, 60)}”${files.length > 0 ? ` · files not reverted: ${files.join(', ')}` : ''}`
+          : // The leaf is the entry that records the rewind (hanging from the target), not the target itself.
+            `SOBA: rewound the session to ${args.entryId} · leaf ${r.leafId}`,
+      );
       return r;
     },
   };
   return handlers;
+}
+
+/**
+ * showEarlier puts the current session's earlier requests in the chat (the
+ * answers stay in the transcript), so a reopened session does not look
+ * empty and each request can still be rewound to. A server without
+ * soba.session.history shows nothing earlier.
+ */
+export async function showEarlier(ctx: Pick<CommandContext, 'server' | 'model' | 'changed'>): Promise<void> {
+  const points = await ctx.server.execute<HistoryPoint[]>(ServerCommand.sessionHistory, {}).catch(() => undefined);
+  if (!points) return;
+  ctx.model.applyEarlier(points.filter((p) => p.kind === 'user'));
+  ctx.changed();
+}
+
+/** REWIND is the confirming button of a rewind. */
+const REWIND = 'Rewind';
+
+function clip(s: string, n: number): string {
+  const one = s.replace(/\s+/g, ' ').trim();
+  return one.length > n ? `${one.slice(0, n - 1)}…` : one;
+}
+
+/**
+ * pointOfMessage finds the rewind point of a user message shown in the chat:
+ * the history's user points with the same text (the server clips it to 200
+ * bytes), counted from the newest, as the chat's messages with that text are.
+ */
+export function pointOfMessage(model: SidebarModel, userKey: string, points: HistoryPoint[]): HistoryPoint | undefined {
+  const msgs = model.userMessages();
+  const i = msgs.findIndex((m) => m.key === userKey);
+  if (i < 0) return undefined;
+  const norm = (t: string) => t.replace(/\s+/g, ' ').trim();
+  const text = norm(msgs[i].text);
+  const same = (t: string) => {
+    const p = norm(t);
+    return p === text || (p.length >= 150 && text.startsWith(p.replace(/…$/, '')));
+  };
+  const later = msgs.slice(i + 1).filter((m) => same(m.text)).length;
+  const candidates = points.filter((p) => p.kind === 'user' && same(p.text));
+  return candidates[candidates.length - 1 - later];
+}
+
+/**
+ * keepHistory leaves on screen what the session's path still holds after a
+ * rewind to a point: the conversation before the request (or, for a
+ * checkpoint, before the first request made after it). Without a point it
+ * is not known, and the conversation is cleared.
+ */
+export function keepHistory(model: SidebarModel, point: HistoryPoint | undefined): void {
+  if (!point) {
+    model.reset();
+    return;
+  }
+  const msgs = model.userMessages();
+  let idx = -1;
+  if (point.kind === 'user') {
+    const p = point.text.replace(/\s+/g, ' ').trim();
+    for (let i = msgs.length - 1; i >= 0; i--) {
+      if (msgs[i].text.replace(/\s+/g, ' ').trim() === p) {
+        idx = i;
+        break;
+      }
+    }
+  }
+  if (idx < 0) {
+    const at = Date.parse(point.createdAt);
+    idx = msgs.findIndex((m) => m.at >= at);
+    if (point.kind === 'checkpoint' && idx < 0) return; // nothing shown was made after it
+    if (idx < 0) idx = 0;
+  }
+  model.rewoundTo(idx, false);
 }
 
 /** count is "1 checkpoint", "3 checkpoints". */

@@ -12,16 +12,24 @@ import {
   type ServerOptions,
   type StaticFeature,
 } from 'vscode-languageclient/node';
-import { registerPaletteCommands } from './commands';
+import * as path from 'path';
+import { PROPOSED_SCHEME, proposedDocuments } from './approvals';
+import { Baselines } from './baselines';
+import { CAPSULE_SCHEME, CapsuleDocuments } from './capsules';
+import { PaletteCommand, registerPaletteCommands, showEarlier } from './commands';
 import { ServerCommand, type Budget } from './protocol';
 import { Frontend } from './frontend';
 import { executeCommandLink, type RequestSender, type ServerLink } from './server';
 import { resolveServerPath, serverSettings } from './settings';
 import { SidebarModel } from './sidebar/model';
+import type { StreamItem } from './sidebar/model';
 import { SIDEBAR_VIEW_ID, SidebarView } from './sidebar/view';
 import { BudgetStatusBar } from './statusBar';
 
 let running: SobaExtension | undefined;
+
+/** BEFORE_SCHEME serves a file's baseline (read-only) as the left side of "Open diff". */
+const BEFORE_SCHEME = 'soba-before';
 
 export async function activate(context: vscode.ExtensionContext): Promise<SobaExtension> {
   running = new SobaExtension(context);
@@ -42,14 +50,18 @@ export class SobaExtension {
   readonly status = new BudgetStatusBar();
   readonly sidebar: SidebarView;
   readonly frontend: Frontend;
+  readonly capsules: CapsuleDocuments;
+  readonly baselines = new Baselines(() => workspaceRoot());
   client?: LanguageClient;
   private readonly link: ServerLink;
 
   constructor(private readonly context: vscode.ExtensionContext) {
-    this.sidebar = new SidebarView(context.extensionUri, this.model);
-    this.frontend = new Frontend(this.output, this.model, this.status, () => this.sidebar.refresh(), () => this.client);
+    this.sidebar = new SidebarView(context.extensionUri, this.model, { run: (a, item, p) => this.sidebarAction(a, item, p) });
+    this.frontend = new Frontend(this.output, this.model, this.status, () => this.sidebar.refresh(), () => this.client, this.baselines);
     this.link = executeCommandLink(() => (this.client?.isRunning() ? (this.client as unknown as RequestSender) : undefined));
+    this.capsules = new CapsuleDocuments(this.link);
     const ctx = {
+      capsules: this.capsules,
       server: this.link,
       output: this.output,
       model: this.model,
@@ -63,7 +75,13 @@ export class SobaExtension {
       this.trace,
       this.status,
       this.sidebar,
+      this.capsules,
       vscode.window.registerWebviewViewProvider(SIDEBAR_VIEW_ID, this.sidebar),
+      vscode.workspace.registerTextDocumentContentProvider(CAPSULE_SCHEME, this.capsules),
+      vscode.workspace.registerTextDocumentContentProvider(PROPOSED_SCHEME, proposedDocuments),
+      vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, {
+        provideTextDocumentContent: (uri) => this.baselines.get(uri.path.replace(/^\//, ''))?.content ?? '',
+      }),
       ...registerPaletteCommands(ctx),
       vscode.commands.registerCommand('soba-vscode.restartServer', () => this.restart()),
       vscode.commands.registerCommand('soba-vscode.showOutput', () => this.output.show(true)),
@@ -99,9 +117,11 @@ export class SobaExtension {
       options: { cwd: workspaceRoot() },
     };
     const clientOptions: LanguageClientOptions = {
-      // Every file: the server tracks documents the user opens and changes
-      // for the capsule's file artifacts.
+      // Every file on disk: the server tracks which documents the user opens
+      // and saves for the capsule's file artifacts. It needs no content, so
+      // keystrokes are not sent (the server's watcher sees what is saved).
       documentSelector: [{ scheme: 'file' }],
+      middleware: { didChange: async () => {} },
       initializationOptions: currentServerSettings(),
       outputChannel: this.trace,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
@@ -109,11 +129,11 @@ export class SobaExtension {
     const client = new LanguageClient('soba', 'SOBA Language Server', serverOptions, clientOptions);
     client.registerFeature(this.overrides(client));
     this.frontend.attach(client);
-    client.onDidChangeState((e) => this.status.setConnected(e.newState === State.Running));
+    client.onDidChangeState((e) => this.setConnected(e.newState === State.Running));
     this.client = client;
     try {
       await client.start();
-      this.status.setConnected(true);
+      this.setConnected(true);
       const info = client.initializeResult?.serverInfo;
       this.output.appendLine(`SOBA: connected to ${info?.name ?? 'soba-lsp'} ${info?.version ?? ''}`.trimEnd());
       // The first budget, without a message: soba/budget keeps it current.
@@ -121,6 +141,8 @@ export class SobaExtension {
         (b) => this.frontend.budget(b),
         (err) => this.output.appendLine(`SOBA: soba.budget failed: ${err instanceof Error ? err.message : String(err)}`),
       );
+      // The server reopened the workspace's newest session (sessionOnStart): its requests are shown.
+      void showEarlier({ server: this.link, model: this.model, changed: () => this.sidebar.refresh() });
     } catch (err) {
       const msg = `SOBA: soba-lsp (${found.command}) did not start: ${err instanceof Error ? err.message : String(err)}`;
       this.output.appendLine(msg);
@@ -143,6 +165,63 @@ export class SobaExtension {
       getState: () => ({ kind: 'static' }),
       clear: () => this.frontend.progress.dispose(),
     };
+  }
+
+  private setConnected(ok: boolean): void {
+    this.status.setConnected(ok);
+    this.model.connected = ok;
+    this.sidebar.refresh();
+  }
+
+  /** sidebarAction carries out a button of a conversation card or a file list. */
+  async sidebarAction(action: string, item: StreamItem | undefined, rel: string | undefined): Promise<unknown> {
+    const run = (id: string, ...args: unknown[]) => vscode.commands.executeCommand(id, ...args);
+    switch (action) {
+      case 'retry':
+        return item?.kind === 'error' && item.retry !== undefined ? run(PaletteCommand.ask, item.retry) : undefined;
+      case 'settings':
+        return run('workbench.action.openSettings', 'soba.model');
+      case 'output':
+        return this.output.show(true);
+      case 'capsule':
+        return item?.kind === 'compaction' && item.checkpointId ? run(PaletteCommand.showLatestCapsule, item.checkpointId) : undefined;
+      case 'rewind':
+        return item?.kind === 'user' ? run(PaletteCommand.rewindSession, { userKey: item.key }) : undefined;
+      case 'open':
+      case 'open-path': {
+        const p = item?.kind === 'tool' ? item.path : rel;
+        return p ? this.openFile(p) : undefined;
+      }
+      case 'diff':
+      case 'diff-path': {
+        const p = item?.kind === 'tool' ? item.path : rel;
+        return p ? this.openDiff(p) : undefined;
+      }
+    }
+    return undefined;
+  }
+
+  private async openFile(rel: string): Promise<void> {
+    const abs = this.baselines.resolve(rel);
+    if (!abs) {
+      void vscode.window.showWarningMessage(`SOBA: ${rel} is not a file in the workspace`);
+      return;
+    }
+    await vscode.window.showTextDocument(vscode.Uri.file(abs), { preview: true });
+  }
+
+  /** openDiff compares a file with its content when the session first saw it (baselines.ts). */
+  async openDiff(rel: string): Promise<void> {
+    const abs = this.baselines.resolve(rel);
+    const base = this.baselines.get(rel);
+    if (!abs || !base) {
+      void vscode.window.showInformationMessage(`SOBA: no earlier version of ${rel} is known in this session; opening the file`);
+      if (abs) await this.openFile(rel);
+      return;
+    }
+    const left = vscode.Uri.from({ scheme: BEFORE_SCHEME, path: `/${rel}` });
+    const title = `${path.basename(rel)} (${base.content === undefined ? 'new file' : 'before SOBA'} ↔ now)`;
+    await vscode.commands.executeCommand('vscode.diff', left, vscode.Uri.file(abs), title, { preview: true });
   }
 
   private configurationChanged(e: vscode.ConfigurationChangeEvent): void {

@@ -14,13 +14,13 @@ export const NEAR_HARD_RATIO = 0.95;
 
 /**
  * budgetLevel maps a budget to its colour class (R-O1): `error` at or above
- * NEAR_HARD_RATIO of the hard limit, `warning` past the soft limit, else
+ * NEAR_HARD_RATIO of the hard limit, `warning` from the soft limit on, else
  * `normal`. A budget without limits (0) is `normal`.
  */
 export function budgetLevel(b: Pick<Budget, 'effectiveTokens' | 'softLimit' | 'hardLimit'>): BudgetLevel {
   const eff = b.effectiveTokens;
   if (b.hardLimit > 0 && eff >= Math.floor(b.hardLimit * NEAR_HARD_RATIO)) return 'error';
-  if (b.softLimit > 0 && eff > b.softLimit) return 'warning';
+  if (b.softLimit > 0 && eff >= b.softLimit) return 'warning';
   return 'normal';
 }
 
@@ -30,21 +30,6 @@ export const LEVEL_BACKGROUND: Record<BudgetLevel, string | undefined> = {
   warning: 'statusBarItem.warningBackground',
   error: 'statusBarItem.errorBackground',
 };
-
-/** compactTokens writes a token count briefly: 980, 45.2k, 128k, 1.05M. */
-export function compactTokens(n: number): string {
-  if (!Number.isFinite(n)) return '?';
-  const sign = n < 0 ? '-' : '';
-  const a = Math.abs(n);
-  if (a < 1000) return `${sign}${Math.round(a)}`;
-  if (a < 100_000) return `${sign}${trimZero((a / 1000).toFixed(1))}k`;
-  if (a < 999_500) return `${sign}${Math.round(a / 1000)}k`;
-  return `${sign}${trimZero((a / 1_000_000).toFixed(2))}M`;
-}
-
-function trimZero(s: string): string {
-  return s.replace(/\.0+$/, '').replace(/(\.\d*?)0+$/, '$1');
-}
 
 /** groupTokens writes a count with thousands separators: 45,210. */
 export function groupTokens(n: number): string {
@@ -79,30 +64,110 @@ export interface BarrierState {
 }
 
 /**
- * statusView builds the status bar text and tooltip. While a barrier runs the
- * text is `compacting 82%` (R-B3); otherwise `45.2k / 57k` tokens against the
- * hard limit. The tooltip names the soft threshold and the measurement source.
+ * displayTokens writes a token count the way both editors do: 980, 14.0k,
+ * 128.0k, 1.05M (one decimal in thousands, so a number's width does not jump).
+ */
+export function displayTokens(n: number): string {
+  if (!Number.isFinite(n)) return '?';
+  const sign = n < 0 ? '-' : '';
+  const a = Math.abs(n);
+  if (a < 1000) return `${sign}${Math.round(a)}`;
+  if (a < 999_950) return `${sign}${(a / 1000).toFixed(1)}k`;
+  return `${sign}${(a / 1_000_000).toFixed(2)}M`;
+}
+
+/**
+ * budgetDisplay is "14.0k / 17.0k (82%)": effective tokens against the hard
+ * limit, the share rounded down. The server's Budget `display` is used as is
+ * (docs/protocol.md), so both editors write the same numbers.
+ */
+export function budgetDisplay(b: Budget): string {
+  // A server older than docs/protocol.md's `display` sends none: the same text is made here.
+  if (typeof b.display === 'string' && b.display.trim() !== '') return b.display.trim();
+  const pct = b.hardLimit > 0 ? ` (${Math.floor((b.effectiveTokens / b.hardLimit) * 100)}%)` : '';
+  return `${displayTokens(b.effectiveTokens)} / ${displayTokens(b.hardLimit)}${pct}`;
+}
+
+/**
+ * statusView builds the status bar text and tooltip: "SOBA 14.0k / 17.0k
+ * (82%)", or "SOBA compacting" with a spinner while a barrier runs (R-B3).
+ * The tooltip names the soft threshold and the measurement source (R-O1).
  */
 export function statusView(budget: Budget | undefined, barrier?: BarrierState, connected = true): StatusView {
   if (!connected) {
     return { text: '$(debug-disconnect) SOBA', tooltip: 'SOBA: soba-lsp is not running. Click for the output.', level: 'normal' };
   }
   if (barrier) {
-    const pct = Math.max(0, Math.min(100, Math.round(barrier.percentage)));
     return {
-      text: `$(sync~spin) compacting ${pct}%`,
-      tooltip: `Compacting context before response · ${pct}% (trigger ${barrier.trigger})`,
+      text: `$(sync~spin) SOBA compacting`,
+      tooltip: `Compacting context (trigger ${barrier.trigger.replace(/_/g, ' ')})${budget ? `\n${budgetTooltip(budget)}` : ''}`,
       level: budget ? budgetLevel(budget) : 'normal',
     };
   }
   if (!budget) {
-    return { text: '$(dashboard) SOBA', tooltip: 'SOBA: waiting for the first budget from soba-lsp', level: 'normal' };
+    return { text: 'SOBA', tooltip: 'SOBA: waiting for the first budget from soba-lsp', level: 'normal' };
   }
   return {
-    text: `$(dashboard) ${compactTokens(budget.effectiveTokens)} / ${compactTokens(budget.hardLimit)}`,
+    text: `SOBA ${budgetDisplay(budget)}`,
     tooltip: budgetTooltip(budget),
     level: budgetLevel(budget),
   };
+}
+
+/** relativeTime says how long ago a moment was, to the second: "12 s ago", "4 min 3 s ago", "2 h 5 min ago". */
+export function relativeTime(at: number | string, now = Date.now()): string {
+  const t = typeof at === 'number' ? at : Date.parse(at);
+  if (!Number.isFinite(t)) return typeof at === 'string' ? at : '';
+  const s = Math.round((now - t) / 1000);
+  if (s < 0) return 'in the future';
+  if (s < 5) return 'just now';
+  if (s < 60) return `${s} s ago`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${s % 60} s ago`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return `${h} h ${m % 60} min ago`;
+  const d = Math.floor(h / 24);
+  return `${d} day${d === 1 ? '' : 's'} ${h % 24} h ago`;
+}
+
+/** elapsed writes a duration in whole seconds: "12 s", "1 min 05 s". */
+export function elapsed(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s} s`;
+  return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+}
+
+/** sentence makes a reason start with a capital and carry no trailing period. */
+function sentence(s: string): string {
+  const t = s.trim().replace(/\.+$/, '');
+  return t ? t[0].toUpperCase() + t.slice(1) : t;
+}
+
+/**
+ * outcomeWords says what a compaction that did not complete did, in words:
+ * "Skipped: nothing old enough to compact", never "844 → 0" (R-B4).
+ */
+export function outcomeWords(r: { outcome?: string; reason?: string }): string {
+  const why = r.reason ? `: ${sentence(r.reason).replace(/^./, (c) => c.toLowerCase())}` : '';
+  switch (r.outcome) {
+    case 'skipped':
+      return `Compaction skipped${why || ': nothing to compact'}`;
+    case 'cancelled':
+      return `Compaction cancelled${why}`;
+    case 'stale':
+      return `Compaction discarded${why || ': the session moved on while it ran'}`;
+    case 'failed':
+      return `Compaction failed${why}`;
+    default:
+      return `Compaction ${r.outcome ?? 'ended'}${why}`;
+  }
+}
+
+/** compactionMarkerText is the conversation's marker: "Context compacted · 13,460 → 820 tokens". */
+export function compactionMarkerText(r: { outcome?: string; reason?: string; tokensBefore?: number; tokensAfter?: number; quality?: string }): string {
+  if (r.outcome !== 'completed') return outcomeWords(r);
+  const counts = r.tokensBefore !== undefined && r.tokensAfter !== undefined ? ` · ${groupTokens(r.tokensBefore)} → ${groupTokens(r.tokensAfter)} tokens` : '';
+  return `Context compacted${counts}${r.quality === 'degraded' ? ' · fallback capsule' : ''}`;
 }
 
 /** budgetTooltip is the multi-line description of a budget (R-O1). */
@@ -143,10 +208,14 @@ export function capsuleListLines(list: CapsuleListItem[]): string[] {
   );
 }
 
-/** sessionListLines are the lines of "SOBA: List Sessions" (/session list), most recently updated first. */
+/**
+ * sessionListLines are the lines of "SOBA: List Sessions", most recently
+ * updated first: the id (to copy into /session resume), the first request
+ * when there is one, the entries, the update time, the path.
+ */
 export function sessionListLines(list: SessionListItem[], current?: string): string[] {
-  return newestFirst(list, (s) => s.updatedAt).map(
-    (s) => `${s.sessionId} · ${s.entries} entries · ${s.updatedAt} · ${s.path}${s.sessionId === current ? ' · current' : ''}`,
+  return newestFirst(list, (s) => s.updatedAt).map((s) =>
+    [s.sessionId, s.title ? `"${s.title}"` : '', `${s.entries} entries`, s.updatedAt, s.path, s.sessionId === current ? 'current' : ''].filter((x) => x !== '').join(' · '),
   );
 }
 

@@ -4,9 +4,8 @@
 // extension attaches it to vscode-languageclient's LanguageClient; the
 // integration test attaches the same code to a vscode-jsonrpc connection to
 // the real binary.
-import * as vscode from 'vscode';
 import { showMessageRequestModal } from './approvals';
-import { resultLogFor, type OutputLike, type ResultLog } from './commands';
+import { resultLogFor, resultNoticeFor, type OutputLike, type ResultLog, type ResultNotice } from './commands';
 import { BarrierProgress, type ProgressHost } from './progress';
 import { Notification, type AgentEvent, type Budget, type CompactionEvent } from './protocol';
 import type { SidebarModel } from './sidebar/model';
@@ -24,6 +23,7 @@ export interface StatusSink {
 
 export class Frontend {
   readonly log: ResultLog;
+  readonly notice: ResultNotice;
   readonly progress: BarrierProgress;
 
   constructor(
@@ -32,8 +32,10 @@ export class Frontend {
     private readonly status: StatusSink,
     private readonly changed: () => void,
     progressHost: () => ProgressHost | undefined,
+    private readonly baselines?: { sawCall(name: string, args: Record<string, unknown> | undefined): void },
   ) {
     this.log = resultLogFor(output);
+    this.notice = resultNoticeFor(output);
     // The progress end message is the R-B3 line, the same as soba/compaction's
     // end; ResultLog writes whichever comes first, by operation id when known.
     this.progress = new BarrierProgress(progressHost, () => {});
@@ -71,6 +73,7 @@ export class Frontend {
     if (e.phase === 'end') {
       this.status.setBarrier(undefined);
       this.log.write(e);
+      this.notice.announce(e);
     } else {
       this.status.setBarrier({ operationId: e.operationId, trigger: e.trigger, percentage: e.percentage ?? 0 });
     }
@@ -78,11 +81,23 @@ export class Frontend {
   }
 
   event(e: AgentEvent): void {
+    if (e.type === 'tool_call' && e.name && this.baselines) {
+      // Before the model sees the call: the file as it is now is the "before" of Open diff.
+      let args: unknown = e.arguments;
+      if (typeof args === 'string') {
+        try {
+          args = JSON.parse(args);
+        } catch {
+          args = undefined;
+        }
+      }
+      this.baselines.sawCall(e.name, typeof args === 'object' && args !== null ? (args as Record<string, unknown>) : undefined);
+    }
     this.model.applyEvent(e);
     if (e.type === 'turn_end' && e.outcome === 'failed') {
-      const msg = `SOBA: turn ${e.turnId} failed: ${e.error ?? 'unknown error'}`;
-      this.output.appendLine(msg);
-      void vscode.window.showErrorMessage(msg);
+      // The server also sends the failure as window/showMessage (for every client), which VS Code shows;
+      // the chat shows it as a card with its actions, the output keeps it. One notification, not two.
+      this.output.appendLine(`SOBA: turn ${e.turnId} failed: ${e.error ?? 'unknown error'}`);
     } else if (e.type === 'turn_end') {
       this.output.appendLine(`SOBA: turn ${e.turnId} ${e.outcome ?? 'ended'}`);
     }

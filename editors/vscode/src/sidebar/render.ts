@@ -1,7 +1,11 @@
 // renderSidebar turns a SidebarSnapshot into the HTML of the sidebar's
-// content area. The webview script puts it in place; the input box lives
-// outside it so typing is never lost on a re-render.
-import { gaugeView, groupTokens } from '../format';
+// content area: the budget as a compact header, the conversation, and the
+// rest (compactions, pending intents, files) collapsed below it. It runs in
+// the webview (webview/main.ts), which sanitises the result with DOMPurify
+// before it reaches the DOM; Markdown goes through the `markdown` function
+// it is given (markdown-it there, with raw HTML off). Nothing here touches
+// the DOM, so it is unit-tested as is.
+import { budgetDisplay, compactionMarkerText, elapsed, gaugeView, groupTokens, relativeTime } from '../format';
 import type { SidebarSnapshot, StreamItem } from './model';
 
 /** escapeHtml makes text safe inside HTML elements and attributes. */
@@ -11,49 +15,111 @@ export function escapeHtml(s: string): string {
 
 const e = escapeHtml;
 
-export function renderSidebar(s: SidebarSnapshot): string {
-  return [renderGauge(s), renderCompactions(s), renderPending(s), renderFiles(s), renderStream(s.stream)].join('\n');
+/** Markdown renders Markdown to HTML. */
+export type Markdown = (text: string) => string;
+
+/** Controls says which toolbar buttons do something now. */
+export interface Controls {
+  ask: boolean;
+  cancel: boolean;
+  compact: boolean;
+  capsule: boolean;
 }
 
-function renderGauge(s: SidebarSnapshot): string {
-  if (!s.budget) return '<section class="budget"><h3>Budget</h3><p class="muted">Waiting for soba-lsp…</p></section>';
+/** controls enables a button only when pressing it would do something. */
+export function controls(s: SidebarSnapshot): Controls {
+  const busy = s.turnRunning || s.barrier !== undefined || (s.budget !== undefined && s.budget.state !== 'idle');
+  const compacting = s.barrier !== undefined || s.budget?.state === 'compacting';
+  const capsule = s.compactions.some((c) => c.checkpointId !== '') || s.stream.some((i) => i.kind === 'compaction' && i.checkpointId !== '');
+  return {
+    ask: s.connected,
+    cancel: s.connected && busy,
+    compact: s.connected && s.budget !== undefined && !compacting,
+    capsule: s.connected && capsule,
+  };
+}
+
+export function renderSidebar(s: SidebarSnapshot, md: Markdown, now = Date.now()): string {
+  return [renderHeader(s), renderStream(s.stream, md, now), renderMore(s)].join('\n');
+}
+
+function renderHeader(s: SidebarSnapshot): string {
+  if (!s.connected && !s.budget) return '<header class="budget" data-testid="budget"><span class="muted">Starting soba-lsp…</span></header>';
+  if (!s.budget) return '<header class="budget" data-testid="budget"><span class="muted">Waiting for the budget…</span></header>';
   const g = gaugeView(s.budget);
   const barrier = s.barrier
-    ? `<p class="barrier" data-testid="barrier">Compacting context before response · ${Math.round(s.barrier.percentage)}% (${e(s.barrier.trigger)})</p>`
+    ? `<div class="barrier" data-testid="barrier"><span class="spinner" aria-hidden="true"></span>Compacting context${s.turnRunning ? ' before the response' : ''} · ${e(s.barrier.trigger.replace(/_/g, ' '))} · <span class="elapsed" data-elapsed="${Math.round(s.barrierElapsedMs ?? 0)}">${elapsed(s.barrierElapsedMs ?? 0)}</span></div>`
     : '';
-  return `<section class="budget"><h3>Budget</h3>
-<div class="gauge level-${g.level}" role="meter" aria-valuemin="0" aria-valuemax="${s.budget.hardLimit}" aria-valuenow="${s.budget.effectiveTokens}" title="${e(g.label)}">
-<div class="fill" style="width:${(g.effective * 100).toFixed(1)}%"></div>
-<div class="soft" style="left:${(g.soft * 100).toFixed(1)}%" title="soft threshold ${groupTokens(s.budget.softLimit)}"></div>
-</div>
-<p class="gauge-label" data-testid="gauge-label">${e(g.label)}</p>
-<p class="muted">auto-compact ${s.budget.autoCompact ? 'on' : 'off'} · ${e(s.budget.state)}</p>${barrier}</section>`;
+  return `<header class="budget" data-testid="budget" title="${e(g.label)}">
+<div class="budget-line"><span class="budget-text" data-testid="budget-text">${e(budgetDisplay(s.budget))}</span><span class="muted">auto-compact ${s.budget.autoCompact ? 'on' : 'off'}</span></div>
+<div class="gauge level-${g.level}" role="meter" aria-label="context used" aria-valuemin="0" aria-valuemax="${s.budget.hardLimit}" aria-valuenow="${s.budget.effectiveTokens}">
+<div class="fill" data-width="${(g.effective * 100).toFixed(1)}"></div>
+<div class="soft" data-left="${(g.soft * 100).toFixed(1)}" title="soft threshold ${groupTokens(s.budget.softLimit)}"></div>
+</div>${barrier}</header>`;
 }
 
-function renderCompactions(s: SidebarSnapshot): string {
-  if (s.compactions.length === 0) return '<section><h3>Compactions</h3><p class="muted">None yet.</p></section>';
+function renderStream(items: StreamItem[], md: Markdown, now: number): string {
+  if (items.length === 0) {
+    return '<section class="messages" data-testid="messages"><p class="muted empty">Ask SOBA something below. Type /help for the commands.</p></section>';
+  }
+  let userIndex = -1;
+  const body = items
+    .map((i) => {
+      if (i.kind === 'user') userIndex++;
+      return renderItem(i, md, now, userIndex);
+    })
+    .join('\n');
+  return `<section class="messages" data-testid="messages">${body}</section>`;
+}
+
+function button(action: string, key: string, label: string, title = ''): string {
+  return `<button class="link" data-action="${e(action)}" data-key="${e(key)}"${title ? ` title="${e(title)}"` : ''}>${e(label)}</button>`;
+}
+
+function renderItem(i: StreamItem, md: Markdown, now: number, userIndex: number): string {
+  switch (i.kind) {
+    case 'user':
+      return `<div class="msg user" data-key="${e(i.key)}" data-index="${userIndex}"><div class="text">${e(i.text)}</div><div class="meta"><span class="time" title="${e(new Date(i.at).toISOString())}">${e(relativeTime(i.at, now))}</span>${button('rewind', i.key, 'Rewind to here', 'Move the session back to just before this message')}</div></div>`;
+    case 'assistant':
+      return `<div class="msg assistant${i.discarded ? ' discarded' : ''}" data-key="${e(i.key)}"><div class="md">${md(i.text)}</div>${i.discarded ? `<p class="note">${e(i.discarded)}</p>` : ''}</div>`;
+    case 'tool': {
+      const state = i.status === 'running' ? 'running…' : i.status === 'ok' ? 'done' : 'failed';
+      const actions = i.path
+        ? `<div class="actions">${button('open', i.key, 'Open file')}${i.writes && i.status === 'ok' ? button('diff', i.key, 'Open diff', 'Compare with the file as it was before the session changed it') : ''}</div>`
+        : '';
+      const result = i.status === 'running' ? '<p class="muted">Waiting for the result…</p>' : i.summary ? `<pre class="result">${e(i.summary)}</pre>` : '<p class="muted">(no output)</p>';
+      return `<details class="card tool status-${i.status}" data-key="${e(i.key)}" data-testid="tool-card"><summary><span class="tool-name">${e(i.name)}</span> <span class="tool-title">${e(i.title)}</span> <span class="tool-state">${state}</span></summary><div class="card-body"><div class="label">Arguments</div><pre class="args">${e(i.args)}</pre><div class="label">${i.name === 'read_file' && i.status === 'ok' ? 'Result (first line of the file)' : 'Result'}</div>${result}${actions}</div></details>`;
+    }
+    case 'compaction': {
+      const view = i.checkpointId ? ` · ${button('capsule', i.key, 'View capsule')}` : '';
+      return `<div class="marker outcome-${e(i.outcome)}" data-key="${e(i.key)}" data-testid="compaction-marker" title="${e(i.line)}"><span class="marker-text">${e(compactionMarkerText(i))}</span>${view}</div>`;
+    }
+    case 'error': {
+      const acts = [i.settings ? button('settings', i.key, 'Open settings') : '', i.retry !== undefined ? button('retry', i.key, 'Retry') : '', button('output', i.key, 'Show output')].join('');
+      return `<div class="card error" data-key="${e(i.key)}" data-testid="error-card"><p>${e(i.text)}</p><div class="actions">${acts}</div></div>`;
+    }
+    case 'status':
+      return `<div class="msg status" data-key="${e(i.key)}">${e(i.text)}</div>`;
+  }
+}
+
+function renderMore(s: SidebarSnapshot): string {
   const rows = s.compactions
     .map(
       (c) =>
-        `<tr class="outcome-${e(c.outcome)}" title="${e(c.line)}"><td>${e(c.trigger)}</td><td>${e(c.beforeAfter || c.outcome)}</td><td>${e(c.reclaimed)}</td><td><code>${e(c.checkpointId || '—')}</code></td><td>${e(c.quality)}</td></tr>`,
+        `<tr class="outcome-${e(c.outcome)}" title="${e(c.line)}"><td>${e(c.trigger)}</td><td>${e(c.beforeAfter || c.outcome)}</td><td>${e(c.reclaimed)}</td><td><code>${e(c.checkpointId || '—')}</code></td></tr>`,
     )
     .join('');
-  return `<section><h3>Compactions</h3><table class="compactions"><thead><tr><th>trigger</th><th>before → after</th><th>saved</th><th>checkpoint</th><th>quality</th></tr></thead><tbody>${rows}</tbody></table></section>`;
-}
-
-function renderPending(s: SidebarSnapshot): string {
-  const p = s.budget?.pending ?? [];
-  const body = p.length === 0 ? '<p class="muted">No pending intents.</p>' : `<ul>${p.map((x) => `<li>${e(x)}</li>`).join('')}</ul>`;
-  return `<section><h3>Pending intents</h3>${body}</section>`;
-}
-
-function renderFiles(s: SidebarSnapshot): string {
-  const list = (xs: string[]) => (xs.length === 0 ? '<p class="muted">—</p>' : `<ul class="files">${xs.map((x) => `<li><code>${e(x)}</code></li>`).join('')}</ul>`);
-  return `<section><h3>Files read</h3>${list(s.filesRead)}<h3>Files modified</h3>${list(s.filesModified)}</section>`;
-}
-
-function renderStream(items: StreamItem[]): string {
-  if (items.length === 0) return '<section class="stream"><h3>Conversation</h3><p class="muted">Ask SOBA something below.</p></section>';
-  const body = items.map((i) => `<div class="msg ${i.kind}">${e(i.text)}</div>`).join('');
-  return `<section class="stream"><h3>Conversation</h3><div class="messages">${body}</div></section>`;
+  const compactions =
+    s.compactions.length === 0
+      ? '<p class="muted">None yet.</p>'
+      : `<div class="scroll-x"><table class="compactions"><thead><tr><th>trigger</th><th>before → after</th><th>saved</th><th>checkpoint</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+  const pending = s.budget?.pending ?? [];
+  const files = (xs: string[], kind: string) =>
+    xs.length === 0 ? '<p class="muted">—</p>' : `<ul class="files">${xs.map((x) => `<li><button class="link file" data-action="${kind}" data-path="${e(x)}">${e(x)}</button></li>`).join('')}</ul>`;
+  return `<section class="more">
+<details data-key="more-compactions"><summary>Compactions (${s.compactions.length})</summary>${compactions}</details>
+<details data-key="more-pending"><summary>Pending intents (${pending.length})</summary>${pending.length === 0 ? '<p class="muted">None.</p>' : `<ul>${pending.map((x) => `<li>${e(x)}</li>`).join('')}</ul>`}</details>
+<details data-key="more-files"><summary>Files (${s.filesRead.length} read, ${s.filesModified.length} modified)</summary><div class="label">Read</div>${files(s.filesRead, 'open-path')}<div class="label">Modified</div>${files(s.filesModified, 'diff-path')}</details>
+</section>`;
 }

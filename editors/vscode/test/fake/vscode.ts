@@ -37,7 +37,9 @@ export const fake = {
   commands: new Map<string, (...args: any[]) => any>(),
   statusItems: [] as FakeStatusBarItem[],
   outputs: new Map<string, FakeOutputChannel>(),
-  documents: [] as { language?: string; content: string }[],
+  documents: [] as { language?: string; content: string; uri?: Uri }[],
+  contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string | Promise<string> }>(),
+  clipboard: '',
   shownDocuments: [] as unknown[],
   progress: [] as ShownProgress[],
   configuration: {} as Record<string, { globalValue?: unknown; workspaceValue?: unknown; workspaceFolderValue?: unknown; defaultValue?: unknown }>,
@@ -50,6 +52,8 @@ export const fake = {
     this.statusItems = [];
     this.outputs.clear();
     this.documents = [];
+    this.contentProviders.clear();
+    this.clipboard = '';
     this.shownDocuments = [];
     this.progress = [];
     this.configuration = {};
@@ -113,6 +117,9 @@ export class Uri {
   }
   static untitled(p: string) {
     return new Uri('untitled', p);
+  }
+  static from(c: { scheme: string; path: string }) {
+    return new Uri(c.scheme, c.path);
   }
   static joinPath(base: Uri, ...parts: string[]) {
     return new Uri(base.scheme, [base.fsPath, ...parts].join('/'));
@@ -261,10 +268,23 @@ export function changeConfiguration(keys: string[]): void {
 
 export const workspace = {
   workspaceFolders: undefined as { uri: Uri }[] | undefined,
-  openTextDocument(options: { language?: string; content: string }) {
+  async openTextDocument(options: { language?: string; content: string } | Uri) {
+    if (options instanceof Uri) {
+      // A virtual document: its provider gives the content; .md paths are Markdown, as in VS Code.
+      const p = fake.contentProviders.get(options.scheme);
+      if (!p) throw new Error(`no content provider for ${options.scheme}`);
+      const content = await p.provideTextDocumentContent(options);
+      const doc = { uri: options, language: options.path.endsWith('.md') ? 'markdown' : undefined, content };
+      fake.documents.push(doc);
+      return { uri: options, languageId: doc.language, isUntitled: false, getText: () => content };
+    }
     fake.documents.push(options);
     const uri = Uri.untitled(`Untitled-${fake.documents.length}`);
-    return Promise.resolve({ uri, languageId: options.language, getText: () => options.content });
+    return { uri, languageId: options.language, isUntitled: true, getText: () => options.content };
+  },
+  registerTextDocumentContentProvider(scheme: string, provider: { provideTextDocumentContent(uri: Uri): string | Promise<string> }) {
+    fake.contentProviders.set(scheme, provider);
+    return new Disposable(() => fake.contentProviders.delete(scheme));
   },
   getConfiguration(section: string) {
     const full = (k: string) => `${section}.${k}`;
@@ -282,4 +302,12 @@ export const workspace = {
   onDidChangeConfiguration: configChanged.event,
 };
 
-export const env = { openExternal: () => Promise.resolve(true) };
+export const env = {
+  openExternal: () => Promise.resolve(true),
+  clipboard: {
+    writeText(t: string) {
+      fake.clipboard = t;
+      return Promise.resolve();
+    },
+  },
+};

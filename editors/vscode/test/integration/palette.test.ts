@@ -6,8 +6,10 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { fake, Uri } from '../fake/vscode';
+import { fake, Uri, workspace } from '../fake/vscode';
+import { CAPSULE_SCHEME, CapsuleDocuments } from '../../src/capsules';
 import { guarded, PaletteCommand, paletteHandlers, type CommandContext } from '../../src/commands';
+import type { StreamItem } from '../../src/sidebar/model';
 import { SERVER_COMMANDS, type Budget, type CompactionResult, type RunCommandResult } from '../../src/protocol';
 import { SERVER_KEYS, serverSettings } from '../../src/settings';
 import { makeWorkspace, startServer, waitFor, type Running } from './server';
@@ -44,7 +46,7 @@ describe.skipIf(!binary)('initialize against the real soba-lsp', () => {
     const b = await s.link.execute<Budget>('soba.budget', {});
     s.frontend.budget(b);
     expect(b.hardLimit).toBeGreaterThan(0);
-    expect(fake.statusItems[0].text).toMatch(/^\$\(dashboard\) [\d.]+k? \/ [\d.]+k?$/);
+    expect(fake.statusItems[0].text).toMatch(/^SOBA [\d.]+k? \/ [\d.]+k? \(\d+%\)$/);
     expect(fake.statusItems[0].tooltip).toContain('Soft threshold');
   });
 });
@@ -59,7 +61,7 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     s = await startServer(binary!, makeWorkspace(fakeModel));
     ctx = {
       server: s.link, output: s.output, model: s.model, changed: () => {}, status: s.status,
-      workspaceRoot: () => s.workspace, fileExists: (f) => fs.existsSync(f),
+      workspaceRoot: () => s.workspace, fileExists: (f) => fs.existsSync(f), capsules: new CapsuleDocuments(s.link),
     };
     handlers = paletteHandlers(ctx);
   });
@@ -89,7 +91,7 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     expect(r.turnId).toBeTruthy();
     expect(lines().some((l) => l.includes(r.turnId))).toBe(true);
     // Without a model server the turn fails with an error naming the endpoint; either way it ends.
-    await waitFor('turn_end', () => s.model.stream.some((i) => i.turnId === r.turnId && i.kind !== 'user') || undefined, 30000).catch(() => undefined);
+    await waitFor('turn_end', () => s.model.stream.some((i) => i.kind !== 'compaction' && i.kind !== 'user' && i.turnId === r.turnId) || undefined, 30000).catch(() => undefined);
     expect(s.model.snapshot().stream[0]).toMatchObject({ kind: 'user', text: 'Read notes.md and say what it is about.' });
   });
 
@@ -193,11 +195,15 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     expect(r.title).toBeTruthy();
   });
 
-  it('Show Latest Capsule opens the Markdown in an editor tab', async () => {
-    await handlers[PaletteCommand.showLatestCapsule]();
+  it('Show Latest Capsule opens a read-only soba-capsule: document without the front matter', async () => {
+    workspace.registerTextDocumentContentProvider(CAPSULE_SCHEME, ctx.capsules as CapsuleDocuments);
+    const r = (await handlers[PaletteCommand.showLatestCapsule]()) as { checkpointId: string; markdown: string };
     const doc = fake.documents[fake.documents.length - 1];
+    expect(doc.uri?.toString()).toBe(`soba-capsule:///${r.checkpointId}.capsule.md`);
     expect(doc.language).toBe('markdown');
     expect(doc.content).toContain('## Goal');
+    expect(r.markdown.startsWith('---')).toBe(true);
+    expect(doc.content.startsWith('---')).toBe(false);
   });
 
   it('Cancel with nothing running', async () => {
@@ -210,7 +216,8 @@ describe.skipIf(!binary || !ready)('each palette command reaches soba-lsp and it
     const first = /SOBA: session (\S+)/.exec(shown()[0])![1];
     await handlers[PaletteCommand.newSession]();
     expect(shown()[1]).toMatch(/^SOBA: new session /);
-    fake.answers.quickPick.push((items: { value: { sessionId: string } }[]) => items.find((i) => i.value.sessionId === first));
+    // The first item is New session (no value).
+    fake.answers.quickPick.push((items: { value?: { sessionId: string } }[]) => items.find((i) => i.value?.sessionId === first));
     const r = (await handlers[PaletteCommand.resumeSession]()) as { sessionId: string };
     expect(r.sessionId).toBe(first);
     expect(shown()[2]).toMatch(new RegExp(`^SOBA: resumed session ${first} at `));
@@ -248,7 +255,7 @@ describe.skipIf(!binary || !scripted)('approvals over the wire (scripted backend
     fake.answers.message.push((_m: string, items: { title: string }[]) => items.find((i) => i.title === choice));
     const handlers = paletteHandlers({
       server: s.link, output: s.output, model: s.model, changed: () => {}, status: s.status,
-      workspaceRoot: () => s.workspace, fileExists: (f) => fs.existsSync(f),
+      workspaceRoot: () => s.workspace, fileExists: (f) => fs.existsSync(f), capsules: new CapsuleDocuments(s.link),
     });
     const r = (await handlers[PaletteCommand.ask]('run: go test ./...')) as { turnId: string };
     const ask = await waitFor('the approval dialog', () => fake.messages.find((m) => m.modal));
@@ -259,8 +266,8 @@ describe.skipIf(!binary || !scripted)('approvals over the wire (scripted backend
     expect(ask.detail).toContain('go test ./...');
     expect((ask.items as { title: string }[]).map((i) => i.title)).toEqual(['Deny', 'Allow once', 'Allow for session']);
     expect((ask.items as { title: string; isCloseAffordance?: boolean }[]).filter((i) => i.isCloseAffordance).map((i) => i.title)).toEqual(['Deny']);
-    const tool = await waitFor('the tool result', () => s.model.stream.find((i) => i.turnId === r.turnId && i.kind === 'tool' && i.text.includes('→')));
-    expect(tool.text).toBe(`bash go test ./... → ${ok ? '✓' : '✗'} ${summary}`);
+    const tool = await waitFor('the tool result', () => s.model.stream.find((i): i is Extract<StreamItem, { kind: 'tool' }> => i.kind === 'tool' && i.turnId === r.turnId && i.status !== 'running'));
+    expect(tool).toMatchObject({ name: 'bash', title: 'Run go test ./...', status: ok ? 'ok' : 'failed', summary });
   });
 });
 
@@ -280,7 +287,7 @@ describe.skipIf(!binary || !ready || scripted)('settings reach the real server (
   afterAll(async () => s && (await s.stop()));
 
   it('initializationOptions with every declared key are accepted', async () => {
-    expect(Object.keys(all).sort()).toEqual(['compaction', 'model', 'sessionDir', 'tools']);
+    expect(Object.keys(all).sort()).toEqual(['compaction', 'model', 'sessionDir', 'sessionOnStart', 'tools']);
     expect(SERVER_KEYS.length).toBeGreaterThan(5);
     const b = await s.link.execute<Budget>('soba.budget', {});
     expect(b.contextWindow).toBe(65000);

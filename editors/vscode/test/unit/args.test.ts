@@ -9,6 +9,7 @@ import {
   capsuleShowArgs,
   checkpointArgs,
   compactArgs,
+  fileSize,
   sessionPickItems,
   sessionResumeArgs,
   runArgs,
@@ -64,13 +65,19 @@ describe('command argument building (PROTOCOL.md Commands)', () => {
 });
 
 describe('pick items and file names', () => {
-  it('lists checkpoints newest first with id, trigger and quality', () => {
-    const items = capsulePickItems([
-      { checkpointId: 'ck_a', trigger: 'user', title: 'first', quality: 'full', createdAt: '2025-01-01T10:00:00Z' },
-      { checkpointId: 'ck_b', trigger: 'milestone', title: '', quality: 'degraded', createdAt: '2025-01-02T10:00:00Z' },
-    ]);
-    expect(items.map((i) => i.label)).toEqual(['ck_b', 'first']);
-    expect(items[0].description).toBe('ck_b · milestone · degraded');
+  it('lists capsules newest first with title, trigger, relative time to the second and quality', () => {
+    const items = capsulePickItems(
+      [
+        { checkpointId: 'ck_a', trigger: 'user', title: 'first', quality: 'full', createdAt: '2025-01-01T10:00:00Z' },
+        // Nanosecond timestamps, as the server writes them, sort and read the same.
+        { checkpointId: 'ck_b', trigger: 'plan_pivot', title: '', quality: 'degraded', createdAt: '2025-01-02T09:58:53.123456789Z' },
+      ],
+      Date.parse('2025-01-02T10:00:00Z'),
+    );
+    expect(items.map((i) => i.label)).toEqual(['Capsule from a plan pivot compaction', 'first']);
+    expect(items[0].description).toBe('plan pivot · 1 min 7 s ago · degraded (fallback)');
+    expect(items[1].description).toBe('user · 1 day 0 h ago · full');
+    expect(items.map((i) => i.detail)).toEqual(['ck_b', 'ck_a']);
     expect(items[1].value.checkpointId).toBe('ck_a');
   });
 
@@ -81,10 +88,20 @@ describe('pick items and file names', () => {
         { sessionId: 's2', path: 'b', updatedAt: '2025-01-03', entries: 9, title: 'second', bytes: 900 },
       ],
       's1',
+      Date.parse('2025-01-03T00:00:05Z'),
     );
-    expect(items.map((i) => i.label)).toEqual(['s2', 's1']);
-    expect(items[1].description).toBe('3 entries · current');
+    expect(items.map((i) => i.label)).toEqual(['second', 'first']);
+    expect(items.map((i) => i.detail)).toEqual(['s2', 's1']);
+    expect(items[1].description).toBe('updated 2 days 0 h ago · 3 entries · 300 B · current');
+    expect(items[0].description).toBe('updated 5 s ago · 9 entries · 900 B');
   });
+
+  it.each([
+    [0, '0 B'],
+    [1023, '1023 B'],
+    [12_600, '12.3 KB'],
+    [5 * 1024 * 1024, '5.0 MB'],
+  ])('fileSize(%d) = %s', (n, want) => expect(fileSize(n)).toBe(want));
 
   it('suggests <checkpointId>-<slug>.capsule.md', () => {
     expect(suggestedCapsuleName({ checkpointId: 'ck_8f2a1c', title: 'Parser refactor: handoff!' })).toBe('ck_8f2a1c-parser-refactor-handoff.capsule.md');

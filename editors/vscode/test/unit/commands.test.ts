@@ -1,7 +1,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { fake, window, Uri } from '../fake/vscode';
+import { fake, window, workspace, Uri } from '../fake/vscode';
+import { CAPSULE_SCHEME, CapsuleDocuments } from '../../src/capsules';
 import { guarded, PaletteCommand, paletteHandlers, registerPaletteCommands, type CommandContext } from '../../src/commands';
 import { SERVER_COMMANDS, ServerCommand, type Budget, type ServerCommandId } from '../../src/protocol';
 import { SidebarModel } from '../../src/sidebar/model';
@@ -37,7 +38,12 @@ function recordingContext(answers: Partial<Record<ServerCommandId, unknown>>) {
     status: { setBudget: (b) => budgets.push(b) },
     workspaceRoot: () => '/ws',
     fileExists: (f) => f === '/ws/exists.capsule.md',
+    capsules: undefined as never,
+    now: () => Date.parse('2025-01-01T00:00:42Z'),
   };
+  const capsules = new CapsuleDocuments(ctx.server);
+  workspace.registerTextDocumentContentProvider(CAPSULE_SCHEME, capsules);
+  ctx.capsules = capsules;
   return { ctx, sent, output, budgets };
 }
 
@@ -59,7 +65,7 @@ const answers: Partial<Record<ServerCommandId, unknown>> = {
   [ServerCommand.capsuleList]: [{ checkpointId: 'ck_c1', trigger: 'user', title: 'handoff', quality: 'full', createdAt: '2025-01-01T00:00:00Z' }],
   [ServerCommand.capsuleExport]: { path: '/ws/out.capsule.md' },
   [ServerCommand.capsuleLoad]: { checkpointId: 'ck_l1', title: 'loaded', warnings: ['file changed since export'] },
-  [ServerCommand.capsuleShow]: { checkpointId: 'ck_c1', markdown: '# Capsule\n\n## Files read\n- `a.go`\n\n## Files modified\n- b.go\n' },
+  [ServerCommand.capsuleShow]: { checkpointId: 'ck_c1', markdown: '---\ncheckpointId: ck_c1\nsha256: 9f2c\n---\n\n# Capsule\n\n## Files read\n- `a.go`\n\n## Files modified\n- b.go\n' },
   [ServerCommand.sessionNew]: { sessionId: 's2', path: '.soba/sessions/s2.jsonl' },
   [ServerCommand.sessionList]: [{ sessionId: 's1', path: 'p', updatedAt: '2025', entries: 4 }],
   [ServerCommand.sessionInfo]: { sessionId: 's2', path: 'p', flightPath: 'f', leafId: 'e9', entries: 2 },
@@ -97,11 +103,12 @@ describe('palette commands build the server arguments from the prompts', () => {
     [PaletteCommand.newSession, () => {}, [{ command: 'soba.session.new', args: {} }]],
     [
       PaletteCommand.resumeSession,
-      () => fake.answers.quickPick.push((items: any[]) => items[0]),
+      () => fake.answers.quickPick.push((items: any[]) => items[1]),
       [
         { command: 'soba.session.list', args: {} },
         { command: 'soba.session.info', args: {} },
         { command: 'soba.session.resume', args: { sessionId: 's1' } },
+        { command: 'soba.session.history', args: {} },
       ],
     ],
     [PaletteCommand.showSessionInfo, () => {}, [{ command: 'soba.session.info', args: {} }]],
@@ -114,7 +121,14 @@ describe('palette commands build the server arguments from the prompts', () => {
         { command: 'soba.session.info', args: {} },
       ],
     ],
-    [PaletteCommand.rewindSession, () => fake.answers.inputBox.push(' e3 '), [{ command: 'soba.session.rewind', args: { entryId: 'e3' } }]],
+    [
+      PaletteCommand.rewindSession,
+      () => fake.answers.inputBox.push(' e3 '),
+      [
+        { command: 'soba.session.history', args: {} },
+        { command: 'soba.session.rewind', args: { entryId: 'e3' } },
+      ],
+    ],
   ];
 
   it.each(cases)('%s', async (id, prepare, want) => {
@@ -136,7 +150,8 @@ describe('palette commands build the server arguments from the prompts', () => {
     for (const id of [PaletteCommand.ask, PaletteCommand.compact, PaletteCommand.markMilestone, PaletteCommand.createCapsule, PaletteCommand.loadCapsule, PaletteCommand.rewindSession]) {
       expect(await paletteHandlers(ctx)[id]()).toBeUndefined();
     }
-    expect(sent).toEqual([]);
+    // Only reads: the rewind picker's points.
+    expect(sent.filter((x) => x.command !== 'soba.session.history')).toEqual([]);
   });
 
   it('export asks to overwrite only through the save dialog: an existing file gets overwrite: true', async () => {
@@ -180,35 +195,117 @@ describe('palette commands render their results', () => {
     expect(fake.messages[0].message).toMatch(/^SOBA budget · 100 \/ 48,808 tokens/);
   });
 
-  it('show latest capsule opens the Markdown in an editor tab and reads its file lists', async () => {
+  it('show latest capsule opens a read-only soba-capsule: Markdown document without the front matter, and reads its file lists', async () => {
     const { ctx } = recordingContext(answers);
     await paletteHandlers(ctx)[PaletteCommand.showLatestCapsule]();
-    expect(fake.documents).toEqual([{ language: 'markdown', content: (answers['soba.capsule.show'] as any).markdown }]);
+    // No Markdown extension in the fake: the document itself opens (in VS Code, its preview).
+    expect(fake.documents).toEqual([{ uri: Uri.from({ scheme: 'soba-capsule', path: '/ck_c1.capsule.md' }), language: 'markdown', content: '# Capsule\n\n## Files read\n- `a.go`\n\n## Files modified\n- b.go\n' }]);
     expect(fake.shownDocuments).toHaveLength(1);
     const snap = ctx.model.snapshot();
     expect(snap.filesRead).toEqual(['a.go']);
     expect(snap.filesModified).toEqual(['b.go']);
   });
 
-  it('list capsules writes one line per checkpoint to the output and says so', async () => {
-    const { ctx, output } = recordingContext(answers);
+  it('list capsules is a picker (title, trigger, time to the second, quality) that opens the one picked', async () => {
+    const { ctx, sent } = recordingContext(answers);
+    fake.answers.quickPick.push((items: unknown[]) => items[0]);
     await paletteHandlers(ctx)[PaletteCommand.listCapsules]();
-    expect((output as any).lines).toEqual(['SOBA: 1 checkpoint, newest first:', '  ck_c1 · user · full · 2025-01-01T00:00:00Z · "handoff"']);
-    expect((output as any).shown).toBe(1);
-    expect(fake.messages[0]).toMatchObject({ level: 'info', message: 'SOBA: 1 checkpoint, newest first (listed in the SOBA output)' });
+    expect(fake.asked.quickPick[0]).toMatchObject([{ label: 'handoff', description: 'user · 42 s ago · full', detail: 'ck_c1' }]);
+    expect(sent.map((x) => x.command)).toEqual(['soba.capsule.list', 'soba.capsule.show']);
+    expect(sent[1].args).toEqual({ checkpointId: 'ck_c1' });
+    expect(fake.documents[0].uri?.toString()).toBe('soba-capsule:///ck_c1.capsule.md');
   });
 
-  it('list sessions marks the current session', async () => {
-    const { ctx, output } = recordingContext({ ...answers, [ServerCommand.sessionInfo]: { sessionId: 's1', path: 'p', flightPath: 'f', leafId: 'e4', entries: 4 } });
+  it('list sessions marks the current session and names each by its first request', async () => {
+    const list = [
+      { sessionId: 's1', path: 'p', updatedAt: '2025-01-02T00:00:00Z', entries: 4, title: '', bytes: 10 },
+      { sessionId: 's0', path: 'q', updatedAt: '2025-01-01T00:00:00Z', entries: 9, title: 'fix the login bug', bytes: 90 },
+    ];
+    const { ctx, output } = recordingContext({ ...answers, [ServerCommand.sessionList]: list, [ServerCommand.sessionInfo]: { sessionId: 's1', path: 'p', flightPath: 'f', leafId: 'e4', entries: 4 } });
     await paletteHandlers(ctx)[PaletteCommand.listSessions]();
-    expect((output as any).lines).toEqual(['SOBA: 1 session, most recent first:', '  s1 · 4 entries · 2025 · p · current']);
+    expect((output as any).lines).toEqual([
+      'SOBA: 2 sessions, most recent first:',
+      '  s1 · 4 entries · 2025-01-02T00:00:00Z · p · current',
+      '  s0 · "fix the login bug" · 9 entries · 2025-01-01T00:00:00Z · q',
+    ]);
   });
 
   it('an empty list says so without opening the output', async () => {
     const { ctx, output } = recordingContext({ ...answers, [ServerCommand.capsuleList]: [] });
     await paletteHandlers(ctx)[PaletteCommand.listCapsules]();
     expect((output as any).shown).toBe(0);
-    expect(fake.messages[0].message).toBe('SOBA: no checkpoints yet. Create a capsule or compact first.');
+    expect(fake.messages[0].message).toBe('SOBA: no capsules yet. Compact or create a capsule first.');
+  });
+
+  const history = [
+    { entryId: 'u1', kind: 'user', text: 'read the notes', createdAt: '2025-01-01T00:00:00Z', rewindTo: 'h0', filesModifiedAfter: ['a.go', 'b.go'] },
+    { entryId: 'k1', kind: 'checkpoint', text: 'milestone: notes read', createdAt: '2025-01-01T00:00:10Z', rewindTo: 'k1', filesModifiedAfter: ['b.go'] },
+    { entryId: 'u2', kind: 'user', text: 'fix b.go', createdAt: '2025-01-01T00:00:20Z', rewindTo: 'a1', filesModifiedAfter: ['b.go'] },
+  ];
+  function chat(ctx: CommandContext) {
+    ctx.model.applyUserPrompt('t1', 'read the notes');
+    ctx.model.applyEvent({ turnId: 't1', type: 'text', delta: 'They are notes.' });
+    ctx.model.applyUserPrompt('t2', 'fix b.go');
+    ctx.model.applyEvent({ turnId: 't2', type: 'text', delta: 'Fixed.' });
+  }
+  const texts = (ctx: CommandContext) => ctx.model.snapshot().stream.map((i) => (i.kind === 'user' || i.kind === 'assistant' ? i.text : i.kind));
+
+  it('rewind picks from the current path (text, time to the second, files after), confirms that files are not reverted, and keeps the history before (R-T4)', async () => {
+    const { ctx, sent } = recordingContext({ ...answers, [ServerCommand.sessionHistory]: history });
+    chat(ctx);
+    fake.answers.quickPick.push((items: { value: { entryId: string } }[]) => items.find((i) => i.value.entryId === 'u2'));
+    fake.answers.message.push('Rewind');
+    await paletteHandlers(ctx)[PaletteCommand.rewindSession]();
+    expect(fake.asked.quickPick[0]).toMatchObject([
+      { label: '$(comment) fix b.go', description: '22 s ago', detail: '1 file modified after this, not reverted: b.go' },
+      { label: '$(bookmark) milestone: notes read', description: '32 s ago' },
+      { label: '$(comment) read the notes', description: '42 s ago', detail: '2 files modified after this, not reverted: a.go, b.go' },
+    ]);
+    expect(fake.messages[0]).toMatchObject({ level: 'warning', modal: true, message: 'Rewind the session to before “fix b.go”?', items: ['Rewind'] });
+    expect(fake.messages[0].detail).toContain('Files are not reverted. Modified after that point and left as they are:\n• b.go');
+    expect(sent.map((x) => x.command)).toEqual(['soba.session.history', 'soba.session.rewind']);
+    expect(sent[1].args).toEqual({ entryId: 'a1' });
+    expect(texts(ctx)).toEqual(['read the notes', 'They are notes.']);
+    expect(fake.messages[1].message).toBe('SOBA: rewound the session to before “fix b.go” · files not reverted: b.go');
+  });
+
+  it('"Rewind to here" on a chat message goes to that message; declining the confirmation changes nothing', async () => {
+    const { ctx, sent } = recordingContext({ ...answers, [ServerCommand.sessionHistory]: history });
+    chat(ctx);
+    const first = ctx.model.userMessages()[0];
+    await paletteHandlers(ctx)[PaletteCommand.rewindSession]({ userKey: first.key });
+    expect(fake.asked.quickPick).toEqual([]);
+    expect(fake.messages[0].message).toBe('Rewind the session to before “read the notes”?');
+    expect(fake.messages[0].detail).toContain('• a.go\n• b.go');
+    expect(sent.map((x) => x.command)).toEqual(['soba.session.history']);
+    expect(texts(ctx)).toHaveLength(4);
+    fake.answers.message.push('Rewind');
+    await paletteHandlers(ctx)[PaletteCommand.rewindSession]({ userKey: first.key });
+    expect(sent[2]).toEqual({ command: 'soba.session.rewind', args: { entryId: 'h0' } });
+    expect(texts(ctx)).toEqual([]);
+  });
+
+  it('the session picker offers New session first, then sessions by title, updated time and size', async () => {
+    const list = [
+      { sessionId: 's1', path: 'a', updatedAt: '2025-01-01T00:00:02Z', entries: 40, title: 'fix the login bug', bytes: 12_600 },
+      { sessionId: 's2', path: 'b', updatedAt: '2024-12-31T23:00:00Z', entries: 1, title: '', bytes: 300 },
+    ];
+    const { ctx, sent } = recordingContext({ ...answers, [ServerCommand.sessionList]: list, [ServerCommand.sessionHistory]: history });
+    fake.answers.quickPick.push((items: unknown[]) => items[1]);
+    await paletteHandlers(ctx)[PaletteCommand.resumeSession]();
+    expect(fake.asked.quickPick[0]).toMatchObject([
+      { label: '$(add) New session' },
+      { label: 'fix the login bug', description: 'updated 40 s ago · 40 entries · 12.3 KB', detail: 's1' },
+      { label: '(no request yet)', description: 'updated 1 h 0 min ago · 1 entry · 300 B · current', detail: 's2' },
+    ]);
+    expect(sent.map((x) => x.command)).toEqual(['soba.session.list', 'soba.session.info', 'soba.session.resume', 'soba.session.history']);
+    // The reopened session's requests are in the chat, each can be rewound to.
+    expect(texts(ctx)).toEqual(['status', 'read the notes', 'fix b.go']);
+    fake.reset();
+    const t = recordingContext({ ...answers, [ServerCommand.sessionList]: list });
+    fake.answers.quickPick.push((items: unknown[]) => items[0]);
+    await paletteHandlers(t.ctx)[PaletteCommand.resumeSession]();
+    expect(t.sent.map((x) => x.command)).toEqual(['soba.session.list', 'soba.session.info', 'soba.session.new']);
   });
 
   it('rewind forgets the conversation shown so far and names the new leaf', async () => {
@@ -278,7 +375,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     const r = await ask(ctx, '  add a test for the parser ');
     expect(sent).toStrictEqual([{ command: 'soba.run', args: { text: 'add a test for the parser' } }]);
     expect(r).toStrictEqual({ kind: 'prompt', turnId: 't7', queued: false, text: 'add a test for the parser' });
-    expect(ctx.model.snapshot().stream).toStrictEqual([{ turnId: 't7', kind: 'user', text: 'add a test for the parser' }]);
+    expect(ctx.model.snapshot().stream).toMatchObject([{ turnId: 't7', kind: 'user', text: 'add a test for the parser' }]);
     expect((output as any).lines).toEqual(['SOBA: asked · t7']);
   });
 
@@ -290,7 +387,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     expect((output as any).lines).toEqual([line]);
     expect(fake.messages).toMatchObject([{ level: 'info', message: `SOBA: ${line}` }]);
     // The command stands in the conversation as status lines, not as a user message to the model.
-    expect(ctx.model.snapshot().stream).toStrictEqual([
+    expect(ctx.model.snapshot().stream).toMatchObject([
       { turnId: '', kind: 'status', text: '› /session info' },
       { turnId: '', kind: 'status', text: line },
     ]);
@@ -311,7 +408,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     await ask(ctx, '/capsule export ck_1');
     expect(fake.messages).toEqual([{ level: 'error', message: `SOBA: ${msg}`, modal: false, detail: undefined, items: [] }]);
     expect((output as any).lines).toEqual([`SOBA: ${msg}`]);
-    expect(ctx.model.snapshot().stream).toStrictEqual([
+    expect(ctx.model.snapshot().stream).toMatchObject([
       { turnId: '', kind: 'status', text: '› /capsule export ck_1' },
       { turnId: '', kind: 'error', text: msg },
     ]);
@@ -328,7 +425,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     const show = answers[ServerCommand.capsuleShow] as { checkpointId: string; markdown: string };
     t = recordingContext(ran(ServerCommand.capsuleShow, show, ['capsule ck_c1:', '# Capsule', '', '## Files read', '- `a.go`']));
     await ask(t.ctx, '/capsule');
-    expect(fake.documents).toEqual([{ language: 'markdown', content: show.markdown }]);
+    expect(fake.documents).toMatchObject([{ language: 'markdown', content: show.markdown.slice(show.markdown.indexOf('# Capsule')) }]);
     expect((t.output as any).lines).toEqual(['capsule ck_c1:']);
     expect(t.ctx.model.snapshot().filesRead).toEqual(['a.go']);
 
@@ -344,7 +441,22 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     t = recordingContext(ran(ServerCommand.sessionNew, answers[ServerCommand.sessionNew], ['new session s2 · .soba/sessions/s2.jsonl']));
     t.ctx.model.applyUserPrompt('t1', 'old question');
     await ask(t.ctx, '/session new');
-    expect(t.ctx.model.snapshot().stream.map((i) => i.text)).toEqual(['› /session new', 'new session s2 · .soba/sessions/s2.jsonl']);
+    expect(t.ctx.model.snapshot().stream.map((i) => (i.kind === 'status' ? i.text : i.kind))).toEqual(['› /session new', 'new session s2 · .soba/sessions/s2.jsonl']);
+  });
+
+  it('/session resume typed in the chat lists the resumed session\'s requests, as at start', async () => {
+    const t = recordingContext({
+      ...ran(ServerCommand.sessionResume, answers[ServerCommand.sessionResume], ['resumed session s1 at e4']),
+      [ServerCommand.sessionHistory]: [{ entryId: 'u1', kind: 'user', text: 'fix the login bug', createdAt: '2025-01-01T00:00:00Z', rewindTo: 'h0', filesModifiedAfter: [] }],
+    });
+    t.ctx.model.applyUserPrompt('t9', 'from the other session');
+    await ask(t.ctx, '/session resume s1');
+    expect(t.ctx.model.snapshot().stream.map((i) => (i.kind === 'user' || i.kind === 'status' ? `${i.kind}: ${i.text}` : i.kind))).toEqual([
+      'status: Earlier in this session: 1 request (the answers are in the transcript)',
+      'user: fix the login bug',
+      'status: › /session resume s1',
+      'status: resumed session s1 at e4',
+    ]);
   });
 
   it('a slash command typed in the Ask input box goes the same way', async () => {

@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { changeConfiguration, fake, Uri } from '../fake/vscode';
+import { changeConfiguration, fake, Uri, workspace } from '../fake/vscode';
 
 // vscode-languageclient needs the editor; the extension's use of it is checked
 // against this recording fake of its LanguageClient.
@@ -85,10 +85,17 @@ describe('activation', () => {
     expect(c.serverOptions).toStrictEqual({ command: bin, args: [], options: { cwd: undefined } });
     expect(c.clientOptions.initializationOptions).toStrictEqual({ model: { name: 'qwen2.5-coder:14b' }, tools: { approval: 'auto' } });
     expect(c.clientOptions.documentSelector).toEqual([{ scheme: 'file' }]);
+    // Lean sync: open, close and save reach the server; keystrokes do not (the next step is never called).
+    const next = vi.fn();
+    await c.clientOptions.middleware.didChange({ document: {}, contentChanges: [{ text: 'x' }] }, next);
+    expect(next).not.toHaveBeenCalled();
+    expect(c.clientOptions.middleware.didOpen).toBeUndefined();
+    expect(c.clientOptions.middleware.didSave).toBeUndefined();
+    expect(c.clientOptions.middleware.didClose).toBeUndefined();
     // Our handlers replace the client's for progress and approvals.
     expect([...c.requestHandlers.keys()].sort()).toEqual(['window/showMessageRequest', 'window/workDoneProgress/create']);
     expect([...c.notificationHandlers.keys()].sort()).toEqual(['soba/budget', 'soba/compaction', 'soba/event']);
-    await vi.waitFor(() => expect(fake.statusItems[0].text).toBe('$(dashboard) 1k / 48.8k'));
+    await vi.waitFor(() => expect(fake.statusItems[0].text).toBe('SOBA 1.0k / 48.8k (2%)'));
     expect(fake.messages).toEqual([]); // the first budget comes without a message
   });
 
@@ -164,7 +171,7 @@ describe("the sidebar's prompt box sends what was typed through soba.run", () =>
     const { view, send } = fakeWebviewView();
     (fake.webviewProviders.get('soba.sidebar') as any).resolveWebviewView(view);
     const c = clients[0];
-    await vi.waitFor(() => expect(c.requests).toHaveLength(1)); // the first budget
+    await vi.waitFor(() => expect(c.requests).toHaveLength(2)); // the first budget, the reopened session's requests
     c.requests.length = 0;
     return { c, send, ext };
   }
@@ -176,13 +183,92 @@ describe("the sidebar's prompt box sends what was typed through soba.run", () =>
     const line = 'budget · 1,000 / 48,808 tokens · soft 39,046 · estimated · auto-compact on · idle';
     await vi.waitFor(() => expect(fake.messages.map((m) => m.message)).toContain(`SOBA: ${line}`));
     expect(commandsSent(c)).toEqual([{ command: 'soba.run', arguments: [{ text: '/budget' }] }]);
-    expect(ext.model.snapshot().stream.map((i) => i.text)).toEqual(['› /budget', line]);
+    expect(ext.model.snapshot().stream.map((i) => (i.kind === 'status' ? i.text : i.kind))).toEqual(['› /budget', line]);
   });
 
   it('a prompt goes through soba.run and starts a turn', async () => {
     const { c, send, ext } = await sidebar();
     send({ type: 'ask', text: '/usr/bin is missing' });
     await vi.waitFor(() => expect(commandsSent(c)).toEqual([{ command: 'soba.run', arguments: [{ text: '/usr/bin is missing' }] }]));
-    await vi.waitFor(() => expect(ext.model.snapshot().stream).toEqual([{ turnId: 't1', kind: 'user', text: '/usr/bin is missing' }]));
+    await vi.waitFor(() => expect(ext.model.snapshot().stream).toMatchObject([{ turnId: 't1', kind: 'user', text: '/usr/bin is missing' }]));
+  });
+
+  it('card actions name an item the extension showed; Copy, Retry and Open settings do what they say', async () => {
+    const { c, send, ext } = await sidebar();
+    const ran: unknown[][] = [];
+    fake.commands.set('workbench.action.openSettings', (...a: unknown[]) => ran.push(['settings', ...a]));
+    ext.model.applyUserPrompt('t9', 'fix the parser');
+    ext.model.applyEvent({ turnId: 't9', type: 'turn_start' });
+    ext.model.applyEvent({ turnId: 't9', type: 'turn_end', outcome: 'failed', error: 'dial tcp 127.0.0.1:11434: connection refused' });
+    const err = ext.model.stream.find((i) => i.kind === 'error')!;
+    send({ type: 'copy', text: 'go test ./...' });
+    expect(fake.clipboard).toBe('go test ./...');
+    send({ type: 'action', action: 'settings', key: err.key });
+    await vi.waitFor(() => expect(ran).toEqual([['settings', 'soba.model']]));
+    send({ type: 'action', action: 'retry', key: err.key });
+    await vi.waitFor(() => expect(commandsSent(c)).toEqual([{ command: 'soba.run', arguments: [{ text: 'fix the parser' }] }]));
+    // A key or a path the extension never showed does nothing.
+    c.requests.length = 0;
+    send({ type: 'action', action: 'retry', key: 'forged' });
+    send({ type: 'action', action: 'open-path', path: '/etc/passwd' });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(commandsSent(c)).toEqual([]);
+    expect(fake.shownDocuments).toEqual([]);
+  });
+});
+
+describe('Open file and Open diff on a tool card', () => {
+  it('diffs a written file against its content when the session first saw it; without one, opens the file and says why', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'soba-ws-'));
+    workspace.workspaceFolders = [{ uri: Uri.file(root) }];
+    try {
+      fs.writeFileSync(path.join(root, 'a.go'), 'package a\n');
+      fake.configuration['soba.serverPath'] = { globalValue: fakeServer() };
+      const ext = await activate(context('/nonexistent-ext'));
+      const event = clients[0].notificationHandlers.get('soba/event') as (e: unknown) => void;
+      const diffs: unknown[][] = [];
+      fake.commands.set('vscode.diff', (...a: unknown[]) => diffs.push(a));
+      // Under approval "ask" the call reaches the editor before the tool runs.
+      event({ turnId: 't1', type: 'turn_start' });
+      event({ turnId: 't1', type: 'tool_call', id: 'c1', name: 'write_file', arguments: { path: 'a.go', content: 'package a\n\nfunc A() {}\n' } });
+      fs.writeFileSync(path.join(root, 'a.go'), 'package a\n\nfunc A() {}\n');
+      event({ turnId: 't1', type: 'tool_result', id: 'c1', ok: true, summary: 'wrote a.go' });
+      event({ turnId: 't1', type: 'tool_call', id: 'c2', name: 'write_file', arguments: { path: 'late.go', content: 'x' } });
+      const card = ext.model.stream.find((i) => i.kind === 'tool' && i.toolId === 'c1');
+      await ext.sidebarAction('diff', card, undefined);
+      expect(diffs).toHaveLength(1);
+      const [left, right, title] = diffs[0] as [Uri, Uri, string];
+      expect(left.toString()).toBe('soba-before:///a.go');
+      expect(await fake.contentProviders.get('soba-before')!.provideTextDocumentContent(left)).toBe('package a\n');
+      expect(right).toMatchObject({ scheme: 'file', fsPath: path.join(root, 'a.go') });
+      expect(title).toBe('a.go (before SOBA ↔ now)');
+      // late.go did not exist when the call arrived: it is new, the diff is against nothing.
+      await ext.sidebarAction('diff', undefined, undefined);
+      expect(diffs).toHaveLength(1);
+      // A path the session never saw: no diff, the file opens and a message says why.
+      fs.writeFileSync(path.join(root, 'b.go'), 'package b\n');
+      await (ext as any).openDiff('b.go');
+      expect(fake.messages.map((m) => m.message)).toContain('SOBA: no earlier version of b.go is known in this session; opening the file');
+      expect(fake.shownDocuments).toEqual([Uri.file(path.join(root, 'b.go'))]);
+      await ext.sidebarAction('open', card, undefined);
+      expect(fake.shownDocuments).toHaveLength(2);
+    } finally {
+      workspace.workspaceFolders = undefined;
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('lean activation (package.json)', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
+  it('activates on a workspace with .soba or the view (commands activate by themselves), never at every start', () => {
+    expect(pkg.activationEvents).toEqual(['workspaceContains:.soba', 'onView:soba.sidebar']);
+    // Commands imply their activation events from VS Code 1.74 on.
+    const [major, minor] = /(\d+)\.(\d+)/.exec(pkg.engines.vscode)!.slice(1).map(Number);
+    expect(major > 1 || minor >= 74).toBe(true);
+  });
+  it('ships the webview bundle', () => {
+    const ignore = fs.readFileSync(path.join(__dirname, '../../.vscodeignore'), 'utf8');
+    expect(ignore).toContain('!dist/webview.js');
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { budgetLevel, compactTokens, gaugeView, groupTokens, statusView, budgetSummary } from '../../src/format';
+import { budgetDisplay, budgetLevel, compactionMarkerText, displayTokens, elapsed, gaugeView, groupTokens, outcomeWords, relativeTime, statusView, budgetSummary } from '../../src/format';
 import type { Budget } from '../../src/protocol';
 
 /** budget is the default budget of SPEC §6 (hard 48808, soft 39046, R-S2) with overrides. */
@@ -22,11 +22,11 @@ function budget(over: Partial<Budget> = {}): Budget {
   };
 }
 
-describe('budgetLevel: colour thresholds (R-O1)', () => {
+describe('budgetLevel: colour thresholds (R-O1, R-G5)', () => {
   const cases: [string, number, ReturnType<typeof budgetLevel>][] = [
     ['empty', 0, 'normal'],
     ['below soft', 39045, 'normal'],
-    ['exactly soft is not past it', 39046, 'normal'],
+    ['at the soft limit, where auto-compact may run (R-G5)', 39046, 'warning'],
     ['one past soft', 39047, 'warning'],
     ['just below 95% of hard', 46366, 'warning'],
     ['95% of hard (floor 46367)', 46367, 'error'],
@@ -46,19 +46,20 @@ describe('budgetLevel: colour thresholds (R-O1)', () => {
   });
 });
 
-describe('compactTokens and groupTokens', () => {
+describe('displayTokens and groupTokens: one number format in both editors', () => {
   it.each([
     [0, '0'],
     [980, '980'],
-    [1000, '1k'],
+    [1000, '1.0k'],
     [12400, '12.4k'],
-    [45210, '45.2k'],
+    [14030, '14.0k'],
+    [17000, '17.0k'],
     [48808, '48.8k'],
-    [99960, '100k'],
-    [128000, '128k'],
+    [99960, '100.0k'],
+    [128000, '128.0k'],
     [1048576, '1.05M'],
-    [2000000, '2M'],
-  ])('compactTokens(%d) = %s', (n, want) => expect(compactTokens(n)).toBe(want));
+    [2000000, '2.00M'],
+  ])('displayTokens(%d) = %s', (n, want) => expect(displayTokens(n)).toBe(want));
 
   it('groups thousands', () => {
     expect(groupTokens(45210)).toBe('45,210');
@@ -68,10 +69,18 @@ describe('compactTokens and groupTokens', () => {
 });
 
 describe('statusView: status bar text and tooltip (R-O1, R-B3)', () => {
-  it('shows effective tokens against the hard limit', () => {
-    const v = statusView(budget());
-    expect(v.text).toBe('$(dashboard) 12.4k / 48.8k');
-    expect(v.level).toBe('normal');
+  it('shows "SOBA effective / hard (share)" (R-O1)', () => {
+    const v = statusView(budget({ effectiveTokens: 14000, hardLimit: 17000, softLimit: 13600, display: '14.0k / 17.0k (82%)' }));
+    expect(v.text).toBe('SOBA 14.0k / 17.0k (82%)');
+    expect(v.level).toBe('warning');
+    expect(statusView(budget()).text).toBe('SOBA 12.4k / 48.8k (25%)');
+  });
+
+  it("uses the server's display text when the budget carries one, so both editors agree", () => {
+    expect(statusView(budget({ display: '14.0k / 17.0k (82%)' } as never)).text).toBe('SOBA 14.0k / 17.0k (82%)');
+    expect(budgetDisplay(budget({ display: ' 1.0k / 2.0k (50%) ' }))).toBe('1.0k / 2.0k (50%)');
+    // A server without `display`: the same format, the share rounded down as the server does.
+    expect(budgetDisplay(budget({ display: undefined as never, effectiveTokens: 16999, hardLimit: 17000 }))).toBe('17.0k / 17.0k (99%)');
   });
 
   it('names the soft threshold and the measurement source in the tooltip', () => {
@@ -103,15 +112,11 @@ describe('statusView: status bar text and tooltip (R-O1, R-B3)', () => {
     expect(t).toContain('Last: Compacted context · user · 45,210 → 14,870 tokens (67% reclaimed) · ck_8f2a1c');
   });
 
-  it('reads `compacting 82%` during a barrier (R-B3)', () => {
-    const v = statusView(budget({ state: 'compacting' }), { operationId: 'op', trigger: 'auto_threshold', percentage: 82.4 });
-    expect(v.text).toBe('$(sync~spin) compacting 82%');
-    expect(v.tooltip).toContain('Compacting context before response · 82%');
-  });
-
-  it('clamps the barrier percentage to 0..100', () => {
-    expect(statusView(budget(), { operationId: 'o', trigger: 'user', percentage: 140 }).text).toBe('$(sync~spin) compacting 100%');
-    expect(statusView(budget(), { operationId: 'o', trigger: 'user', percentage: -3 }).text).toBe('$(sync~spin) compacting 0%');
+  it('reads "SOBA compacting" during a barrier, without a made-up percentage (R-B3)', () => {
+    const v = statusView(budget({ state: 'compacting' }), { operationId: 'op', trigger: 'auto_threshold', percentage: 1 });
+    expect(v.text).toBe('$(sync~spin) SOBA compacting');
+    expect(v.tooltip).toContain('Compacting context (trigger auto threshold)');
+    expect(v.tooltip).not.toContain('before response');
   });
 
   it('keeps the colour of the budget during a barrier', () => {
@@ -119,7 +124,7 @@ describe('statusView: status bar text and tooltip (R-O1, R-B3)', () => {
   });
 
   it('says when there is no budget yet or no server', () => {
-    expect(statusView(undefined).text).toBe('$(dashboard) SOBA');
+    expect(statusView(undefined).text).toBe('SOBA');
     expect(statusView(budget(), undefined, false).text).toBe('$(debug-disconnect) SOBA');
   });
 });
@@ -136,4 +141,38 @@ describe('budgetSummary and gaugeView', () => {
     expect(g.soft).toBeCloseTo(39046 / 48808, 5);
     expect(gaugeView(budget({ effectiveTokens: 90000 })).effective).toBe(1);
   });
+});
+
+describe('relativeTime and elapsed: times to the second', () => {
+  const now = Date.parse('2026-12-03T10:00:00Z');
+  it.each([
+    ['2026-12-03T10:00:00Z', 'just now'],
+    ['2026-12-03T09:59:48Z', '12 s ago'],
+    ['2026-12-03T09:55:57Z', '4 min 3 s ago'],
+    ['2026-12-03T07:55:00Z', '2 h 5 min ago'],
+    ['2026-12-01T09:00:00Z', '2 days 1 h ago'],
+    ['2026-12-03T10:00:30Z', 'in the future'],
+    ['not a time', 'not a time'],
+  ])('%s → %s', (at, want) => expect(relativeTime(at, now)).toBe(want));
+  it.each([
+    [0, '0 s'],
+    [12_400, '12 s'],
+    [65_000, '1 min 05 s'],
+  ])('elapsed(%d) = %s', (ms, want) => expect(elapsed(ms)).toBe(want));
+});
+
+describe('compaction outcomes in words, never "→ 0" (R-B4)', () => {
+  it.each([
+    [{ outcome: 'completed', tokensBefore: 13460, tokensAfter: 820, quality: 'full' }, 'Context compacted · 13,460 → 820 tokens'],
+    [{ outcome: 'completed', tokensBefore: 13460, tokensAfter: 820, quality: 'degraded' }, 'Context compacted · 13,460 → 820 tokens · fallback capsule'],
+    [{ outcome: 'skipped', reason: 'Nothing old enough to compact.', tokensBefore: 844, tokensAfter: 0 }, 'Compaction skipped: nothing old enough to compact'],
+    [{ outcome: 'skipped', reason: '' }, 'Compaction skipped: nothing to compact'],
+    [{ outcome: 'cancelled', reason: 'cancelled by the user' }, 'Compaction cancelled: cancelled by the user'],
+    [{ outcome: 'stale', reason: '' }, 'Compaction discarded: the session moved on while it ran'],
+    [{ outcome: 'failed', reason: 'summary model timed out' }, 'Compaction failed: summary model timed out'],
+  ])('%o → %s', (r, want) => {
+    expect(compactionMarkerText(r)).toBe(want);
+    expect(compactionMarkerText(r)).not.toMatch(/→ 0\b/);
+  });
+  it('outcomeWords never shows token counts', () => expect(outcomeWords({ outcome: 'skipped', reason: 'x' })).toBe('Compaction skipped: x'));
 });

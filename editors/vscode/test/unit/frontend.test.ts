@@ -34,15 +34,18 @@ describe('Frontend: soba/* notifications to the status bar, the sidebar and the 
     expect(Object.keys(f.requestHandlers()).sort()).toEqual(['window/showMessageRequest', 'window/workDoneProgress/create']);
   });
 
-  it('a barrier: status bar `compacting N%`, then the budget and one result line (R-B3)', () => {
+  it('a barrier: status bar "SOBA compacting", then the budget, one result line and one notification in full with Show capsule (R-B3)', async () => {
     const { send, output } = setup();
     const item = fake.statusItems[0];
+    const opened: unknown[] = [];
+    fake.commands.set('soba-vscode.showLatestCapsule', (id: unknown) => opened.push(id));
+    fake.answers.message.push('Show capsule');
     send('soba/budget', budget);
-    expect(item.text).toBe('$(dashboard) 45.2k / 48.8k');
+    expect(item.text).toBe('SOBA 45.2k / 48.8k (92%)');
     send('soba/compaction', { phase: 'start', operationId: 'op1', trigger: 'auto_threshold' });
-    expect(item.text).toBe('$(sync~spin) compacting 0%');
+    expect(item.text).toBe('$(sync~spin) SOBA compacting');
     send('soba/compaction', { phase: 'progress', operationId: 'op1', trigger: 'auto_threshold', percentage: 82 });
-    expect(item.text).toBe('$(sync~spin) compacting 82%');
+    expect(item.text).toBe('$(sync~spin) SOBA compacting');
     const end = {
       phase: 'end', operationId: 'op1', trigger: 'auto_threshold', outcome: 'completed', tokensBefore: 45210, tokensAfter: 14870,
       reclaimedTokens: 30340, reclaimedRatio: 0.671, checkpointId: 'ck_8f2a1c', quality: 'full', durationMs: 1200, reason: '',
@@ -50,9 +53,23 @@ describe('Frontend: soba/* notifications to the status bar, the sidebar and the 
     };
     send('soba/compaction', end);
     send('soba/compaction', end); // a repeat of the same operation writes nothing more
-    send('soba/budget', { ...budget, effectiveTokens: 14870, state: 'idle' });
-    expect(item.text).toBe('$(dashboard) 14.9k / 48.8k');
+    send('soba/budget', { ...budget, effectiveTokens: 14870, state: 'idle', display: '14.9k / 48.8k (30%)' });
+    expect(item.text).toBe('SOBA 14.9k / 48.8k (30%)');
     expect((output as any).lines).toEqual([end.line]);
+    expect(fake.messages).toEqual([{ level: 'info', message: end.line, modal: false, detail: undefined, items: ['Show capsule'] }]);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(opened).toEqual(['ck_8f2a1c']);
+  });
+
+  it.each([
+    ['a skipped compaction the user asked for says why in words, never "→ 0" (R-B4)', { trigger: 'user', outcome: 'skipped', reason: 'nothing old enough to compact', tokensBefore: 844, tokensAfter: 0 }, [{ level: 'info', message: 'Compaction skipped: nothing old enough to compact' }]],
+    ['a skipped soft compaction shows nothing (R-B4)', { trigger: 'turn_complete', outcome: 'skipped', reason: 'below the threshold' }, []],
+    ['a failed one is a warning (R-B4)', { trigger: 'hard_limit', outcome: 'failed', reason: 'summary model timed out' }, [{ level: 'warning', message: 'Compaction failed: summary model timed out' }]],
+  ])('%s', (_name, r, want) => {
+    const { send } = setup();
+    send('soba/compaction', { phase: 'end', operationId: 'opx', line: `Compaction ${r.outcome} · ${r.trigger} · ${r.reason}`, ...r });
+    expect(fake.messages).toMatchObject(want);
+    expect(fake.messages.map((m) => m.message).join()).not.toMatch(/→ 0/);
   });
 
   it('a degraded fallback is marked in the output (R-F1)', () => {
@@ -62,11 +79,12 @@ describe('Frontend: soba/* notifications to the status bar, the sidebar and the 
     expect(model.snapshot().compactions[0].quality).toBe('degraded');
   });
 
-  it('a failed turn is an error naming the cause; a completed one is a line', () => {
+  it('a failed turn is a line naming the cause in the output, not a second notification; a completed one is a line', () => {
     const { send, output } = setup();
     send('soba/event', { turnId: 't1', type: 'turn_end', outcome: 'completed' });
     send('soba/event', { turnId: 't2', type: 'turn_end', outcome: 'failed', error: 'POST http://127.0.0.1:11434/api/chat: connection refused' });
     expect((output as any).lines).toEqual(['SOBA: turn t1 completed', 'SOBA: turn t2 failed: POST http://127.0.0.1:11434/api/chat: connection refused']);
-    expect(fake.messages).toMatchObject([{ level: 'error', message: 'SOBA: turn t2 failed: POST http://127.0.0.1:11434/api/chat: connection refused' }]);
+    // The server's window/showMessage is the one notification; the chat has the card.
+    expect(fake.messages).toEqual([]);
   });
 });

@@ -1,10 +1,10 @@
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { commands, fake, ProgressLocation, ThemeColor, Uri, workspace } from '../fake/vscode';
-import { showMessageRequestModal } from '../../src/approvals';
-import { BarrierProgress, type ProgressHost } from '../../src/progress';
+import { proposedDocuments, showMessageRequestModal } from '../../src/approvals';
+import { BarrierProgress, TICK_MS, type ProgressHost } from '../../src/progress';
 import { BudgetStatusBar } from '../../src/statusBar';
 import type { Budget } from '../../src/protocol';
 
@@ -17,15 +17,15 @@ const budget: Budget = {
 };
 
 describe('BudgetStatusBar', () => {
-  it('colours the item by level and clicks through to Show Budget', () => {
+  it('reads "SOBA 12.4k / 48.8k (25%)", colours the item from the soft limit on and clicks through to Show Budget (R-O1)', () => {
     const bar = new BudgetStatusBar();
     bar.setConnected(true);
     const item = fake.statusItems[0];
     bar.setBudget(budget);
-    expect(item.text).toBe('$(dashboard) 12.4k / 48.8k');
+    expect(item.text).toBe('SOBA 12.4k / 48.8k (25%)');
     expect(item.backgroundColor).toBeUndefined();
     expect(item.command).toBe('soba-vscode.showBudget');
-    bar.setBudget({ ...budget, effectiveTokens: 40000 });
+    bar.setBudget({ ...budget, effectiveTokens: 39046 });
     expect((item.backgroundColor as ThemeColor).id).toBe('statusBarItem.warningBackground');
     bar.setBudget({ ...budget, effectiveTokens: 48000 });
     expect((item.backgroundColor as ThemeColor).id).toBe('statusBarItem.errorBackground');
@@ -37,9 +37,9 @@ describe('BudgetStatusBar', () => {
     const item = fake.statusItems[0];
     bar.setBudget({ ...budget, state: 'compacting' });
     bar.setBarrier({ operationId: 'op', trigger: 'user', percentage: 82 });
-    expect(item.text).toBe('$(sync~spin) compacting 82%');
+    expect(item.text).toBe('$(sync~spin) SOBA compacting');
     bar.setBudget(budget);
-    expect(item.text).toBe('$(dashboard) 12.4k / 48.8k');
+    expect(item.text).toBe('SOBA 12.4k / 48.8k (25%)');
   });
 
   it('points to the output when the server is not running', () => {
@@ -81,16 +81,33 @@ describe('approvals are modal (window/showMessageRequest)', () => {
         soba: { tool: 'write_file', path: 'src/a.go', proposed },
       });
       expect(opened).toHaveLength(1);
-      const [left, right, title] = opened[0] as [{ scheme: string; fsPath: string }, { scheme: string }, string];
+      const [left, right, title] = opened[0] as [{ scheme: string; fsPath: string }, Uri, string];
       expect(left).toMatchObject({ scheme: 'file', fsPath: path.join(root, 'src', 'a.go') });
-      expect(right.scheme).toBe('untitled');
-      expect(fake.documents.map((d) => d.content)).toContain(proposed);
+      // A read-only document, not an "Untitled" buffer that asks to be saved when closed.
+      expect(right.scheme).toBe('soba-proposed');
+      expect(right.path.endsWith('/src/a.go')).toBe(true);
+      expect(proposedDocuments.provideTextDocumentContent(right as never)).toBe(proposed);
+      expect(fake.documents).toEqual([]);
       expect(title).toBe('SOBA proposes: src/a.go');
       expect(fake.messages[0]).toMatchObject({ modal: true, message: 'SOBA wants to run write_file' });
     } finally {
       reg.dispose();
       workspace.workspaceFolders = undefined;
       fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('a write of a new file diffs an empty read-only document against the proposal (R-W3)', async () => {
+    const opened: unknown[][] = [];
+    const reg = commands.registerCommand('vscode.diff', (...args: unknown[]) => opened.push(args));
+    try {
+      await showMessageRequestModal({ ...params, soba: { tool: 'write_file', path: 'new.go', proposed: 'package n\n' } });
+      const [left, right] = opened[0] as [Uri, Uri];
+      expect([left.scheme, right.scheme]).toEqual(['soba-proposed', 'soba-proposed']);
+      expect(proposedDocuments.provideTextDocumentContent(left as never)).toBe('');
+      expect(proposedDocuments.provideTextDocumentContent(right as never)).toBe('package n\n');
+    } finally {
+      reg.dispose();
     }
   });
 
@@ -116,23 +133,54 @@ function progressHost() {
 }
 
 describe('BarrierProgress: $/progress as a cancellable notification', () => {
-  it('shows begin/report/end as one cancellable notification and reports the end line', async () => {
+  it('is indeterminate with the server message and the elapsed time until the percentage really moves, then fills (R-B3)', async () => {
     const p = progressHost();
     const ends: string[] = [];
-    const bp = new BarrierProgress(() => p.host, (m) => ends.push(m));
+    let now = 1_000_000;
+    const bp = new BarrierProgress(() => p.host, (m) => ends.push(m), () => now);
     expect(bp.create({ token: 'tok1' })).toBeNull();
-    p.send('tok1', { kind: 'begin', title: 'Compacting context before response', cancellable: true, percentage: 1 });
+    p.send('tok1', { kind: 'begin', title: 'Compacting context', cancellable: true, percentage: 1, message: 'waiting for the summary model' });
     await Promise.resolve();
+    now += 12_400;
+    p.send('tok1', { kind: 'report', percentage: 1 });
+    now += 600;
     p.send('tok1', { kind: 'report', percentage: 40 });
-    p.send('tok1', { kind: 'report', percentage: 82, message: 'summarising' });
+    now += 1000;
+    p.send('tok1', { kind: 'report', percentage: 82, message: 'checking the capsule' });
     p.send('tok1', { kind: 'end', message: 'Compacted context · user · 10 → 5 tokens (50% reclaimed) · ck_1' });
     await new Promise((r) => setTimeout(r, 0));
     const shown = fake.progress[0];
-    expect(shown).toMatchObject({ title: 'Compacting context before response', location: ProgressLocation.Notification, cancellable: true, done: true });
-    expect(shown.reports.map((r) => r.increment)).toEqual([1, 39, 42]);
-    expect(shown.reports[2].message).toBe('summarising');
+    expect(shown).toMatchObject({ title: 'Compacting context', location: ProgressLocation.Notification, cancellable: true, done: true });
+    expect(shown.reports).toEqual([
+      { message: 'waiting for the summary model · 0 s' },
+      { message: 'waiting for the summary model · 12 s' },
+      { message: 'waiting for the summary model · 40% · 13 s', increment: 40 },
+      { message: 'checking the capsule · 82% · 14 s', increment: 42 },
+    ]);
     expect(ends).toEqual(['Compacted context · user · 10 → 5 tokens (50% reclaimed) · ck_1']);
     expect(p.handlers.size).toBe(0);
+  });
+
+  it('ticks the elapsed time every second while nothing arrives, and stops at the end', async () => {
+    vi.useFakeTimers();
+    try {
+      const p = progressHost();
+      let now = 0;
+      const bp = new BarrierProgress(() => p.host, () => {}, () => now);
+      bp.create({ token: 't' });
+      p.send('t', { kind: 'begin', title: 'Compacting context', cancellable: true });
+      await Promise.resolve();
+      for (let i = 0; i < 3; i++) {
+        now += TICK_MS;
+        vi.advanceTimersByTime(TICK_MS);
+      }
+      expect(fake.progress[0].reports.map((r) => r.message)).toEqual(['waiting · 0 s', 'waiting · 1 s', 'waiting · 2 s', 'waiting · 3 s']);
+      p.send('t', { kind: 'end' });
+      vi.advanceTimersByTime(5 * TICK_MS);
+      expect(fake.progress[0].reports).toHaveLength(4);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('cancelling the notification sends window/workDoneProgress/cancel with the token', async () => {
