@@ -71,8 +71,12 @@ const (
 
 // toolRun is the outcome of one tool call.
 type toolRun struct {
-	ok        bool
-	content   string
+	ok      bool
+	content string
+	// summary says what the call did in a few words, for the editor's
+	// tool card ("lines 1-40 of 212", "exit 1 · 38 lines · FAIL ./x");
+	// empty: the content's first line says it (errors, writes).
+	summary   string
 	artifacts *session.Artifacts
 	// checkpoint is set by the checkpoint tool: the turn records it under
 	// the state's lock.
@@ -266,7 +270,20 @@ func (env *toolEnv) readFile(ctx context.Context, raw json.RawMessage) toolRun {
 	case total < 0:
 		s += fmt.Sprintf("\n[%s: showing lines %d-%d of more; use offset to read more]", rel, start, shownEnd)
 	}
-	return toolRun{ok: true, content: s, artifacts: &session.Artifacts{FilesRead: []string{rel}}}
+	return toolRun{ok: true, content: s, summary: readSummary(start, shownEnd, total), artifacts: &session.Artifacts{FilesRead: []string{rel}}}
+}
+
+// readSummary says which lines a read showed.
+func readSummary(start, end, total int) string {
+	switch {
+	case end < start:
+		return "empty"
+	case start == 1 && end == total:
+		return text.Count(total, "line", "lines")
+	case total >= 0:
+		return fmt.Sprintf("lines %d-%d of %d", start, end, total)
+	}
+	return fmt.Sprintf("lines %d-%d", start, end)
 }
 
 // countLines counts the lines left in br (a last line without a newline
@@ -448,10 +465,14 @@ func (env *toolEnv) listFiles(ctx context.Context, raw json.RawMessage) toolRun 
 	if truncated {
 		s += fmt.Sprintf("\n[list truncated at %d entries]", maxListEntries)
 	}
+	sum := text.Count(len(out), "file", "files")
+	if truncated {
+		sum += " (list truncated)"
+	}
 	if s == "" {
 		s = "(no files)"
 	}
-	return toolRun{ok: true, content: s}
+	return toolRun{ok: true, content: s, summary: sum}
 }
 
 // grep searches the regular files under a path through the door: symlinks
@@ -541,7 +562,7 @@ func (env *toolEnv) grep(ctx context.Context, raw json.RawMessage) toolRun {
 	if len(large) > 0 {
 		s += fmt.Sprintf("\n[skipped %d files over %d bytes: %s]", len(large), maxGrepFileBytes, text.Clip(strings.Join(large, ", "), 500))
 	}
-	return toolRun{ok: true, content: capOutput(s), artifacts: &session.Artifacts{FilesRead: read}}
+	return toolRun{ok: true, content: capOutput(s), summary: grepSummary(len(out), len(read), len(large)), artifacts: &session.Artifacts{FilesRead: read}}
 }
 
 func (env *toolEnv) bash(ctx context.Context, raw json.RawMessage) toolRun {
@@ -593,7 +614,38 @@ func (env *toolEnv) bash(ctx context.Context, raw json.RawMessage) toolRun {
 	if exit != 0 {
 		out += fmt.Sprintf("\n[exit code %d]", exit)
 	}
-	return toolRun{ok: exit == 0, content: out, artifacts: art}
+	return toolRun{ok: exit == 0, content: out, summary: bashSummary(exit, buf.String()), artifacts: art}
+}
+
+// grepSummary counts a search's matches and the files they are in.
+func grepSummary(matches, files, skipped int) string {
+	s := "no matches"
+	if matches > 0 {
+		s = text.Count(matches, "match", "matches") + " in " + text.Count(files, "file", "files")
+	}
+	if matches >= maxGrepMatches {
+		s += " (stopped)"
+	}
+	if skipped > 0 {
+		s += fmt.Sprintf(" · %s skipped as too large", text.Count(skipped, "file", "files"))
+	}
+	return s
+}
+
+// bashSummary gives a command's exit status, its output's length and its
+// last line, where test runners and compilers put their verdict.
+func bashSummary(exit int, out string) string {
+	status := fmt.Sprintf("exit %d", exit)
+	if exit < 0 {
+		status = "stopped"
+	}
+	out = strings.TrimRight(out, " \t\r\n")
+	if out == "" {
+		return status + " · no output"
+	}
+	lines := strings.Count(out, "\n") + 1
+	last := strings.TrimSpace(out[strings.LastIndexByte(out, '\n')+1:])
+	return status + " · " + text.Count(lines, "line", "lines") + " · " + text.Clip(last, 120+len("…"))
 }
 
 func checkpointTool(raw json.RawMessage) toolRun {

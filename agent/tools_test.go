@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/session"
+	"github.com/soba-agent/soba-lsp/tool"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
 
@@ -109,5 +110,35 @@ func TestGrep_RC2(t *testing.T) {
 	}
 	if r := runTool(env, "grep", `{"pattern":"("}`); r.ok || !strings.Contains(r.content, "bad pattern") {
 		t.Errorf("a bad pattern: ok=%v %q", r.ok, r.content)
+	}
+}
+
+// TestToolResultSummaries: the summary an editor shows on a tool card says
+// what the call did (issue 19: "a real result summary", not the output's
+// first line), from the call's own run.
+func TestToolResultSummaries(t *testing.T) {
+	env := searchWorkspace(t)
+	big := strings.Repeat("line\n", 250)
+	if err := os.WriteFile(filepath.Join(env.dir, "big.txt"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, tool, args, want string
+	}{
+		{"whole file", tool.ReadFile, `{"path":"big.txt","limit":1000}`, "250 lines"},
+		{"a window", tool.ReadFile, `{"path":"big.txt","offset":11,"limit":20}`, "lines 11-30 of 250"},
+		{"one match", tool.Grep, `{"pattern":"^line$","path":"big.txt"}`, "250 matches in 1 file"},
+		{"no match", tool.Grep, `{"pattern":"zzz-not-there"}`, "no matches"},
+		{"a listing", tool.ListFiles, `{"pattern":"big.txt"}`, "1 file"},
+		{"a passing command", tool.Bash, `{"command":"printf 'a\\nb\\nok  pkg 0.1s\\n'"}`, "exit 0 · 3 lines · ok  pkg 0.1s"},
+		{"a failing command", tool.Bash, `{"command":"echo FAIL ./x; exit 3"}`, "exit 3 · 1 line · FAIL ./x"},
+		{"a silent command", tool.Bash, `{"command":"true"}`, "exit 0 · no output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := runTool(env, tc.tool, tc.args)
+			if run.summary != tc.want {
+				t.Fatalf("summary %q, want %q (content %.200q)", run.summary, tc.want, run.content)
+			}
+		})
 	}
 }

@@ -661,7 +661,11 @@ func (a *Agent) appendToolResult(turnID string, call session.ToolCall, run toolR
 		}
 		a.publishBudget(st)
 	})
-	ev := Event{TurnID: turnID, Type: "tool_result", ID: call.ID, OK: &ok, Summary: firstLineOf(run.content, 160), Output: run.content}
+	summary := run.summary
+	if summary == "" {
+		summary = firstLineOf(run.content, 160)
+	}
+	ev := Event{TurnID: turnID, Type: "tool_result", ID: call.ID, OK: &ok, Summary: summary, Output: run.content}
 	if ok && run.artifacts != nil {
 		ev.FilesRead = slices.Clone(run.artifacts.FilesRead)
 		ev.FilesModified = slices.Clone(run.artifacts.FilesModified)

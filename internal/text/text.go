@@ -42,10 +42,11 @@ func Clip(s string, n int) string {
 }
 
 // Count writes n with the noun's singular or plural: "1 entry",
-// "3 entries", "0 problems".
+// "3 entries", "0 problems", "1,204 files" (thousands separated, as every
+// figure the user reads).
 func Count(n int, singular, plural string) string {
 	if n == 1 {
 		return "1 " + singular
 	}
-	return strconv.Itoa(n) + " " + plural
+	return Thousands(n) + " " + plural
 }

@@ -51,7 +51,7 @@ func TestCount(t *testing.T) {
 	for _, tt := range []struct {
 		n    int
 		want string
-	}{{0, "0 entries"}, {1, "1 entry"}, {2, "2 entries"}, {1000, "1000 entries"}} {
+	}{{0, "0 entries"}, {1, "1 entry"}, {2, "2 entries"}, {1000, "1,000 entries"}, {1204567, "1,204,567 entries"}} {
 		if got := Count(tt.n, "entry", "entries"); got != tt.want {
 			t.Errorf("Count(%d) = %q, want %q", tt.n, got, tt.want)
 		}
