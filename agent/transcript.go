@@ -23,12 +23,15 @@ func (v *pathView) Len() int { return len(v.path) }
 // Node implements compaction.Transcript.
 func (v *pathView) Node(i int) compaction.Node {
 	m := v.path[i]
-	return compaction.Node{ID: m.ID, Type: m.Type, Tokens: m.Tokens}
+	return compaction.Node{ID: m.ID, Type: m.Type, Tokens: m.Tokens, Facts: m.Facts, MayHaveUsage: m.MayHaveUsage}
 }
 
 // Entry implements compaction.Transcript.
 func (v *pathView) Entry(i int) (*session.Entry, error) {
-	e, err := v.store.Load(v.path[i].ID)
+	// An entry whose payload does not decode reads as its header alone
+	// (R-T3): the model input, the budget and the barrier skip it instead
+	// of failing every later turn; the store reports it once.
+	e, _, err := v.store.LoadLenient(v.path[i].ID)
 	if err != nil {
 		return nil, err
 	}

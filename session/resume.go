@@ -150,7 +150,7 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 			}
 		}
 		m := Meta{ID: string(h.id), Type: internType(string(h.typ)), Offset: ln.off, Len: n,
-			Tokens: h.tokens, Timestamp: h.ts}
+			Tokens: h.tokens, Timestamp: h.ts, Line: lineNo}
 		// One map operation per entry: insert, and learn from the size whether
 		// the id was there already (rare; then the old index is restored).
 		before := len(s.index)
@@ -189,6 +189,28 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 			}
 			rep.UnknownTypes[m.Type]++
 		}
+		whole := data
+		if !ln.whole {
+			whole = nil
+		}
+		if m.Type == TypeAssistant {
+			// Answers are many and mostly carry usage: they are not decoded
+			// here; the reader of the newest usage decodes newest first.
+			m.MayHaveUsage = whole == nil || mayName(whole, "usage")
+		} else if factsNeeded(m.Type, whole) {
+			if whole == nil {
+				if cap(long) < ln.n {
+					long = make([]byte, ln.n)
+				}
+				whole = long[:ln.n]
+				if _, err := f.ReadAt(whole, ln.off); err != nil {
+					return fmt.Errorf("session %s: read line %d at offset %d: %w", s.path, lineNo, ln.off, err)
+				}
+			}
+			if e, err := DecodeLine(whole); err == nil {
+				m.Facts = FactsOf(&e)
+			} // else: reported when the entry is first loaded (LoadLenient)
+		}
 		s.metas = append(s.metas, m)
 		s.parents = append(s.parents, parent)
 		return nil
@@ -200,6 +222,7 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 		return rep, err
 	}
 	s.size = tornOff + int64(tornLen)
+	s.lines = lineNo
 	if tornLen > 0 {
 		rep.Torn = &TornLine{Offset: tornOff, Bytes: tornLen}
 		s.heal = true
