@@ -43,6 +43,12 @@ type OpenReport struct {
 	// with Options.Estimate, in the index only, since the file is
 	// append-only; they are estimated again on every Open.
 	Estimated int
+	// Problems are the damage above, one line each in file order, naming
+	// its line as `soba-lsp verify` prints it (at most 1000 listed;
+	// ProblemCount is the total). Resume and verify classify lines with
+	// this one scan, so they agree on every line.
+	Problems     []string
+	ProblemCount int
 	// Duration is the time the scan took.
 	Duration time.Duration
 }
@@ -51,6 +57,19 @@ type OpenReport struct {
 type TornLine struct {
 	Offset int64
 	Bytes  int
+	Line   int
+}
+
+// maxProblems bounds the problems a report lists as text; ProblemCount
+// stays exact.
+const maxProblems = 1000
+
+// problem lists one problem found by the scan, in the words verify prints.
+func (r *OpenReport) problem(p string) {
+	r.ProblemCount++
+	if len(r.Problems) < maxProblems {
+		r.Problems = append(r.Problems, p)
+	}
 }
 
 // BadLine is a skipped line: its 1-based line number, offset and reason.
@@ -106,11 +125,12 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 	}
 	lineNo := 0
 	var long []byte // reused for lines longer than the scan buffer that need a full decode
-	bad := func(off int64, err error) {
+	bad := func(off int64, err error, problem string) {
 		rep.BadLineCount++
 		if len(rep.BadLines) < maxListed {
 			rep.BadLines = append(rep.BadLines, BadLine{Line: lineNo, Offset: off, Err: err})
 		}
+		rep.problem(problem)
 	}
 	tornOff, tornLen, err := scanLines(f, func(ln rawLine) error {
 		lineNo++
@@ -145,7 +165,7 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 			}
 			var err error
 			if h, err = slowHeader(whole); err != nil {
-				bad(ln.off, err)
+				bad(ln.off, err, fmt.Sprintf("line %d: not an entry: %v", lineNo, err))
 				return nil
 			}
 		}
@@ -156,8 +176,10 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 		before := len(s.index)
 		s.index[m.ID] = int32(len(s.metas))
 		if len(s.index) == before {
-			s.index[m.ID] = s.firstIndexOf(m.ID)
-			bad(ln.off, fmt.Errorf("duplicate entry id %q", h.id))
+			first := s.firstIndexOf(m.ID)
+			s.index[m.ID] = first
+			bad(ln.off, fmt.Errorf("duplicate entry id %q", h.id),
+				fmt.Sprintf("line %d: duplicate entry id %s (first at line %d): skipped", lineNo, h.id, s.metas[first].Line))
 			return nil
 		}
 		parent := int32(-1)
@@ -178,6 +200,7 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 			} else {
 				m.ParentID = string(h.parent)
 				rep.MissingParentCount++
+				rep.problem(fmt.Sprintf("line %d: entry %s: parent %s is not earlier in the file", lineNo, m.ID, m.ParentID))
 				if len(rep.MissingParents) < maxListed {
 					rep.MissingParents = append(rep.MissingParents, m.ID)
 				}
@@ -224,7 +247,8 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 	s.size = tornOff + int64(tornLen)
 	s.lines = lineNo
 	if tornLen > 0 {
-		rep.Torn = &TornLine{Offset: tornOff, Bytes: tornLen}
+		rep.Torn = &TornLine{Offset: tornOff, Bytes: tornLen, Line: lineNo + 1}
+		rep.problem(fmt.Sprintf("line %d: torn last line (%d bytes without a newline): ignored", lineNo+1, tornLen))
 		s.heal = true
 	}
 	rep.Entries = len(s.metas)

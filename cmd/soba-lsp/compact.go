@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soba-agent/soba-lsp/agent"
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/internal/id"
@@ -40,18 +41,28 @@ func runCompact(ctx context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
 		return 2
 	}
+	// A dry run reads the file as the offline commands do; a real run takes
+	// the lock first, so that the file indexed is the one appended to.
 	var store *session.Store
-	if !*dry {
-		// The lock first, so that the file read next is the one appended to.
-		s, _, err := session.Open(file, session.Options{Estimate: entryTokens(o.counter)})
-		if err != nil {
-			fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
-			return 1
+	if *dry {
+		store, err = o.openSession(file, env.stderr)
+	} else {
+		var rep *session.OpenReport
+		store, rep, err = session.Open(file, session.Options{Estimate: entryTokens(o.counter)})
+		if err == nil {
+			if err = foreignTranscript(file, store); err != nil {
+				store.Close()
+			} else {
+				printProblems(env.stderr, rep)
+			}
 		}
-		defer s.Close()
-		store = s
 	}
-	res, cp, err := o.compact(ctx, file, *trigger, store, env.stderr)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
+		return 1
+	}
+	defer store.Close()
+	res, cp, err := o.compact(ctx, file, *trigger, store, *dry, env.stderr)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
 		return 1
@@ -84,31 +95,19 @@ func dryNote(dry bool, r compaction.CompactionResult) string {
 	return ""
 }
 
-// compact plans and runs one compaction of the session file. With store nil
-// it is a dry run: the capsule is built and returned, never appended.
-func (o *offline) compact(ctx context.Context, file, trigger string, store *session.Store, log io.Writer) (compaction.CompactionResult, *session.Capsule, error) {
-	tf, err := session.ScanFile(file, entryTokens(o.counter))
-	if err == nil {
-		err = foreignTranscript(file, tf)
-	}
-	if err != nil {
-		return compaction.CompactionResult{}, nil, err
-	}
-	for _, p := range tf.Problems {
-		fmt.Fprintln(log, "warning:", p)
-	}
-	path := compaction.Entries(tf.LeafPath())
-	if len(path) == 0 {
+// compact plans and runs one compaction of the session held by store,
+// through the server's own path. A dry run builds the capsule and returns
+// it, never appending.
+func (o *offline) compact(ctx context.Context, file, trigger string, store *session.Store, dry bool, log io.Writer) (compaction.CompactionResult, *session.Capsule, error) {
+	path := agent.StoreTranscript(store)
+	if path.Len() == 0 {
 		return compaction.CompactionResult{}, nil, errors.New("the session has no entries")
 	}
 	st, err := o.restoreState(path)
 	if err != nil {
 		return compaction.CompactionResult{}, nil, err
 	}
-	leaf := path[len(path)-1].ID
-	if store != nil && store.Leaf() != leaf {
-		return compaction.CompactionResult{}, nil, fmt.Errorf("the store's leaf %s is not the file's last entry %s", store.Leaf(), leaf)
-	}
+	leaf := path.Node(path.Len() - 1).ID
 	req := compaction.PlanRequest{OperationID: id.Operation(), CheckpointID: id.Checkpoint(), Trigger: trigger, Config: o.config,
 		SystemTokens: o.systemTokens(st.ActiveSkills), ExpectedLeaf: leaf, Extras: compaction.Extras{ActiveSkills: st.ActiveSkills}}
 	p, err := compaction.MakePlan(path, o.counter, req)
@@ -121,7 +120,10 @@ func (o *offline) compact(ctx context.Context, file, trigger string, store *sess
 		return compaction.Failed(req.OperationID, trigger, err.Error(), p.TokensBefore), nil, nil
 	}
 	printPlan(log, p, path)
-	ap := &offlineAppender{store: store}
+	ap := &offlineAppender{}
+	if !dry {
+		ap.store = store
+	}
 	barrier := &compaction.Barrier{Counter: o.counter}
 	res := barrier.Run(ctx, compaction.RunInput{Plan: p, Transcript: path, Appender: ap, Source: "estimated",
 		SessionID: strings.TrimSuffix(filepath.Base(file), ".jsonl")})
@@ -129,7 +131,7 @@ func (o *offline) compact(ctx context.Context, file, trigger string, store *sess
 }
 
 // printPlan writes the frozen plan (R-B2) in one line.
-func printPlan(w io.Writer, p compaction.Plan, path compaction.Entries) {
+func printPlan(w io.Writer, p compaction.Plan, path compaction.Transcript) {
 	base := "none (from the root)"
 	if p.Base.CapsuleIndex >= 0 {
 		base = p.Base.CheckpointID
@@ -139,8 +141,8 @@ func printPlan(w io.Writer, p compaction.Plan, path compaction.Entries) {
 		kept = fmt.Sprintf("from entry %s (%s tokens)", p.Cut.FirstKeptID, text.Thousands(p.Cut.KeptTokens))
 	}
 	from := ""
-	if p.Base.Start < len(path) {
-		from = path[p.Base.Start].ID
+	if p.Base.Start < path.Len() {
+		from = path.Node(p.Base.Start).ID
 	}
 	fmt.Fprintf(w, "plan: %s · trigger %s · base capsule %s · summarise path [%d, %d) from entry %s (%s tokens) · keep %s · tokens before %s (system %s) · hard limit %s · soft limit %s · expected leaf %s\n",
 		p.OperationID, p.Trigger, base, p.Base.Start, p.Cut.FirstKept, from, text.Thousands(p.Cut.CompactTokens), kept,

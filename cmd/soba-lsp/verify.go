@@ -15,25 +15,27 @@ func runVerify(_ context.Context, env *cmdEnv, args []string) int {
 	if !parseExact(fs, args, 1) {
 		return 2
 	}
-	tf, err := session.ScanFile(fs.Arg(0), nil)
+	v, err := session.VerifyFile(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp verify:", err)
 		return 1
 	}
-	tf.Check()
-	if tf.Unestimated > 0 {
-		tf.Notes = append(tf.Notes, fmt.Sprintf("%d entries carry no token estimate (hand-written or foreign lines): the server, budget and compact estimate them each time they read the session", tf.Unestimated))
+	if v.Unestimated > 0 {
+		v.Notes = append(v.Notes, fmt.Sprintf("%d entries carry no token estimate (hand-written or foreign lines): the server, budget and compact estimate them each time they read the session", v.Unestimated))
 	}
-	for _, p := range tf.Problems {
+	for _, p := range v.Problems {
 		fmt.Fprintln(env.stdout, p)
 	}
-	for _, n := range tf.Notes {
+	if more := v.ProblemCount - len(v.Problems); more > 0 {
+		fmt.Fprintf(env.stdout, "… and %d more problems\n", more)
+	}
+	for _, n := range v.Notes {
 		fmt.Fprintln(env.stderr, "note:", n)
 	}
-	if len(tf.Problems) > 0 {
-		fmt.Fprintf(env.stderr, "soba-lsp verify: %s: %d problems in %d entries\n", tf.Path, len(tf.Problems), len(tf.Entries))
+	if v.ProblemCount > 0 {
+		fmt.Fprintf(env.stderr, "soba-lsp verify: %s: %d problems in %d entries\n", v.Path, v.ProblemCount, v.Entries)
 		return 1
 	}
-	fmt.Fprintf(env.stderr, "soba-lsp verify: %s: ok, %d entries\n", tf.Path, len(tf.Entries))
+	fmt.Fprintf(env.stderr, "soba-lsp verify: %s: ok, %d entries\n", v.Path, v.Entries)
 	return 0
 }
