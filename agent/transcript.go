@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"sync"
+
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
 )
@@ -15,7 +17,19 @@ type pathView struct {
 	store  *session.Store
 	path   []session.Meta
 	latest int
+
+	// A reader walking the path in order (the barrier's builder, the
+	// summarizer's input, an offline compaction) gets the entries ahead of
+	// it decoded in a batch on all cores; mu guards the window.
+	mu        sync.Mutex
+	next      int // the index after the last one read
+	ahead     []session.Entry
+	aheadFrom int
 }
+
+// readAhead is the number of entries decoded in one batch for a reader
+// walking the path in order.
+const readAhead = 256
 
 // Len implements compaction.Transcript.
 func (v *pathView) Len() int { return len(v.path) }
@@ -31,6 +45,24 @@ func (v *pathView) Entry(i int) (*session.Entry, error) {
 	// An entry whose payload does not decode reads as its header alone
 	// (R-T3): the model input, the budget and the barrier skip it instead
 	// of failing every later turn; the store reports it once.
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if k := i - v.aheadFrom; k >= 0 && k < len(v.ahead) {
+		e := v.ahead[k]
+		v.next = i + 1
+		return &e, nil
+	}
+	if i == v.next && i > 0 && i+1 < len(v.path) {
+		// The second read in a row in order: batch the ones ahead.
+		es, err := v.store.LoadMany(v.path[i:min(i+readAhead, len(v.path))])
+		if err != nil {
+			return nil, err
+		}
+		v.ahead, v.aheadFrom, v.next = es, i, i+1
+		e := es[0]
+		return &e, nil
+	}
+	v.next = i + 1
 	e, _, err := v.store.LoadLenient(v.path[i].ID)
 	if err != nil {
 		return nil, err

@@ -72,7 +72,7 @@ func mayName(line []byte, key string) bool {
 	}
 	// The pivot is a letter of key that is rare in text, so that the loop
 	// runs few times per line.
-	pivot := rarest(key)
+	pivot := pivots[key]
 	for _, c := range []byte{key[pivot], key[pivot] - 'a' + 'A'} {
 		for p := line; ; {
 			i := bytes.IndexByte(p, c)
@@ -88,6 +88,10 @@ func mayName(line []byte, key string) bool {
 	}
 	return false
 }
+
+// pivots are the keys mayName is asked about and their rarest letters,
+// worked out once.
+var pivots = map[string]int{"skill": rarest("skill"), "usage": rarest("usage")}
 
 // rarest is the index of the letter of key least frequent in English text
 // and source code.

@@ -84,3 +84,47 @@ func TestResumeAndVerifyClassifyAlike_RT3_RT5(t *testing.T) {
 		t.Errorf("resumed path %v", got)
 	}
 }
+
+// TestLoadManyMatchesLoad_RT3: the batched loader of a path gives what
+// Load gives, entry for entry, across reads that span gaps and branches,
+// and a poisoned entry as its header alone, reported once (R-T3).
+func TestLoadManyMatchesLoad_RT3(t *testing.T) {
+	s := newTestStore(t, testOptions())
+	var ids []string
+	for i := range 50 {
+		ids = append(ids, mustAppend(t, s, user(strings.Repeat(fmt.Sprint(i), i*100))).ID)
+	}
+	if _, err := s.Rewind(ids[20]); err != nil { // a branch: the path skips lines 23..52
+		t.Fatal(err)
+	}
+	mustAppend(t, s, user("on the branch"))
+	path := s.FilePath()
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintf(f, `{"id":"bad","parentId":%q,"type":"user","timestamp":"2026-07-01T12:00:00Z","tokens":3,"user":{"text":[1]}}`+"\n", s.Leaf())
+	f.Close()
+	s2, _ := reopen(t, s, testOptions())
+	var heard int
+	s2.OnUndecodable(func(BadLine) { heard++ })
+	p := s2.Path()
+	for round := range 2 {
+		got, err := s2.LoadMany(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range p {
+			want, err := s2.Load(m.ID)
+			if m.ID == "bad" {
+				if err == nil || got[i].User != nil || got[i].ID != "bad" {
+					t.Fatalf("poisoned entry: %+v", got[i])
+				}
+				continue
+			}
+			if err != nil || normal(want) != normal(got[i]) {
+				t.Fatalf("round %d, entry %d: LoadMany %s, Load %s", round, i, normal(got[i]), normal(want))
+			}
+		}
+	}
+	if heard != 1 {
+		t.Fatalf("the poisoned entry was reported %d times, want once", heard)
+	}
+}

@@ -121,6 +121,7 @@ func (o *offline) budget(st agent.Restored) compaction.Budget {
 
 // runBudget prints a session's Budget as JSON.
 func runBudget(_ context.Context, env *cmdEnv, args []string) int {
+	defer boundMemory()()
 	fs := subcommandFlags(env, "budget")
 	ws, cfg := offlineFlags(fs)
 	setUsage(fs, env, "usage: soba-lsp budget [flags] <session.jsonl>\n\nPrints the session's Budget (PROTOCOL.md) as JSON, as the server reports it after resuming the session.")

@@ -23,6 +23,7 @@ import (
 // writing it; otherwise the capsule is appended through the store, only if
 // the leaf is still the planned one (R-B5).
 func runCompact(ctx context.Context, env *cmdEnv, args []string) int {
+	defer boundMemory()()
 	fs := subcommandFlags(env, "compact")
 	ws, cfg := offlineFlags(fs)
 	dry := fs.Bool("dry-run", false, "build the capsule and print it without touching the session file")

@@ -10,6 +10,7 @@ import (
 // runVerify checks a transcript's integrity and lists the problems, one a
 // line; it exits 1 when there are any.
 func runVerify(_ context.Context, env *cmdEnv, args []string) int {
+	defer boundMemory()()
 	fs := subcommandFlags(env, "verify")
 	setUsage(fs, env, "usage: soba-lsp verify <session.jsonl>\n\nChecks that every line is an entry, parents exist, every tool result has its call on its path and\nevery capsule's firstKeptEntryId lies on its path. Lists problems one a line; exits 1 when there are any.")
 	if !parseExact(fs, args, 1) {
