@@ -31,3 +31,8 @@ func StoreTranscript(s *session.Store) compaction.Transcript {
 	p := s.Path()
 	return newPathView(s, p, 0, latestCapsuleIndex(p))
 }
+
+// MaxToolResultChars is how long a tool result may be in the model input
+// (the transcript keeps it whole), for offline commands that build the
+// input as the server does.
+const MaxToolResultChars = maxToolResultChars

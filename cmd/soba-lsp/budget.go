@@ -124,6 +124,7 @@ func runBudget(_ context.Context, env *cmdEnv, args []string) int {
 	defer boundMemory()()
 	fs := subcommandFlags(env, "budget")
 	ws, cfg := offlineFlags(fs)
+	input := fs.Bool("input", false, "also build the model input the next request would carry, as the server does, and print its size on stderr")
 	setUsage(fs, env, "usage: soba-lsp budget [flags] <session.jsonl>\n\nPrints the session's Budget (PROTOCOL.md) as JSON, as the server reports it after resuming the session.")
 	if !parseExact(fs, args, 1) {
 		return 2
@@ -144,13 +145,42 @@ func runBudget(_ context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 1
 	}
+	b := o.budget(st)
+	if *input {
+		if err := o.printInput(env.stderr, agent.StoreTranscript(s), b); err != nil {
+			fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
+			return 1
+		}
+	}
 	enc := json.NewEncoder(env.stdout)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(app.WireBudget(o.budget(st))); err != nil {
+	if err := enc.Encode(app.WireBudget(b)); err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 1
 	}
 	return 0
+}
+
+// printInput builds the model input of the next request as the server
+// does (R-M1): not at all when the budget is over the hard limit, since the
+// next turn compacts first (R-G4); otherwise from the recorded estimates'
+// bound, decoding only what is sent.
+func (o *offline) printInput(w io.Writer, path compaction.Transcript, b compaction.Budget) error {
+	if b.EffectiveTokens > b.HardLimit {
+		_, err := fmt.Fprintf(w, "input: not built: %d tokens are over the hard limit of %d, so the next turn compacts first\n", b.EffectiveTokens, b.HardLimit)
+		return err
+	}
+	in, err := compaction.BuildInput(path, compaction.InputOptions{Provider: o.provider, Model: o.model,
+		MaxToolResultChars: agent.MaxToolResultChars, MaxTokens: 2 * o.config.ContextWindow})
+	if err != nil {
+		return err
+	}
+	chars := len(in.CapsuleText)
+	for _, m := range in.Messages {
+		chars += len(m.Text)
+	}
+	_, err = fmt.Fprintf(w, "input: capsule %q, %d messages, %d characters\n", in.CheckpointID, len(in.Messages), chars)
+	return err
 }
 
 // openSession indexes a session file for an offline command as the server
