@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/soba-agent/soba-lsp/capsule"
@@ -97,5 +99,88 @@ func TestRestoreReadsTheIndex_RT4(t *testing.T) {
 				t.Errorf("Restore decoded %d entries of a %d-entry path, want at most 2 (the newest capsule and answer)", len(p.loads), p.Len())
 			}
 		})
+	}
+}
+
+// benchStore writes a session of n turns (user, a call, its ~2 KB result,
+// an answer with usage) and, when withCapsule, a capsule keeping the last
+// 40 turns; it returns the file's path.
+func benchStore(b *testing.B, n int, withCapsule bool) string {
+	dir := b.TempDir()
+	s, err := session.Create(dir, session.SessionHeader{SessionID: "s_bench"}, session.Options{Sync: session.SyncNever, Estimate: entryTokens})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	body := strings.Repeat("func f() { return 42 }\n", 90)
+	var keep string
+	for k := range n {
+		u, _ := s.Append(session.Entry{Type: session.TypeUser, User: &session.UserMessage{Text: fmt.Sprintf("step %d", k)}})
+		if k == n-40 {
+			keep = u.ID
+		}
+		call := fmt.Sprintf("c%d", k)
+		s.Append(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: call, Name: "read_file", Arguments: []byte(`{"path":"a.go"}`)}}}})
+		s.Append(session.Entry{Type: session.TypeToolResult, ToolResult: &session.ToolResult{ToolCallID: call, ToolName: "read_file", OK: true, Content: body}})
+		s.Append(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{Text: "done", Usage: &session.Usage{InputTokens: 1000, OutputTokens: 5}}})
+	}
+	if withCapsule {
+		s.Append(session.Entry{Type: session.TypeCapsule, Capsule: &session.Capsule{CheckpointID: "ck_b", Trigger: "user", Quality: "deterministic", FirstKeptEntryID: keep}})
+		s.Append(session.Entry{Type: session.TypeUser, User: &session.UserMessage{Text: "go on"}})
+	}
+	return s.FilePath()
+}
+
+// BenchmarkResumeAndFirstInput is the server's resume of a session file
+// (index, Restore from the index) and its first model input, then the next
+// request of the turn with the decoded entries kept hot, at 1k and 25k
+// turns (4k and 100k entries), with and without a capsule. Without one the
+// input is over the bound and refused from the headers (the next turn
+// compacts first).
+func BenchmarkResumeAndFirstInput(b *testing.B) {
+	for _, turns := range []int{1000, 25000} {
+		for _, withCapsule := range []bool{false, true} {
+			path := benchStore(b, turns, withCapsule)
+			opt := compaction.InputOptions{MaxToolResultChars: maxToolResultChars, MaxTokens: 2 * 64000}
+			b.Run(fmt.Sprintf("entries=%d/capsule=%v", 4*turns, withCapsule), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					s, _, err := session.OpenReadOnly(path, session.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					v := StoreTranscript(s)
+					base, err := compaction.FindBase(v)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := Restore(v, base, quarterCounter{}); err != nil {
+						b.Fatal(err)
+					}
+					_, err = compaction.BuildInput(v, opt)
+					var big *compaction.InputTooLargeError
+					if withCapsule == errors.As(err, &big) {
+						b.Fatal(err)
+					}
+					s.Close()
+				}
+			})
+			if !withCapsule {
+				continue
+			}
+			b.Run(fmt.Sprintf("entries=%d/next-request-cached", 4*turns), func(b *testing.B) {
+				s, _, _ := session.OpenReadOnly(path, session.Options{})
+				defer s.Close()
+				v := StoreTranscript(s)
+				opt := opt
+				opt.Cache = compaction.NewEntryCache(inputCacheEntries, 400000)
+				b.ReportAllocs()
+				for b.Loop() {
+					if in, err := compaction.BuildInput(v, opt); err != nil || len(in.Messages) < 160 {
+						b.Fatal(len(in.Messages), err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -253,7 +253,15 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 	}
 	rep.Entries = len(s.metas)
 	if len(s.metas) > 0 {
-		s.leafPath = s.pathThrough(int32(len(s.metas) - 1))
+		if last := len(s.metas) - 1; s.metas[last].Depth == last {
+			// The leaf has every entry as an ancestor: the session is one
+			// line of entries and its path is the index itself, shared
+			// (capacity clipped, so an append copies it) rather than
+			// copied.
+			s.leafPath = s.metas[: last+1 : last+1]
+		} else {
+			s.leafPath = s.pathThrough(int32(last))
+		}
 		if first := s.metas[0]; first.Type == TypeSession {
 			if e, err := s.Load(first.ID); err == nil && e.Session != nil {
 				s.header = e.Session
