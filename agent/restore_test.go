@@ -184,3 +184,48 @@ func BenchmarkResumeAndFirstInput(b *testing.B) {
 		}
 	}
 }
+
+// TestPathViewReadAhead_RT2: a reader walking the leaf path in order (the
+// barrier's builder, an offline compaction) gets the entries the store
+// holds, whatever the batching (by count and by bytes), and random access
+// still works.
+func TestPathViewReadAhead_RT2(t *testing.T) {
+	dir := t.TempDir()
+	s, err := session.Create(dir, session.SessionHeader{SessionID: "s_ra"}, session.Options{Sync: session.SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 300<<10) // a few of these fill a batch's byte bound
+	for k := range 700 {
+		text := fmt.Sprintf("m%d", k)
+		if k%97 == 0 {
+			text += big
+		}
+		if _, err := s.Append(session.Entry{Type: session.TypeUser, User: &session.UserMessage{Text: text}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s, _, err = session.OpenReadOnly(s.FilePath(), session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v := StoreTranscript(s)
+	check := func(i int) {
+		e, err := v.Entry(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := s.Load(v.Node(i).ID)
+		if e.ID != want.ID || (want.User != nil) != (e.User != nil) || (e.User != nil && e.User.Text != want.User.Text) {
+			t.Fatalf("entry %d: %+v, want %+v", i, e.ID, want.ID)
+		}
+	}
+	for i := range v.Len() {
+		check(i)
+	}
+	for _, i := range []int{600, 3, 599, 0, 700, 350, 351, 352} {
+		check(i)
+	}
+}

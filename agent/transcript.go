@@ -27,9 +27,13 @@ type pathView struct {
 	aheadFrom int
 }
 
-// readAhead is the number of entries decoded in one batch for a reader
-// walking the path in order.
-const readAhead = 256
+// readAhead and readAheadBytes bound the entries decoded in one batch for a
+// reader walking the path in order: a batch of huge tool results stays a
+// few MB.
+const (
+	readAhead      = 256
+	readAheadBytes = 4 << 20
+)
 
 // Len implements compaction.Transcript.
 func (v *pathView) Len() int { return len(v.path) }
@@ -54,7 +58,12 @@ func (v *pathView) Entry(i int) (*session.Entry, error) {
 	}
 	if i == v.next && i > 0 && i+1 < len(v.path) {
 		// The second read in a row in order: batch the ones ahead.
-		es, err := v.store.LoadMany(v.path[i:min(i+readAhead, len(v.path))])
+		end, size := i+1, v.path[i].Len
+		for end < min(i+readAhead, len(v.path)) && size+v.path[end].Len <= readAheadBytes {
+			size += v.path[end].Len
+			end++
+		}
+		es, err := v.store.LoadMany(v.path[i:end])
 		if err != nil {
 			return nil, err
 		}
