@@ -441,8 +441,15 @@ func (s *Store) Append(e Entry) (Entry, error) {
 	if parent >= 0 {
 		m.Depth = s.metas[parent].Depth + 1
 	}
-	s.add(m, parent)
-	s.leafPath = append(newPath, m)
+	if s.linear(parent) {
+		// The session is one line of entries and the path is the index
+		// itself: extend both at once instead of keeping a copy.
+		s.add(m, parent)
+		s.leafPath = s.metas[:len(s.metas):len(s.metas)]
+	} else {
+		s.add(m, parent)
+		s.leafPath = append(newPath, m)
+	}
 	s.cache.put(e.ID, bytes.Clone(buf[lead:lead+lineLen]))
 	if e.Type == TypeSession && len(s.metas) == 1 {
 		h := *e.Session
@@ -649,6 +656,18 @@ func checkPayload(e *Entry) error {
 // newID returns a random entry id not yet used in the session.
 func (s *Store) newID() string {
 	return id.Entry(func(e string) bool { _, dup := s.index[e]; return dup })
+}
+
+// linear reports whether the leaf path is the whole index, shared with it,
+// and parent is its last entry: then a child extends both alike. Snapshots
+// of the path have their capacity clipped, so appending to the index never
+// changes what they hold.
+func (s *Store) linear(parent int32) bool {
+	n := len(s.metas)
+	if n == 0 {
+		return parent < 0
+	}
+	return len(s.leafPath) == n && &s.leafPath[0] == &s.metas[0] && int(parent) == n-1
 }
 
 // add registers a new entry in the index.
