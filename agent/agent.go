@@ -130,6 +130,9 @@ type state struct {
 	// decode; they are left out of path (and so of the model input).
 	undecodable map[string]bool
 	base        compaction.Base
+	// decoded keeps the model input's recently decoded entries across
+	// requests (a turn's requests differ by a few entries).
+	decoded *compaction.EntryCache
 
 	// budget figures (R-O1): the meter holds the raw estimates of the model
 	// input and the provider's last report, and applies the calibration.
@@ -269,27 +272,67 @@ func (a *Agent) openExisting(path string) (*state, *session.OpenReport, error) {
 	}
 	id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	// An entry whose header indexes but whose payload does not decode would
-	// fail every later turn: the entries the model input is made of (from
-	// the newest capsule on) are decoded now, and those that fail are
-	// reported with their line and left out of the model input.
+	// fail every later turn (R-T3). The model input's entries (from the
+	// newest capsule on) are decoded now when they fit the hard limit, as
+	// the first request needs them anyway: those that fail are reported
+	// with their line and left out of the model input. A longer tail is
+	// compacted before any request is built, so it is not decoded here; an
+	// entry found undecodable later (by the barrier or the model input) is
+	// read as its header alone and reported once.
 	lp := s.Path()
 	skip := map[string]bool{}
-	for _, b := range s.Undecodable(lp[max(latestCapsuleIndex(lp), 0):]) {
-		rep.BadLines = append(rep.BadLines, session.BadLine{Line: b.Line, Offset: b.Offset,
-			Err: fmt.Errorf("%v; left out of the model input", b.Err)})
-		rep.BadLineCount++
-		for _, m := range lp {
-			if m.Offset == b.Offset {
+	if tail := lp[max(latestCapsuleIndex(lp), 0):]; metaTokens(tail) <= a.opt.Compaction.HardLimit() {
+		for _, m := range tail {
+			if !isModelType(m.Type) && m.Type != session.TypeCapsule && m.Type != session.TypeCapsuleLoad {
+				continue
+			}
+			_, b, err := s.LoadLenient(m.ID)
+			if err != nil {
+				s.Close()
+				return nil, rep, err
+			}
+			if b != nil {
+				rep.BadLines = append(rep.BadLines, session.BadLine{Line: b.Line, Offset: b.Offset,
+					Err: fmt.Errorf("%v; left out of the model input", b.Err)})
+				rep.BadLineCount++
 				skip[m.ID] = true
 			}
 		}
 	}
+	s.OnUndecodable(func(b session.BadLine) {
+		a.opt.Notifier.Warn(fmt.Sprintf("soba: session %s: line %d: %v; it is left out of the model input and the capsule", path, b.Line, b.Err))
+	})
 	st, err := a.initState(s, id, skip)
 	if err != nil {
 		s.Close()
 		return nil, rep, err
 	}
 	return st, rep, nil
+}
+
+// inputCacheEntries bounds the decoded entries kept for the model input.
+const inputCacheEntries = 4096
+
+// inputBound is the recorded estimate past which the model input is not
+// built at all: twice the context window, so that estimates above the
+// provider's own count never refuse an input it would take, while an input
+// that could never be sent is refused from its headers.
+func (a *Agent) inputBound() int {
+	if w := a.opt.Compaction.ContextWindow; w > 0 {
+		return 2 * w
+	}
+	return 0
+}
+
+// metaTokens sums the token estimates of metas' model entries.
+func metaTokens(metas []session.Meta) int {
+	n := 0
+	for _, m := range metas {
+		if isModelType(m.Type) {
+			n += m.Tokens
+		}
+	}
+	return n
 }
 
 // OpenFlight opens the flight record file of session id in dir for
@@ -313,7 +356,8 @@ func (a *Agent) initState(s *session.Store, id string, undecodable map[string]bo
 		return nil, err
 	}
 	st := &state{store: s, flight: ff, sessionID: id, autoCompact: true, phase: phaseIdle,
-		allowSession: map[string]bool{}, undecodable: undecodable}
+		allowSession: map[string]bool{}, undecodable: undecodable,
+		decoded: compaction.NewEntryCache(inputCacheEntries, a.inputBound())}
 	if err := a.restore(st); err != nil {
 		s.Close()
 		ff.Close()

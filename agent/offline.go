@@ -2,6 +2,7 @@ package agent
 
 import (
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
 
@@ -20,3 +21,18 @@ func SystemTokens(counter compaction.Counter, root, systemPrompt string, activeS
 		tools: &toolEnv{dir: root, skills: skills}}
 	return a.systemTokens(&state{activeSkills: activeSkills})
 }
+
+// StoreTranscript is the leaf path of s as the server reads it: headers from
+// the store's index, payloads decoded on demand, a payload that does not
+// decode read as its header alone (reported once through the store). The
+// offline commands read sessions through it, so their figures come from the
+// server's own path.
+func StoreTranscript(s *session.Store) compaction.Transcript {
+	p := s.Path()
+	return newPathView(s, p, 0, latestCapsuleIndex(p))
+}
+
+// MaxToolResultChars is how long a tool result may be in the model input
+// (the transcript keeps it whole), for offline commands that build the
+// input as the server does.
+const MaxToolResultChars = maxToolResultChars

@@ -27,42 +27,39 @@ type Restored struct {
 }
 
 // Restore reads what path restores; base is the path's model-input base
-// (compaction.FindBase). It loads only the settings, checkpoints and tool
-// results in the model input, and the newest capsule.
+// (compaction.FindBase). It reads the settings, intents and activated skills
+// from the path's headers (the store's index keeps them, session.Facts) and
+// decodes only the newest capsule and the newest answer carrying usage, so
+// its cost does not grow with the history's payloads.
 func Restore(path compaction.Transcript, base compaction.Base, counter compaction.Counter) (Restored, error) {
 	r := Restored{AutoCompact: true}
 	newest := -1
 	for i := range path.Len() {
-		switch path.Node(i).Type {
-		case session.TypeSettings, session.TypeCheckpoint:
-		case session.TypeToolResult:
-			if i < base.Start {
-				continue
-			}
-		case session.TypeCapsule:
+		n := path.Node(i)
+		if n.Type == session.TypeCapsule {
 			newest = i
 			continue
-		default:
+		}
+		f := n.Facts
+		if f == nil {
 			continue
 		}
-		e, err := path.Entry(i)
-		if err != nil {
-			return r, fmt.Errorf("resume: %w", err)
-		}
-		switch {
-		case e.Settings != nil:
-			if e.Settings.AutoCompact != nil {
-				r.AutoCompact = *e.Settings.AutoCompact
+		switch n.Type {
+		case session.TypeSettings:
+			if f.AutoCompact != nil {
+				r.AutoCompact = *f.AutoCompact
 			}
-			for _, c := range e.Settings.ConsumedIntents {
+			for _, c := range f.ConsumedIntents {
 				r.Intents.Consume(c)
 			}
-		case e.Checkpoint != nil:
-			if e.Checkpoint.Intent != "" {
-				r.Intents.Add(e.Checkpoint.Intent)
+		case session.TypeCheckpoint:
+			if f.Intent != "" {
+				r.Intents.Add(f.Intent)
 			}
-		case e.ToolResult != nil && e.ToolResult.Artifacts != nil && e.ToolResult.Artifacts.Skill != "":
-			r.ActiveSkills = appendUnique(r.ActiveSkills, e.ToolResult.Artifacts.Skill)
+		case session.TypeToolResult:
+			if i >= base.Start && f.Skill != "" {
+				r.ActiveSkills = appendUnique(r.ActiveSkills, f.Skill)
+			}
 		}
 	}
 	if base.State != nil {
@@ -105,9 +102,9 @@ type InputMeasure struct {
 	SkillsSinceUsage []string
 }
 
-// MeasureInput measures the model input of path from base (O(tail); only
-// assistant entries after the capsule are loaded, newest first, until one
-// with usage). Provider usage counts only when its response lies after the
+// MeasureInput measures the model input of path from base (O(tail) in
+// headers; only answers after the capsule that may carry usage are loaded,
+// newest first, until one does). Provider usage counts only when its response lies after the
 // newest capsule, so a compaction never re-triggers itself on the stale
 // figures of the input it replaced.
 func MeasureInput(path compaction.Transcript, base compaction.Base, counter compaction.Counter) (InputMeasure, error) {
@@ -137,7 +134,7 @@ func MeasureInput(path compaction.Transcript, base compaction.Base, counter comp
 		if i <= base.CapsuleIndex {
 			break
 		}
-		if path.Node(i).Type != session.TypeAssistant {
+		if n := path.Node(i); n.Type != session.TypeAssistant || !n.MayHaveUsage {
 			continue
 		}
 		e, err := path.Entry(i)
@@ -146,11 +143,7 @@ func MeasureInput(path compaction.Transcript, base compaction.Base, counter comp
 		}
 		if e.Assistant != nil && e.Assistant.Usage != nil {
 			m.UsageAt, m.Prompt, m.Completion = offset+k, e.Assistant.Usage.InputTokens, e.Assistant.Usage.OutputTokens
-			skills, err := skillsActivated(path, i+1)
-			if err != nil {
-				return m, err
-			}
-			m.SkillsSinceUsage = skills
+			m.SkillsSinceUsage = skillsActivated(path, i+1)
 			break
 		}
 	}
@@ -158,22 +151,15 @@ func MeasureInput(path compaction.Transcript, base compaction.Base, counter comp
 }
 
 // skillsActivated lists the skills activated by tool results on path from
-// index from on (the short tail after a response).
-func skillsActivated(path compaction.Transcript, from int) ([]string, error) {
+// index from on (the short tail after a response), from the headers.
+func skillsActivated(path compaction.Transcript, from int) []string {
 	var out []string
 	for i := from; i < path.Len(); i++ {
-		if path.Node(i).Type != session.TypeToolResult {
-			continue
-		}
-		e, err := path.Entry(i)
-		if err != nil {
-			return nil, err
-		}
-		if r := e.ToolResult; r != nil && r.Artifacts != nil && r.Artifacts.Skill != "" {
-			out = appendUnique(out, r.Artifacts.Skill)
+		if n := path.Node(i); n.Type == session.TypeToolResult && n.Facts != nil && n.Facts.Skill != "" {
+			out = appendUnique(out, n.Facts.Skill)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // SkillsAtUsage is active without the skills activated since the usage

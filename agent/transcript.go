@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"sync"
+
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/session"
 )
@@ -15,7 +17,23 @@ type pathView struct {
 	store  *session.Store
 	path   []session.Meta
 	latest int
+
+	// A reader walking the path in order (the barrier's builder, the
+	// summarizer's input, an offline compaction) gets the entries ahead of
+	// it decoded in a batch on all cores; mu guards the window.
+	mu        sync.Mutex
+	next      int // the index after the last one read
+	ahead     []session.Entry
+	aheadFrom int
 }
+
+// readAhead and readAheadBytes bound the entries decoded in one batch for a
+// reader walking the path in order: a batch of huge tool results stays a
+// few MB.
+const (
+	readAhead      = 256
+	readAheadBytes = 4 << 20
+)
 
 // Len implements compaction.Transcript.
 func (v *pathView) Len() int { return len(v.path) }
@@ -23,12 +41,38 @@ func (v *pathView) Len() int { return len(v.path) }
 // Node implements compaction.Transcript.
 func (v *pathView) Node(i int) compaction.Node {
 	m := v.path[i]
-	return compaction.Node{ID: m.ID, Type: m.Type, Tokens: m.Tokens}
+	return compaction.Node{ID: m.ID, Type: m.Type, Tokens: m.Tokens, Facts: m.Facts, MayHaveUsage: m.MayHaveUsage}
 }
 
 // Entry implements compaction.Transcript.
 func (v *pathView) Entry(i int) (*session.Entry, error) {
-	e, err := v.store.Load(v.path[i].ID)
+	// An entry whose payload does not decode reads as its header alone
+	// (R-T3): the model input, the budget and the barrier skip it instead
+	// of failing every later turn; the store reports it once.
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if k := i - v.aheadFrom; k >= 0 && k < len(v.ahead) {
+		e := v.ahead[k]
+		v.next = i + 1
+		return &e, nil
+	}
+	if i == v.next && i > 0 && i+1 < len(v.path) {
+		// The second read in a row in order: batch the ones ahead.
+		end, size := i+1, v.path[i].Len
+		for end < min(i+readAhead, len(v.path)) && size+v.path[end].Len <= readAheadBytes {
+			size += v.path[end].Len
+			end++
+		}
+		es, err := v.store.LoadMany(v.path[i:end])
+		if err != nil {
+			return nil, err
+		}
+		v.ahead, v.aheadFrom, v.next = es, i, i+1
+		e := es[0]
+		return &e, nil
+	}
+	v.next = i + 1
+	e, _, err := v.store.LoadLenient(v.path[i].ID)
 	if err != nil {
 		return nil, err
 	}

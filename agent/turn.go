@@ -523,15 +523,18 @@ func (a *Agent) learnOverflow(of *provider.OverflowError) {
 // capsule's text (R-N2), nil when none; checkpoint the capsule's id.
 func (a *Agent) buildRequest() (req provider.Request, native *capsule.Native, checkpoint string, err error) {
 	if e := a.do(func(st *state) {
-		lp := newPathView(st.store, st.path, 0, st.latest)
-		var in compaction.Input
-		in, err = compaction.BuildInput(lp, compaction.InputOptions{Provider: a.opt.ProviderName, Model: a.opt.ModelName, MaxToolResultChars: maxToolResultChars})
-		if err != nil {
-			return
-		}
+		// The limit first: an input that cannot be sent is never built
+		// (R-G4), so a session over it costs no decoding here.
 		eff, _ := st.effective()
 		if h := a.opt.Compaction.HardLimit(); eff > h {
 			err = fmt.Errorf("the request needs %d tokens, over the hard limit of %d; nothing was sent", eff, h)
+			return
+		}
+		lp := newPathView(st.store, st.path, 0, st.latest)
+		var in compaction.Input
+		in, err = compaction.BuildInput(lp, compaction.InputOptions{Provider: a.opt.ProviderName, Model: a.opt.ModelName,
+			MaxToolResultChars: maxToolResultChars, MaxTokens: a.inputBound(), Cache: st.decoded})
+		if err != nil {
 			return
 		}
 		req = provider.Request{Model: a.opt.ModelName, System: a.systemPrompt(st), MaxOutputTokens: a.opt.Compaction.MaxOutputTokens,

@@ -1,8 +1,10 @@
 package compaction
 
 import (
+	"container/list"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/soba-agent/soba-lsp/capsule"
@@ -60,6 +62,25 @@ type InputOptions struct {
 	// MaxToolResultChars shortens long tool results in the model input (the
 	// transcript keeps them whole); 0 means no limit.
 	MaxToolResultChars int
+	// MaxTokens, when positive, bounds the input by the entries' recorded
+	// token estimates: when the messages from the base on add up to more,
+	// BuildInput fails with an *InputTooLargeError before decoding any of
+	// them, so an input that could never be sent costs only its headers.
+	MaxTokens int
+	// Cache, when set, keeps recently decoded entries across calls: the
+	// requests of a turn differ by a few entries, so each decodes only
+	// those.
+	Cache *EntryCache
+}
+
+// InputTooLargeError is BuildInput's error when the recorded estimates of the
+// messages exceed InputOptions.MaxTokens.
+type InputTooLargeError struct {
+	Tokens, Max int
+}
+
+func (e *InputTooLargeError) Error() string {
+	return fmt.Sprintf("the model input's messages are estimated at %d tokens, over the bound of %d; nothing was decoded", e.Tokens, e.Max)
 }
 
 // CapsulePreamble introduces the portable capsule in the model input.
@@ -76,6 +97,18 @@ func BuildInput(t Transcript, opt InputOptions) (Input, error) {
 	b, err := FindBase(t)
 	if err != nil {
 		return Input{}, err
+	}
+	if opt.MaxTokens > 0 {
+		// Walk back from the leaf over the headers only, and stop as soon
+		// as the estimates pass the bound.
+		sum := 0
+		for i := t.Len() - 1; i >= b.Start; i-- {
+			if n := t.Node(i); i != b.CapsuleIndex && isModelEntry(n.Type) {
+				if sum += n.Tokens; sum > opt.MaxTokens {
+					return Input{}, &InputTooLargeError{Tokens: sum, Max: opt.MaxTokens}
+				}
+			}
+		}
 	}
 	return buildInput(t, b, t.Len(), opt)
 }
@@ -129,7 +162,7 @@ func buildInput(t Transcript, b Base, end int, opt InputOptions) (Input, error) 
 		if i == b.CapsuleIndex || !isModelEntry(t.Node(i).Type) {
 			continue
 		}
-		e, err := loadEntry(t, i)
+		e, err := opt.Cache.load(t, i)
 		if err != nil {
 			return Input{}, err
 		}
@@ -194,4 +227,72 @@ func shorten(s string, limit int) string {
 		ts++
 	}
 	return fmt.Sprintf("%s\n[… %d characters omitted from the model input; the transcript keeps the whole output …]\n%s", s[:head], ts-head, s[ts:])
+}
+
+// EntryCache keeps the most recently decoded entries of a session for the
+// model input (InputOptions.Cache), bounded by a number of entries and by
+// their recorded tokens (a tool result can weigh as much as a hundred
+// messages). Entries are immutable once appended, so a cached entry is
+// never stale; callers must not modify what BuildInput gives them. It is
+// safe for concurrent use; the zero value is not: use NewEntryCache.
+type EntryCache struct {
+	mu                    sync.Mutex
+	maxEntries, maxTokens int
+	tokens                int
+	order                 *list.List // front = most recent; values are *cachedEntry
+	byID                  map[string]*list.Element
+}
+
+type cachedEntry struct {
+	e      *session.Entry
+	tokens int
+}
+
+// NewEntryCache returns a cache of at most maxEntries entries and
+// maxTokens recorded tokens.
+func NewEntryCache(maxEntries, maxTokens int) *EntryCache {
+	return &EntryCache{maxEntries: maxEntries, maxTokens: maxTokens, order: list.New(), byID: map[string]*list.Element{}}
+}
+
+// load returns entry i of t from the cache or, decoded, through t (and
+// keeps it). A nil cache only loads.
+func (c *EntryCache) load(t Transcript, i int) (*session.Entry, error) {
+	if c == nil {
+		return loadEntry(t, i)
+	}
+	n := t.Node(i)
+	c.mu.Lock()
+	if el, ok := c.byID[n.ID]; ok {
+		c.order.MoveToFront(el)
+		e := el.Value.(*cachedEntry).e
+		c.mu.Unlock()
+		return e, nil
+	}
+	c.mu.Unlock()
+	e, err := loadEntry(t, i)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byID[n.ID]; ok || n.Tokens > c.maxTokens {
+		return e, nil
+	}
+	c.byID[n.ID] = c.order.PushFront(&cachedEntry{e: e, tokens: n.Tokens})
+	c.tokens += n.Tokens
+	for c.order.Len() > c.maxEntries || c.tokens > c.maxTokens {
+		el := c.order.Back()
+		ce := el.Value.(*cachedEntry)
+		c.order.Remove(el)
+		delete(c.byID, ce.e.ID)
+		c.tokens -= ce.tokens
+	}
+	return e, nil
+}
+
+// Len is the number of cached entries.
+func (c *EntryCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
 }

@@ -12,6 +12,12 @@ type Node struct {
 	ID     string
 	Type   string
 	Tokens int
+	// Facts are the payload fields resume needs (settings, intents,
+	// activated skills), from the store's index; nil for most entries.
+	Facts *session.Facts
+	// MayHaveUsage is false when the entry certainly carries no provider
+	// usage.
+	MayHaveUsage bool
 }
 
 // Transcript is the leaf path, root → leaf, as the engine reads it. Headers
@@ -38,7 +44,7 @@ func (es Entries) Len() int { return len(es) }
 
 // Node implements Transcript.
 func (es Entries) Node(i int) Node {
-	return Node{ID: es[i].ID, Type: es[i].Type, Tokens: es[i].Tokens}
+	return Node{ID: es[i].ID, Type: es[i].Type, Tokens: es[i].Tokens, Facts: session.FactsOf(&es[i]), MayHaveUsage: session.HasUsage(&es[i])}
 }
 
 // Entry implements Transcript.

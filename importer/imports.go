@@ -270,6 +270,13 @@ type builder struct {
 	estimated int // res.Entries[:estimated] have their Tokens
 	// calls are the tool calls awaiting a result, by source call id.
 	calls map[string]*mappedCall
+
+	// A streamed import (ImportFile) writes res.Entries to sink a window
+	// at a time: flushed entries were written and dropped, and positions in
+	// index count them; streamErr is the first failure of the stream.
+	sink      *streamWriter
+	flushed   int
+	streamErr error
 }
 
 func newBuilder(f Format, opt Options) *builder {
@@ -311,9 +318,14 @@ func (b *builder) add(e session.Entry, parent string, ord int) string {
 		p := parent
 		e.ParentID = &p
 	}
-	b.index[e.ID] = len(b.res.Entries)
+	b.index[e.ID] = b.flushed + len(b.res.Entries)
 	b.res.Entries = append(b.res.Entries, e)
 	b.ord = append(b.ord, ord)
+	if b.sink != nil && len(b.res.Entries) >= streamWindow && b.streamErr == nil {
+		// The new id is returned before its entry is written: later entries
+		// name it only as their parent, which the store checks then.
+		defer func() { b.streamErr = b.flush() }()
+	}
 	switch e.Type {
 	case session.TypeUser:
 		// counted by the caller: user messages and user commands differ
@@ -330,9 +342,10 @@ func (b *builder) add(e session.Entry, parent string, ord int) string {
 // entry returns the written entry with this id, for merging into it.
 func (b *builder) entry(id string) *session.Entry {
 	i, ok := b.index[id]
-	if !ok {
-		return nil
+	if !ok || i < b.flushed {
+		return nil // a streamed entry already written cannot change
 	}
+	i -= b.flushed
 	if i < b.estimated {
 		b.estimated = i // its content changes: estimate it again
 	}
@@ -372,6 +385,13 @@ func (b *builder) finishTokens() {
 // pathTo returns the path root → id of written entries (the session header
 // excluded).
 func (b *builder) pathTo(id string) compaction.Entries {
+	if b.sink != nil {
+		p, err := b.pathToStream(id)
+		if err != nil && b.streamErr == nil {
+			b.streamErr = err
+		}
+		return p
+	}
 	var rev []int
 	for id != "" {
 		i, ok := b.index[id]

@@ -3,6 +3,8 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,6 +107,11 @@ func piText(raw json.RawMessage) (string, []piBlock) {
 }
 
 func convertPi(b *builder, data []byte) error {
+	return convertPiLines(b, slices.Values(decodeLines[piLine](data)))
+}
+
+// convertPiLines converts pi's decoded lines, in file order.
+func convertPiLines(b *builder, lines iter.Seq[decodedLine[piLine]]) error {
 	tree := false
 	// alias maps a source entry (id in a tree; ordinal in v1) to the new id
 	// of the nearest written entry at or above it.
@@ -113,7 +120,7 @@ func convertPi(b *builder, data []byte) error {
 	last := ""                // new id of the last written entry (v1 parent)
 	lastSource := ""          // alias of the last source entry: the leaf
 	ord := -1
-	for _, d := range decodeLines[piLine](data) {
+	for d := range lines {
 		no, l := d.no, d.v
 		b.res.Stats.Lines++
 		if d.err != nil {
@@ -162,8 +169,11 @@ func convertPi(b *builder, data []byte) error {
 		alias[key] = id
 		lastSource = id
 	}
+	if b.streamErr != nil {
+		return b.streamErr
+	}
 	b.res.Leaf = lastSource
-	if len(b.res.Entries) == 0 {
+	if b.flushed+len(b.res.Entries) == 0 {
 		return fmt.Errorf("no pi entries found (%d problems; first: %v)", len(b.res.Problems), firstProblem(b.res.Problems))
 	}
 	return nil

@@ -126,7 +126,10 @@ func (s *Store) Undecodable(metas []Meta) []BadLine {
 	var out []BadLine
 	for _, m := range metas {
 		if _, err := s.Load(m.ID); err != nil && !errors.Is(err, ErrClosed) {
-			line, _ := s.LineOf(m.Offset)
+			line := m.Line
+			if line == 0 {
+				line, _ = s.LineOf(m.Offset)
+			}
 			out = append(out, BadLine{Line: line, Offset: m.Offset, Err: fmt.Errorf("entry %q cannot be decoded: %v", m.ID, err)})
 		}
 	}

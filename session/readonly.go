@@ -9,9 +9,11 @@ import (
 )
 
 // Scan is a session file read without the Store: every line
-// decoded, nothing locked, nothing written. Offline commands that only read
-// (verify, budget, compact --dry-run) use it, so they also work on a session
-// a running server holds.
+// decoded and held in memory, nothing locked, nothing written.
+//
+// Deprecated: the offline commands read through OpenReadOnly (the server's
+// own index and path) and VerifyFile (streaming, resume's classification of
+// lines); Scan remains for tests that want every entry in memory.
 type Scan struct {
 	Path    string
 	Entries []Entry        // indexed entries in file order

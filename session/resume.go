@@ -43,6 +43,12 @@ type OpenReport struct {
 	// with Options.Estimate, in the index only, since the file is
 	// append-only; they are estimated again on every Open.
 	Estimated int
+	// Problems are the damage above, one line each in file order, naming
+	// its line as `soba-lsp verify` prints it (at most 1000 listed;
+	// ProblemCount is the total). Resume and verify classify lines with
+	// this one scan, so they agree on every line.
+	Problems     []string
+	ProblemCount int
 	// Duration is the time the scan took.
 	Duration time.Duration
 }
@@ -51,6 +57,19 @@ type OpenReport struct {
 type TornLine struct {
 	Offset int64
 	Bytes  int
+	Line   int
+}
+
+// maxProblems bounds the problems a report lists as text; ProblemCount
+// stays exact.
+const maxProblems = 1000
+
+// problem lists one problem found by the scan, in the words verify prints.
+func (r *OpenReport) problem(p string) {
+	r.ProblemCount++
+	if len(r.Problems) < maxProblems {
+		r.Problems = append(r.Problems, p)
+	}
 }
 
 // BadLine is a skipped line: its 1-based line number, offset and reason.
@@ -106,11 +125,12 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 	}
 	lineNo := 0
 	var long []byte // reused for lines longer than the scan buffer that need a full decode
-	bad := func(off int64, err error) {
+	bad := func(off int64, err error, problem string) {
 		rep.BadLineCount++
 		if len(rep.BadLines) < maxListed {
 			rep.BadLines = append(rep.BadLines, BadLine{Line: lineNo, Offset: off, Err: err})
 		}
+		rep.problem(problem)
 	}
 	tornOff, tornLen, err := scanLines(f, func(ln rawLine) error {
 		lineNo++
@@ -145,19 +165,21 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 			}
 			var err error
 			if h, err = slowHeader(whole); err != nil {
-				bad(ln.off, err)
+				bad(ln.off, err, fmt.Sprintf("line %d: not an entry: %v", lineNo, err))
 				return nil
 			}
 		}
 		m := Meta{ID: string(h.id), Type: internType(string(h.typ)), Offset: ln.off, Len: n,
-			Tokens: h.tokens, Timestamp: h.ts}
+			Tokens: h.tokens, Timestamp: h.ts, Line: lineNo}
 		// One map operation per entry: insert, and learn from the size whether
 		// the id was there already (rare; then the old index is restored).
 		before := len(s.index)
 		s.index[m.ID] = int32(len(s.metas))
 		if len(s.index) == before {
-			s.index[m.ID] = s.firstIndexOf(m.ID)
-			bad(ln.off, fmt.Errorf("duplicate entry id %q", h.id))
+			first := s.firstIndexOf(m.ID)
+			s.index[m.ID] = first
+			bad(ln.off, fmt.Errorf("duplicate entry id %q", h.id),
+				fmt.Sprintf("line %d: duplicate entry id %s (first at line %d): skipped", lineNo, h.id, s.metas[first].Line))
 			return nil
 		}
 		parent := int32(-1)
@@ -178,6 +200,7 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 			} else {
 				m.ParentID = string(h.parent)
 				rep.MissingParentCount++
+				rep.problem(fmt.Sprintf("line %d: entry %s: parent %s is not earlier in the file", lineNo, m.ID, m.ParentID))
 				if len(rep.MissingParents) < maxListed {
 					rep.MissingParents = append(rep.MissingParents, m.ID)
 				}
@@ -188,6 +211,28 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 				rep.UnknownTypes = map[string]int{}
 			}
 			rep.UnknownTypes[m.Type]++
+		}
+		whole := data
+		if !ln.whole {
+			whole = nil
+		}
+		if m.Type == TypeAssistant {
+			// Answers are many and mostly carry usage: they are not decoded
+			// here; the reader of the newest usage decodes newest first.
+			m.MayHaveUsage = whole == nil || mayName(whole, "usage")
+		} else if factsNeeded(m.Type, whole) {
+			if whole == nil {
+				if cap(long) < ln.n {
+					long = make([]byte, ln.n)
+				}
+				whole = long[:ln.n]
+				if _, err := f.ReadAt(whole, ln.off); err != nil {
+					return fmt.Errorf("session %s: read line %d at offset %d: %w", s.path, lineNo, ln.off, err)
+				}
+			}
+			if e, err := DecodeLine(whole); err == nil {
+				m.Facts = FactsOf(&e)
+			} // else: reported when the entry is first loaded (LoadLenient)
 		}
 		s.metas = append(s.metas, m)
 		s.parents = append(s.parents, parent)
@@ -200,13 +245,23 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 		return rep, err
 	}
 	s.size = tornOff + int64(tornLen)
+	s.lines = lineNo
 	if tornLen > 0 {
-		rep.Torn = &TornLine{Offset: tornOff, Bytes: tornLen}
+		rep.Torn = &TornLine{Offset: tornOff, Bytes: tornLen, Line: lineNo + 1}
+		rep.problem(fmt.Sprintf("line %d: torn last line (%d bytes without a newline): ignored", lineNo+1, tornLen))
 		s.heal = true
 	}
 	rep.Entries = len(s.metas)
 	if len(s.metas) > 0 {
-		s.leafPath = s.pathThrough(int32(len(s.metas) - 1))
+		if last := len(s.metas) - 1; s.metas[last].Depth == last {
+			// The leaf has every entry as an ancestor: the session is one
+			// line of entries and its path is the index itself, shared
+			// (capacity clipped, so an append copies it) rather than
+			// copied.
+			s.leafPath = s.metas[: last+1 : last+1]
+		} else {
+			s.leafPath = s.pathThrough(int32(last))
+		}
 		if first := s.metas[0]; first.Type == TypeSession {
 			if e, err := s.Load(first.ID); err == nil && e.Session != nil {
 				s.header = e.Session

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,6 +46,10 @@ const (
 // ErrInUse is returned (wrapped, with the path) by Create and Open when
 // another Store, in this process or another, holds the session file (R-T5).
 var ErrInUse = errors.New("in use by another process")
+
+// ErrReadOnly is returned (wrapped) by Append on a store opened with
+// OpenReadOnly.
+var ErrReadOnly = errors.New("the session was opened read-only")
 
 // ErrClosed is returned by methods of a closed Store.
 var ErrClosed = errors.New("session: store is closed")
@@ -87,6 +92,13 @@ type Meta struct {
 	Tokens    int
 	Timestamp time.Time
 	Depth     int // 0 for a root; the entry's index on its root→leaf path
+	Line      int // 1-based line number in the file, for reports
+	// Facts are the payload fields resume needs (settings, intents,
+	// activated skills), nil for most entries.
+	Facts *Facts
+	// MayHaveUsage is false when the entry certainly carries no provider
+	// usage, so a reader looking for the newest usage need not decode it.
+	MayHaveUsage bool
 }
 
 // Store is an open session file: the index of every entry, the current leaf
@@ -116,6 +128,20 @@ type Store struct {
 	cache    *lineCache
 	enc      bytes.Buffer
 	header   *SessionHeader
+	lines    int // complete lines in the file (torn tail excluded)
+	// readOnly marks a store opened by OpenReadOnly: no lock, no appends.
+	readOnly bool
+	// undecodable are entries whose payload failed to decode, reported once
+	// (LoadLenient) to onUndecodable.
+	undecodable   map[string]bool
+	onUndecodable func(BadLine)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Create makes dir if needed and writes a new session file
@@ -185,6 +211,26 @@ func Open(path string, opts Options) (*Store, *OpenReport, error) {
 		f.Close()
 		return nil, nil, err
 	}
+	rep, err := s.resume(f)
+	if err != nil {
+		s.Close()
+		return nil, rep, err
+	}
+	return s, rep, nil
+}
+
+// OpenReadOnly indexes the session file at path exactly as Open does (the
+// same scan, the same report) without taking the lock or ever writing: the
+// offline commands read a session this way, so they work on a session a
+// running server holds, and their figures come from the same index as the
+// server's. A line the owner appends meanwhile may show as a torn tail.
+func OpenReadOnly(path string, opts Options) (*Store, *OpenReport, error) {
+	f, err := openFile(path, os.O_RDONLY)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session: %w", err)
+	}
+	s := newStore(path, f, opts)
+	s.readOnly = true
 	rep, err := s.resume(f)
 	if err != nil {
 		s.Close()
@@ -319,6 +365,9 @@ func (s *Store) Append(e Entry) (Entry, error) {
 	if s.closed {
 		return e, ErrClosed
 	}
+	if s.readOnly {
+		return e, fmt.Errorf("session %s: append: %w", s.path, ErrReadOnly)
+	}
 	if s.broken != nil {
 		return e, fmt.Errorf("session %s: an earlier sync failed, so no more entries are written: %w", s.path, s.broken)
 	}
@@ -384,14 +433,23 @@ func (s *Store) Append(e Entry) (Entry, error) {
 		}
 	}
 	m := Meta{ID: e.ID, ParentID: e.Parent(), Type: internType(e.Type), Offset: s.size + int64(lead),
-		Len: lineLen, Tokens: e.Tokens, Timestamp: e.Timestamp}
+		Len: lineLen, Tokens: e.Tokens, Timestamp: e.Timestamp, Line: s.lines + 1 + btoi(s.heal),
+		Facts: FactsOf(&e), MayHaveUsage: HasUsage(&e)}
+	s.lines = m.Line
 	s.size += int64(n)
 	s.heal = false
 	if parent >= 0 {
 		m.Depth = s.metas[parent].Depth + 1
 	}
-	s.add(m, parent)
-	s.leafPath = append(newPath, m)
+	if s.linear(parent) {
+		// The session is one line of entries and the path is the index
+		// itself: extend both at once instead of keeping a copy.
+		s.add(m, parent)
+		s.leafPath = s.metas[:len(s.metas):len(s.metas)]
+	} else {
+		s.add(m, parent)
+		s.leafPath = append(newPath, m)
+	}
 	s.cache.put(e.ID, bytes.Clone(buf[lead:lead+lineLen]))
 	if e.Type == TypeSession && len(s.metas) == 1 {
 		h := *e.Session
@@ -443,10 +501,90 @@ func (s *Store) Load(id string) (Entry, error) {
 	}
 	e, err := DecodeLine(line)
 	if err != nil {
-		return Entry{}, fmt.Errorf("session %s: entry %q at offset %d: %w", s.path, id, m.Offset, err)
+		return Entry{}, &DecodeError{Path: s.path, ID: id, Offset: m.Offset, Err: err}
 	}
 	return e, nil
 }
+
+// LoadLenient is Load for readers that must go on past a poisoned entry
+// (R-T3): an entry whose header indexed but whose payload does not decode
+// (a line such as "user":{"text":123}) comes back with its header fields
+// only, so every reader skips it as it skips an unknown type, and bad
+// describes it, naming its line, the first time only (nil after). err is
+// for a failure to read the file or a closed store.
+func (s *Store) LoadLenient(id string) (e Entry, bad *BadLine, err error) {
+	e, err = s.Load(id)
+	if err == nil || errors.Is(err, ErrClosed) {
+		return e, nil, err
+	}
+	var de *DecodeError
+	if !errors.As(err, &de) {
+		return Entry{}, nil, err
+	}
+	s.mu.Lock()
+	m := s.metas[s.index[id]]
+	first := !s.undecodable[id]
+	if first {
+		if s.undecodable == nil {
+			s.undecodable = map[string]bool{}
+		}
+		s.undecodable[id] = true
+	}
+	hook := s.onUndecodable
+	s.mu.Unlock()
+	e = HeaderOnly(m)
+	if first {
+		bad = &BadLine{Line: m.Line, Offset: m.Offset, Err: fmt.Errorf("entry %q cannot be decoded: %v", id, de.Err)}
+		if hook != nil {
+			hook(*bad)
+		}
+	}
+	return e, bad, nil
+}
+
+// OnUndecodable sets the function LoadLenient reports a newly found
+// undecodable entry to (from the goroutine that loaded it).
+func (s *Store) OnUndecodable(f func(BadLine)) {
+	s.mu.Lock()
+	s.onUndecodable = f
+	s.mu.Unlock()
+}
+
+// MarkUndecodable records that entry id's payload is known not to decode
+// (found by another reader), so LoadLenient does not report it again.
+func (s *Store) MarkUndecodable(id string) {
+	s.mu.Lock()
+	if s.undecodable == nil {
+		s.undecodable = map[string]bool{}
+	}
+	s.undecodable[id] = true
+	s.mu.Unlock()
+}
+
+// HeaderOnly is the entry of m without a payload: what readers see of an
+// entry whose payload does not decode.
+func HeaderOnly(m Meta) Entry {
+	e := Entry{ID: m.ID, Type: m.Type, Timestamp: m.Timestamp, Tokens: m.Tokens}
+	if m.ParentID != "" {
+		p := m.ParentID
+		e.ParentID = &p
+	}
+	return e
+}
+
+// DecodeError is Load's error for a line that was read but does not decode
+// as an entry.
+type DecodeError struct {
+	Path, ID string
+	Offset   int64
+	Err      error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("session %s: entry %q at offset %d: %v", e.Path, e.ID, e.Offset, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
 
 // DecodeLine decodes one transcript line. An entry of an unknown type keeps
 // its header fields and gets a copy of the line in Raw (R-T3).
@@ -518,6 +656,18 @@ func checkPayload(e *Entry) error {
 // newID returns a random entry id not yet used in the session.
 func (s *Store) newID() string {
 	return id.Entry(func(e string) bool { _, dup := s.index[e]; return dup })
+}
+
+// linear reports whether the leaf path is the whole index, shared with it,
+// and parent is its last entry: then a child extends both alike. Snapshots
+// of the path have their capacity clipped, so appending to the index never
+// changes what they hold.
+func (s *Store) linear(parent int32) bool {
+	n := len(s.metas)
+	if n == 0 {
+		return parent < 0
+	}
+	return len(s.leafPath) == n && &s.leafPath[0] == &s.metas[0] && int(parent) == n-1
 }
 
 // add registers a new entry in the index.
@@ -594,4 +744,80 @@ func syncDir(dir string) error {
 		return fmt.Errorf("session: sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// loadManySpan bounds the bytes LoadMany reads in one go.
+const loadManySpan = 8 << 20
+
+// LoadMany is LoadLenient for a run of entries read in order (a path, a
+// range of it): their lines are read with few reads, bypassing the line
+// cache (a long scan would only evict the live tail from it), and decoded on
+// all cores. out[i] is metas[i]'s entry; one whose payload does not decode
+// is its header alone, reported once as LoadLenient does.
+func (s *Store) LoadMany(metas []Meta) ([]Entry, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	f := s.f
+	s.mu.Unlock()
+	out := make([]Entry, len(metas))
+	errs := make([]error, len(metas))
+	var buf []byte
+	for start := 0; start < len(metas); {
+		// A span of lines that lie close together in the file: one read.
+		end := start + 1
+		from := metas[start].Offset
+		to := from + int64(metas[start].Len)
+		for end < len(metas) {
+			m := metas[end]
+			if m.Offset < to || m.Offset+int64(m.Len)-from > loadManySpan || m.Offset-to > 64<<10 {
+				break
+			}
+			to = m.Offset + int64(m.Len)
+			end++
+		}
+		if int64(cap(buf)) < to-from {
+			buf = make([]byte, to-from)
+		}
+		buf = buf[:to-from]
+		if _, err := f.ReadAt(buf, from); err != nil {
+			return nil, fmt.Errorf("session %s: load entries at offset %d: %w", s.path, from, err)
+		}
+		run := metas[start:end]
+		var wg sync.WaitGroup
+		workers := min(runtime.GOMAXPROCS(0), len(run))
+		for w := range workers {
+			wg.Go(func() {
+				for k := w; k < len(run); k += workers {
+					m := run[k]
+					out[start+k], errs[start+k] = DecodeLine(buf[m.Offset-from : m.Offset-from+int64(m.Len)])
+				}
+			})
+		}
+		wg.Wait()
+		start = end
+	}
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		m := metas[i]
+		out[i] = HeaderOnly(m)
+		s.mu.Lock()
+		first := !s.undecodable[m.ID]
+		if first {
+			if s.undecodable == nil {
+				s.undecodable = map[string]bool{}
+			}
+			s.undecodable[m.ID] = true
+		}
+		hook := s.onUndecodable
+		s.mu.Unlock()
+		if first && hook != nil {
+			hook(BadLine{Line: m.Line, Offset: m.Offset, Err: fmt.Errorf("entry %q cannot be decoded: %v", m.ID, err)})
+		}
+	}
+	return out, nil
 }

@@ -97,7 +97,7 @@ func (o *offline) systemTokens(activeSkills []string) int {
 
 // restoreState reads what the leaf path restores (R-T4) with the server's
 // own code, so that the offline figures are the server's.
-func (o *offline) restoreState(path compaction.Entries) (agent.Restored, error) {
+func (o *offline) restoreState(path compaction.Transcript) (agent.Restored, error) {
 	b, err := compaction.FindBase(path)
 	if err != nil {
 		return agent.Restored{}, err
@@ -123,8 +123,10 @@ func (o *offline) budget(st agent.Restored) compaction.Budget {
 
 // runBudget prints a session's Budget as JSON.
 func runBudget(_ context.Context, env *cmdEnv, args []string) int {
+	defer boundMemory()()
 	fs := subcommandFlags(env, "budget")
 	ws, cfg := offlineFlags(fs)
+	input := fs.Bool("input", false, "also build the model input the next request would carry, as the server does, and print its size on stderr")
 	setUsage(fs, env, "usage: soba-lsp budget [flags] <session.jsonl>\n\nPrints the session's Budget (PROTOCOL.md) as JSON, as the server reports it after resuming the session.")
 	if !parseExact(fs, args, 1) {
 		return 2
@@ -134,36 +136,91 @@ func runBudget(_ context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 2
 	}
-	tf, err := session.ScanFile(fs.Arg(0), entryTokens(o.counter))
-	if err == nil {
-		err = foreignTranscript(fs.Arg(0), tf)
-	}
+	s, err := o.openSession(fs.Arg(0), env.stderr)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 1
 	}
-	for _, p := range tf.Problems {
-		fmt.Fprintln(env.stderr, "warning:", p)
-	}
-	st, err := o.restoreState(compaction.Entries(tf.LeafPath()))
+	defer s.Close()
+	st, err := o.restoreState(agent.StoreTranscript(s))
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 1
+	}
+	b := o.budget(st)
+	if *input {
+		if err := o.printInput(env.stderr, agent.StoreTranscript(s), b); err != nil {
+			fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
+			return 1
+		}
 	}
 	enc := json.NewEncoder(env.stdout)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(app.WireBudget(o.budget(st))); err != nil {
+	if err := enc.Encode(app.WireBudget(b)); err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp budget:", err)
 		return 1
 	}
 	return 0
 }
 
+// printInput builds the model input of the next request as the server
+// does (R-M1): not at all when the budget is over the hard limit, since the
+// next turn compacts first (R-G4); otherwise from the recorded estimates'
+// bound, decoding only what is sent.
+func (o *offline) printInput(w io.Writer, path compaction.Transcript, b compaction.Budget) error {
+	if b.EffectiveTokens > b.HardLimit {
+		_, err := fmt.Fprintf(w, "input: not built: %d tokens are over the hard limit of %d, so the next turn compacts first\n", b.EffectiveTokens, b.HardLimit)
+		return err
+	}
+	in, err := compaction.BuildInput(path, compaction.InputOptions{Provider: o.provider, Model: o.model,
+		MaxToolResultChars: agent.MaxToolResultChars, MaxTokens: 2 * o.config.ContextWindow})
+	if err != nil {
+		return err
+	}
+	chars := len(in.CapsuleText)
+	for _, m := range in.Messages {
+		chars += len(m.Text)
+	}
+	_, err = fmt.Fprintf(w, "input: capsule %q, %d messages, %d characters\n", in.CheckpointID, len(in.Messages), chars)
+	return err
+}
+
+// openSession indexes a session file for an offline command as the server
+// resumes it (session.OpenReadOnly: no lock, nothing written, the payloads
+// left on disk), printing the scan's problems, and any payload found
+// undecodable later, as warnings. A file that is another agent's transcript
+// is refused with the import that converts it.
+func (o *offline) openSession(file string, warn io.Writer) (*session.Store, error) {
+	s, rep, err := session.OpenReadOnly(file, session.Options{Estimate: entryTokens(o.counter)})
+	if err != nil {
+		return nil, err
+	}
+	if err := foreignTranscript(file, s); err != nil {
+		s.Close()
+		return nil, err
+	}
+	printProblems(warn, rep)
+	s.OnUndecodable(func(b session.BadLine) {
+		fmt.Fprintf(warn, "warning: line %d: %v; left out\n", b.Line, b.Err)
+	})
+	return s, nil
+}
+
+// printProblems writes the scan's problems as warnings.
+func printProblems(w io.Writer, rep *session.OpenReport) {
+	for _, p := range rep.Problems {
+		fmt.Fprintln(w, "warning:", p)
+	}
+	if more := rep.ProblemCount - len(rep.Problems); more > 0 {
+		fmt.Fprintf(w, "warning: … and %d more problems\n", more)
+	}
+}
+
 // foreignTranscript is an error for a file that is another agent's
 // transcript rather than a SOBA session, naming the format and the import
 // that converts it; nil for a SOBA session or a file of no known format.
-func foreignTranscript(path string, tf *session.Scan) error {
-	if len(tf.Entries) > 0 && tf.Entries[0].Session != nil && tf.Entries[0].Session.SessionID != "" {
+func foreignTranscript(path string, s *session.Store) error {
+	if h, ok := s.Header(); ok && h.SessionID != "" {
 		return nil
 	}
 	f, err := os.Open(path)

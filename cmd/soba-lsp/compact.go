@@ -24,6 +24,7 @@ import (
 // writing it; otherwise the capsule is appended through the store, only if
 // the leaf is still the planned one (R-B5).
 func runCompact(ctx context.Context, env *cmdEnv, args []string) int {
+	defer boundMemory()()
 	fs := subcommandFlags(env, "compact")
 	ws, cfg := offlineFlags(fs)
 	dry := fs.Bool("dry-run", false, "build the capsule and print it without touching the session file")
@@ -42,18 +43,28 @@ func runCompact(ctx context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
 		return 2
 	}
+	// A dry run reads the file as the offline commands do; a real run takes
+	// the lock first, so that the file indexed is the one appended to.
 	var store *session.Store
-	if !*dry {
-		// The lock first, so that the file read next is the one appended to.
-		s, _, err := session.Open(file, session.Options{Estimate: entryTokens(o.counter)})
-		if err != nil {
-			fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
-			return 1
+	if *dry {
+		store, err = o.openSession(file, env.stderr)
+	} else {
+		var rep *session.OpenReport
+		store, rep, err = session.Open(file, session.Options{Estimate: entryTokens(o.counter)})
+		if err == nil {
+			if err = foreignTranscript(file, store); err != nil {
+				store.Close()
+			} else {
+				printProblems(env.stderr, rep)
+			}
 		}
-		defer s.Close()
-		store = s
 	}
-	res, cp, err := o.compact(ctx, file, *trigger, store, env.stderr)
+	if err != nil {
+		fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
+		return 1
+	}
+	defer store.Close()
+	res, cp, err := o.compact(ctx, file, *trigger, store, *dry, env.stderr)
 	if err != nil {
 		fmt.Fprintln(env.stderr, "soba-lsp compact:", err)
 		return 1
@@ -86,31 +97,19 @@ func dryNote(dry bool, r compaction.CompactionResult) string {
 	return ""
 }
 
-// compact plans and runs one compaction of the session file. With store nil
-// it is a dry run: the capsule is built and returned, never appended.
-func (o *offline) compact(ctx context.Context, file, trigger string, store *session.Store, log io.Writer) (compaction.CompactionResult, *session.Capsule, error) {
-	tf, err := session.ScanFile(file, entryTokens(o.counter))
-	if err == nil {
-		err = foreignTranscript(file, tf)
-	}
-	if err != nil {
-		return compaction.CompactionResult{}, nil, err
-	}
-	for _, p := range tf.Problems {
-		fmt.Fprintln(log, "warning:", p)
-	}
-	path := compaction.Entries(tf.LeafPath())
-	if len(path) == 0 {
+// compact plans and runs one compaction of the session held by store,
+// through the server's own path. A dry run builds the capsule and returns
+// it, never appending.
+func (o *offline) compact(ctx context.Context, file, trigger string, store *session.Store, dry bool, log io.Writer) (compaction.CompactionResult, *session.Capsule, error) {
+	path := agent.StoreTranscript(store)
+	if path.Len() == 0 {
 		return compaction.CompactionResult{}, nil, errors.New("the session has no entries")
 	}
 	st, err := o.restoreState(path)
 	if err != nil {
 		return compaction.CompactionResult{}, nil, err
 	}
-	leaf := path[len(path)-1].ID
-	if store != nil && store.Leaf() != leaf {
-		return compaction.CompactionResult{}, nil, fmt.Errorf("the store's leaf %s is not the file's last entry %s", store.Leaf(), leaf)
-	}
+	leaf := path.Node(path.Len() - 1).ID
 	req := compaction.PlanRequest{OperationID: id.Operation(), CheckpointID: id.Checkpoint(), Trigger: trigger, Config: o.config,
 		SystemTokens: o.systemTokens(st.ActiveSkills), ExpectedLeaf: leaf, Extras: compaction.Extras{ActiveSkills: st.ActiveSkills}}
 	p, err := compaction.MakePlan(path, o.counter, req)
@@ -127,9 +126,12 @@ func (o *offline) compact(ctx context.Context, file, trigger string, store *sess
 	// Measured as the server measures: the budget before the plan, and
 	// after it the budget of the path the capsule now ends.
 	before := o.budget(st)
-	ap := &offlineAppender{store: store}
+	ap := &offlineAppender{}
+	if !dry {
+		ap.store = store
+	}
 	barrier := &compaction.Barrier{Counter: o.counter}
-	if store != nil {
+	if !dry {
 		// A compaction that changes the session leaves its flight record,
 		// as the server's do (R-O2).
 		ff, err := o.openFlight(sessionID)
@@ -144,7 +146,7 @@ func (o *offline) compact(ctx context.Context, file, trigger string, store *sess
 		return res, ap.capsule, nil
 	}
 	res = res.InBudgetTerms(before.EffectiveTokens, o.budgetAfter(path, *ap.capsule))
-	if store != nil {
+	if !dry {
 		o.mirror(sessionID, *ap.capsule, p.Extras, log)
 	}
 	return res, ap.capsule, nil
@@ -152,15 +154,44 @@ func (o *offline) compact(ctx context.Context, file, trigger string, store *sess
 
 // budgetAfter is the effective tokens of path with capsule c appended at
 // its end, as the server reports them once the capsule is in the session.
-func (o *offline) budgetAfter(path compaction.Entries, c session.Capsule) int {
-	leaf := path[len(path)-1].ID
+func (o *offline) budgetAfter(path compaction.Transcript, c session.Capsule) int {
+	leaf := path.Node(path.Len() - 1).ID
 	e := session.Entry{ID: "capsule-" + c.CheckpointID, ParentID: &leaf, Type: session.TypeCapsule, Capsule: &c}
 	e.Tokens = entryTokens(o.counter)(&e)
-	st, err := o.restoreState(append(path[:len(path):len(path)], e))
+	st, err := o.restoreState(withEntry{path, &e})
 	if err != nil {
 		return 0 // unknown: the result keeps the engine's figures
 	}
 	return o.budget(st).EffectiveTokens
+}
+
+// withEntry is a transcript with one more entry at the end of its path.
+type withEntry struct {
+	compaction.Transcript
+	last *session.Entry
+}
+
+func (w withEntry) Len() int { return w.Transcript.Len() + 1 }
+
+func (w withEntry) Node(i int) compaction.Node {
+	if i < w.Transcript.Len() {
+		return w.Transcript.Node(i)
+	}
+	return compaction.Entries{*w.last}.Node(0)
+}
+
+func (w withEntry) Entry(i int) (*session.Entry, error) {
+	if i < w.Transcript.Len() {
+		return w.Transcript.Entry(i)
+	}
+	return w.last, nil
+}
+
+func (w withEntry) LatestCapsule() int {
+	if w.last.Type == session.TypeCapsule || w.last.Type == session.TypeCapsuleLoad {
+		return w.Transcript.Len()
+	}
+	return w.Transcript.LatestCapsule()
 }
 
 // openFlight opens the session's flight record file in the workspace's
@@ -198,7 +229,7 @@ func (o *offline) mirror(sessionID string, c session.Capsule, recorded compactio
 }
 
 // printPlan writes the frozen plan (R-B2) in one line.
-func printPlan(w io.Writer, p compaction.Plan, path compaction.Entries) {
+func printPlan(w io.Writer, p compaction.Plan, path compaction.Transcript) {
 	base := "none (from the root)"
 	if p.Base.CapsuleIndex >= 0 {
 		base = p.Base.CheckpointID
@@ -208,8 +239,8 @@ func printPlan(w io.Writer, p compaction.Plan, path compaction.Entries) {
 		kept = fmt.Sprintf("from entry %s (%s tokens)", p.Cut.FirstKeptID, text.Thousands(p.Cut.KeptTokens))
 	}
 	from := ""
-	if p.Base.Start < len(path) {
-		from = path[p.Base.Start].ID
+	if p.Base.Start < path.Len() {
+		from = path.Node(p.Base.Start).ID
 	}
 	fmt.Fprintf(w, "plan: %s · trigger %s · base capsule %s · summarise path [%d, %d) from entry %s (%s tokens) · keep %s · tokens before %s (system %s) · hard limit %s · soft limit %s · expected leaf %s\n",
 		p.OperationID, p.Trigger, base, p.Base.Start, p.Cut.FirstKept, from, text.Thousands(p.Cut.CompactTokens), kept,

@@ -48,7 +48,12 @@ func BenchmarkImportAndDryRunCompact(b *testing.B) {
 		return out
 	}
 	dryRun := func(file string) {
-		res, cp, err := o.compact(context.Background(), file, compaction.TriggerUser, nil, io.Discard)
+		s, err := o.openSession(file, io.Discard)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		res, cp, err := o.compact(context.Background(), file, compaction.TriggerUser, s, true, io.Discard)
 		if err != nil || res.Outcome != compaction.OutcomeCompleted || cp == nil {
 			b.Fatalf("dry run: %+v %v", res, err)
 		}

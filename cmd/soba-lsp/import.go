@@ -21,6 +21,7 @@ import (
 // opencode) into a new SOBA session file and prints its path as the last
 // line on stdout. The source is only read.
 func runImport(_ context.Context, env *cmdEnv, args []string) int {
+	defer boundMemory()()
 	fs := subcommandFlags(env, "import")
 	out := fs.String("o", "", "write the session to `PATH` (must end in .jsonl; default <workspace>/.soba/sessions/<newid>.jsonl)")
 	ws := fs.String("workspace", "", "workspace root `DIR` (default: the current directory)")
@@ -36,17 +37,7 @@ func runImport(_ context.Context, env *cmdEnv, args []string) int {
 	}
 	counter := newCounter()
 	est := entryTokens(counter)
-	// By path: an opencode storage session file is read with the message
-	// and part files around it.
-	res, err := importer.ConvertFile(src, importer.Options{Format: importer.Format(*format), Estimate: est, Counter: counter})
-	if err != nil {
-		if _, named := errors.AsType[*os.PathError](err); named {
-			fmt.Fprintln(env.stderr, "soba-lsp import:", err) // the error names the file
-		} else {
-			fmt.Fprintf(env.stderr, "soba-lsp import: %s: %v\n", src, err)
-		}
-		return 1
-	}
+	var err error
 	root := *ws
 	if root == "" {
 		if root, err = os.Getwd(); err != nil {
@@ -70,9 +61,18 @@ func runImport(_ context.Context, env *cmdEnv, args []string) int {
 		dest = filepath.Join(dir, id.Session()+".jsonl")
 	}
 	abs, _ := filepath.Abs(src)
-	header := session.SessionHeader{Version: 1, Workspace: root, ImportedFrom: string(res.Format) + ":" + abs}
-	if err := importer.Write(res, dest, header, session.Options{Estimate: est}); err != nil {
-		fmt.Fprintln(env.stderr, "soba-lsp import:", err)
+	header := session.SessionHeader{Version: 1, Workspace: root, ImportedFrom: abs}
+	// By path: a pi session is streamed (bounded memory); an opencode
+	// storage session file is read with the message and part files around
+	// it.
+	// ImportFile prefixes ImportedFrom with the format it found.
+	res, err := importer.ImportFile(src, dest, header, importer.Options{Format: importer.Format(*format), Estimate: est, Counter: counter}, session.Options{Estimate: est})
+	if err != nil {
+		if _, named := errors.AsType[*os.PathError](err); named {
+			fmt.Fprintln(env.stderr, "soba-lsp import:", err) // the error names the file
+		} else {
+			fmt.Fprintf(env.stderr, "soba-lsp import: %s: %v\n", src, err)
+		}
 		return 1
 	}
 	for _, p := range res.Problems {

@@ -491,3 +491,35 @@ func TestReplayOfImportIsEstimated_RO1(t *testing.T) {
 		t.Errorf("replay of an import used the recorded usage:\n%s", out)
 	}
 }
+
+// TestBudgetInputAsTheServerBuildsIt_RM1_RG4: `budget --input` builds the
+// next request's model input as the server does: not at all over the hard
+// limit (the next turn compacts first), else the newest capsule and its
+// tail, with the messages counted.
+func TestBudgetInputAsTheServerBuildsIt_RM1_RG4(t *testing.T) {
+	ws, file := importInto(t, fixturePath("pi-v3.jsonl"))
+	small := filepath.Join(ws, "small.json")
+	os.WriteFile(small, []byte(`{"model":{"contextWindow":1000,"maxOutputTokens":200},"compaction":{"safetyReserveTokens":100,"keepRecentTokens":100}}`), 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"under the hard limit", []string{"budget", "--input", file}, "input: capsule \"ck_"},
+		{"over the hard limit", []string{"budget", "--input", "--config", small, file}, "input: not built: "},
+		{"without the flag", []string{"budget", file}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs, code := runCLI(t, ws, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			if tc.want == "" && strings.Contains(errs, "input:") || !strings.Contains(errs, tc.want) {
+				t.Fatalf("stderr %q, want %q", errs, tc.want)
+			}
+			if tc.want == "input: capsule \"ck_" && strings.Contains(errs, " 0 messages") {
+				t.Fatalf("an empty model input: %s", errs)
+			}
+		})
+	}
+}
