@@ -28,8 +28,20 @@ func approvalMessage(tool, summary string) string {
 
 // approvalActions are the answers offered, Deny first: editors give the
 // first action the default focus, and the default must not allow.
-func approvalActions() []lsproto.MessageActionItem {
-	return []lsproto.MessageActionItem{{Title: ActionDeny}, {Title: ActionAllowOnce}, {Title: ActionAllowSession}}
+func approvalActions(scope string) []lsproto.MessageActionItem {
+	return []lsproto.MessageActionItem{{Title: ActionDeny}, {Title: ActionAllowOnce}, {Title: allowSessionTitle(scope)}}
+}
+
+// allowSessionTitle is the action that allows for the session: it names
+// what that covers ("Allow file edits for this session"), since one answer
+// also allows the other tools of its scope, which a bare "Allow for session"
+// on a write_file question does not say. Without a scope it is
+// ActionAllowSession.
+func allowSessionTitle(scope string) string {
+	if scope == "" {
+		return ActionAllowSession
+	}
+	return "Allow " + scope + " for this session"
 }
 
 // editorApprover asks the user through window/showMessageRequest. Anything
@@ -59,7 +71,7 @@ func (a *editorApprover) Approve(ctx context.Context, req ApprovalRequest) (Appr
 		return Deny, ctx.Err()
 	}
 	params, err := encodeJSON(approvalParams{Type: lsproto.MessageTypeWarning, Message: approvalMessage(tool, req.Summary),
-		Actions: approvalActions(), Soba: protocol.ApprovalDetail{Tool: tool, Summary: req.Summary, Path: req.Path, Proposed: req.Proposed}})
+		Actions: approvalActions(req.Scope), Soba: protocol.ApprovalDetail{Tool: tool, Summary: req.Summary, Path: req.Path, Proposed: req.Proposed, Scope: req.Scope}})
 	if err != nil {
 		return Deny, fmt.Errorf("asking the editor to approve %s: %w", tool, err)
 	}
@@ -78,10 +90,12 @@ func (a *editorApprover) Approve(ctx context.Context, req ApprovalRequest) (Appr
 	if item == nil {
 		return Deny, nil
 	}
+	// Only an action offered allows: an answer titled for another scope is
+	// not this question's and denies.
 	switch item.Title {
 	case ActionAllowOnce:
 		return AllowOnce, nil
-	case ActionAllowSession:
+	case allowSessionTitle(req.Scope):
 		return AllowSession, nil
 	}
 	return Deny, nil

@@ -119,6 +119,10 @@ type ApprovalRequest struct {
 	Summary  string
 	Path     string
 	Proposed *string
+	// Scope is what "for this session" covers, in words ("file edits",
+	// "bash commands", "the tools of MCP server \"github\""); the allow
+	// action names it. Empty: the tool alone.
+	Scope string
 }
 
 // BackendFactory creates the backend at `initialize`. An error fails the

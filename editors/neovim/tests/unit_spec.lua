@@ -342,7 +342,7 @@ test('ChatRendersAgentStream', function()
   feed('soba/event', { turnId = 't3', type = 'turn_end', outcome = 'failed', error = 'model at http://127.0.0.1:1 unreachable' })
   restore()
   eq({ '# SOBA chat', '', '', '## 10:00', 'Reading the file.', 'Done', '', '→ read_file {"path":"a.go"}',
-    '← ok 12 lines', '', '', '— completed', '', '(queued: runs after the current turn)', '',
+    '← 12 lines', '', '', '— completed', '', '(queued: runs after the current turn)', '',
     '— failed: model at http://127.0.0.1:1 unreachable' }, chat.lines(), 'chat buffer')
   local b = chat.open()
   local win = chat.window()
@@ -731,6 +731,24 @@ test('ChatInputKeysPrefixAndDisable', function()
   end
 end)
 
+-- The summary of a tool result says what the call did; a failure says so
+-- first; a summary on several lines shows its first (a buffer line holds
+-- no newline).
+test('ChatToolResultLines', function()
+  for _, c in ipairs({
+    { { ok = true, summary = 'lines 11-30 of 250' }, '← lines 11-30 of 250' },
+    { { ok = true, summary = '12 matches in 3 files' }, '← 12 matches in 3 files' },
+    { { ok = false, summary = 'exit 1 · 38 lines · FAIL ./x' }, '← failed · exit 1 · 38 lines · FAIL ./x' },
+    { { ok = false, summary = 'denied: the user did not allow this bash call' }, '← failed · denied: the user did not allow this bash call' },
+    { { ok = false, summary = 'first\nsecond' }, '← failed · first …' },
+    { { ok = true }, '← done' },
+    { { ok = false }, '← failed' },
+  }) do
+    local ev = vim.tbl_extend('force', { turnId = 't', type = 'tool_result', id = 'c' }, c[1])
+    eq({ c[2], '' }, (chat.render(ev)), 'tool_result ' .. vim.inspect(c[1]))
+  end
+end)
+
 test('ApprovalThroughUiSelect', function()
   local params = { type = 3, message = 'Run bash: go test ./...?', actions = {
     { title = 'Allow once' }, { title = 'Allow for session' }, { title = 'Deny' } } }
@@ -753,6 +771,16 @@ test('ApprovalThroughUiSelect', function()
     end, 50)
   end
   eq({ title = 'Deny' }, feed('window/showMessageRequest', params), 'asynchronous picker')
+  -- The allow for the session names its scope: offered and answered as the server wrote it.
+  local scoped = { type = 2, message = 'SOBA wants to run write_file\nwrite a.go (1 bytes):\nx',
+    actions = { { title = 'Deny' }, { title = 'Allow once' }, { title = 'Allow file edits for this session' } },
+    soba = { tool = 'write_file', scope = 'file edits' } }
+  vim.ui.select = function(items, opts, cb)
+    offered = vim.tbl_map(opts.format_item, items)
+    cb(items[3])
+  end
+  eq({ title = 'Allow file edits for this session' }, feed('window/showMessageRequest', scoped), 'scoped action chosen')
+  eq({ 'Deny', 'Allow once', 'Allow file edits for this session' }, offered, 'the scope is in the action offered')
   vim.ui.select = orig
 end)
 

@@ -174,9 +174,10 @@ async function askInSidebar(page, chat, text) {
         title: el.querySelector('.tool-title')?.textContent,
         args: el.querySelector('pre.args')?.textContent,
         result: el.querySelector('pre.result')?.textContent,
+        brief: el.querySelector('summary .tool-summary')?.textContent,
         buttons: [...el.querySelectorAll('.actions button')].map((b) => b.textContent),
       }));
-      check('the tool call is a card: name, arguments, status, result, Open file', cardState.open && /status-ok/.test(cardState.cls) && cardState.title === 'Read notes.md' && /"path": "notes.md"/.test(cardState.args || '') && /# Notes/.test(cardState.result || '') && cardState.buttons.includes('Open file'), JSON.stringify(cardState));
+      check('the tool call is a card: name, arguments, status, what the read showed (124 lines), Open file', cardState.open && /status-ok/.test(cardState.cls) && cardState.title === 'Read notes.md' && /"path": "notes.md"/.test(cardState.args || '') && cardState.result === '124 lines' && cardState.brief === '· 124 lines' && cardState.buttons.includes('Open file'), JSON.stringify(cardState));
       await shot(sidebar, 'chat-markdown.png');
       await shot(card, 'tool-card.png');
     }
@@ -272,7 +273,7 @@ async function askInSidebar(page, chat, text) {
       const dialog = page.locator('.monaco-dialog-box');
       await dialog.waitFor({ state: 'visible', timeout: 20000 }).catch(() => {});
       const buttons = (await dialog.locator('.monaco-button').allInnerTexts().catch(() => [])).map((t) => t.trim()).filter(Boolean);
-      check('the approval is a modal with Deny / Allow once / Allow for session', ['Allow once', 'Allow for session', 'Deny'].every((b) => buttons.includes(b)), JSON.stringify(buttons));
+      check('the approval is a modal with Deny / Allow once / Allow file edits for this session (the scope it covers)', ['Allow once', 'Allow file edits for this session', 'Deny'].every((b) => buttons.includes(b)), JSON.stringify(buttons));
       const diff = page.locator('.monaco-diff-editor').first();
       const diffShown = await until(page, () => diff.isVisible(), 10000);
       const diffTab = (await page.locator('.tabs-container .tab.active').first().innerText().catch(() => '')).trim();

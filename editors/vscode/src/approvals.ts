@@ -6,13 +6,17 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import type { ApprovalDetail } from './protocol';
 
 export interface ShowMessageRequestParams {
   type: number;
   message: string;
   actions?: { title: string }[];
-  /** SOBA's extension: the tool, and for a write or an edit the path and the file's content after it. */
-  soba?: { tool: string; path?: string; proposed?: string };
+  /**
+   * SOBA's extension: the tool, for a write or an edit the path and the file's content after it, and what
+   * the allow for the session covers (its action's title names it: "Allow file edits for this session").
+   */
+  soba?: Partial<ApprovalDetail> & { tool: string };
 }
 
 /** PROPOSED_SCHEME serves proposed contents as read-only documents: nothing "Untitled" asks to be saved. */
