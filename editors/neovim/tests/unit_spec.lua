@@ -1000,6 +1000,54 @@ test('RewindPicker_RT4', function()
     commands.rewind_question(points[2]), 'no files')
 end)
 
+-- R-T4: a rewind to an id, typed in the chat (`/rewind <id>`) or given to
+-- :Soba rewind, keeps the conversation on screen and marks where the path
+-- continues from, naming the request or checkpoint when the id is a point.
+test('RewindByIdKeepsChat_RT4', function()
+  local points = {
+    { entryId = 'e2', kind = 'user', text = 'fix the login bug', createdAt = '2025-01-01T00:00:00Z', rewindTo = 'e1',
+      filesModifiedAfter = {} },
+    { entryId = 'e5', kind = 'checkpoint', text = 'milestone: tests pass', createdAt = '2025-01-01T00:00:10Z',
+      rewindTo = 'e5', filesModifiedAfter = {} },
+  }
+  for _, c in ipairs({
+    { 'typed', '/rewind e1', '── Rewound to before "fix the login bug"; what follows continues from there ──' },
+    { 'typed', '  /rewind e5 ', '── Rewound to checkpoint "milestone: tests pass"; what follows continues from there ──' },
+    { 'typed', '/rewind e77', '── Rewound to e77; what follows continues from there ──' },
+    { ':Soba', 'e1', '── Rewound to before "fix the login bug"; what follows continues from there ──' },
+    { ':Soba', 'e77', '── Rewound to e77; what follows continues from there ──' },
+  }) do
+    chat.clear()
+    chat.append({ '> fix the login bug', '', 'Fixed it.' })
+    local sent, orig = {}, client.execute
+    client.execute = function(command, args, cb)
+      sent[#sent + 1] = command
+      if command == 'soba.session.history' then
+        return cb(nil, points, { id = 97 })
+      elseif command == 'soba.run' then
+        return cb(nil, { kind = 'command', command = 'soba.session.rewind', result = { leafId = 'e9' },
+          lines = { 'rewound · leaf e9' } }, { id = 97 })
+      end
+      cb(nil, { leafId = 'e9' }, { id = 97 })
+    end
+    local _, restore = H.capture_notify()
+    local result = 'not called'
+    local done = function(err, r)
+      result = { err, r }
+    end
+    if c[1] == 'typed' then
+      commands.ask(c[2], done)
+    else
+      commands.run('rewind ' .. c[2], false, done)
+    end
+    restore()
+    client.execute = orig
+    eq(nil, result[1], c[2] .. ': no error')
+    eq({ 'soba.session.history', c[1] == 'typed' and 'soba.run' or 'soba.session.rewind' }, sent, c[2] .. ': commands sent')
+    eq({ '# SOBA chat', '', '> fix the login bug', '', 'Fixed it.', '', c[3], '' }, chat.lines(), c[2] .. ': the chat kept')
+  end
+end)
+
 -- :Soba session resume without an id: a new session or one of the
 -- workspace's sessions by first request, time and size.
 test('SessionPicker', function()
