@@ -100,6 +100,21 @@ test('SetupStartsAndAttaches', function()
   vim.cmd('split ' .. vim.fn.fnameescape(ws .. '/second.txt'))
   ok(vim.lsp.buf_is_attached(0, id), 'second buffer attached to the same client')
   eq(1, #client.clients(), 'one client per root')
+  -- Lean sync: an edit sends no didChange, a save sends didSave (the server's watcher sees the rest).
+  local sent, rpc = {}, c.rpc
+  local notify = rpc.notify
+  rpc.notify = function(method, ...)
+    sent[#sent + 1] = method
+    return notify(method, ...)
+  end
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'edited', 'twice' })
+  vim.cmd('silent write')
+  wait(5000, function()
+    return vim.tbl_contains(sent, 'textDocument/didSave')
+  end, 'didSave sent')
+  vim.wait(300)
+  rpc.notify = notify
+  ok(not vim.tbl_contains(sent, 'textDocument/didChange'), 'no didChange sent: ' .. table.concat(sent, ', '))
   vim.cmd('close')
   for _, n in ipairs(notes) do
     ok(not tostring(n.msg):find('could not start', 1, true), 'no "could not start" message: ' .. tostring(n.msg))
