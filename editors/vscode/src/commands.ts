@@ -280,7 +280,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
         // As the picker's rewind: the conversation before the point stays on screen. An id that is no
         // rewind point (any entry) leaves it unknown: the path's requests are listed as on resume.
         const id = rewindIdOf(typed);
-        const point = before?.find((p) => p.rewindTo === id || p.entryId === id);
+        const point = pointRewoundTo(before, id);
         if (point) {
           keepHistory(model, point, before);
         } else {
@@ -586,7 +586,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       }
       const args = sessionRewindArgs(entryId);
       const r = await server.execute<SessionRewindResult>(ServerCommand.sessionRewind, args);
-      keepHistory(model, point ?? points?.find((p) => p.rewindTo === args.entryId || p.entryId === args.entryId), points);
+      keepHistory(model, point ?? pointRewoundTo(points, args.entryId), points);
       ctx.changed();
       const files = point?.filesModifiedAfter ?? [];
       info(
@@ -617,6 +617,15 @@ export async function showEarlier(ctx: Pick<CommandContext, 'server' | 'model' |
 /** rewindIdOf is the entry id of a typed `/rewind <id>`, or undefined (`/rewind` alone lists the points). */
 export function rewindIdOf(typed: string): string | undefined {
   return /^\s*\/rewind\s+(\S+)\s*$/.exec(typed)?.[1];
+}
+
+/**
+ * pointRewoundTo is the point a rewind to entry `id` stands just before: one whose rewindTo is `id` (a
+ * request's parent, a checkpoint itself). A request's own id is no such point: rewinding to it keeps the
+ * request on the path without its answer, which the chat cannot show as is.
+ */
+export function pointRewoundTo(points: HistoryPoint[] | undefined, id: string | undefined): HistoryPoint | undefined {
+  return id === undefined ? undefined : points?.find((p) => p.rewindTo === id);
 }
 
 /** REWIND is the confirming button of a rewind. */

@@ -467,12 +467,14 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     ['/rewind h0', ['status: › /rewind h0', 'status: rewound to h0']],
     ['/rewind k1', ['user: read the notes', 'assistant: They are notes.', 'status: › /rewind k1', 'status: rewound to k1']],
     ['/rewind e77', ['status: Earlier in this session: 1 request (the answers are in the transcript)', 'user: read the notes', 'status: › /rewind e77', 'status: rewound to e77']],
+    // A request's own id keeps the request on the path without its answer: listed as the path holds it.
+    ['/rewind u1', ['status: Earlier in this session: 1 request (the answers are in the transcript)', 'user: read the notes', 'status: › /rewind u1', 'status: rewound to u1']],
   ])('%s typed in the chat keeps what the path still holds (R-T4)', async (typed, want) => {
     const id = typed.split(' ')[1];
     let calls = 0;
     const t = recordingContext({
       ...ran(ServerCommand.sessionRewind, { leafId: 'e99' }, [`rewound to ${id}`]),
-      // Before the rewind the whole path; after it (e77 being an entry inside the first answer) the first request.
+      // Before the rewind the whole path; after it (e77 an entry of the first answer, u1 the first request) the first request.
       [ServerCommand.sessionHistory]: () => (calls++ === 0 ? history : history.slice(0, 1)),
     });
     chat(t.ctx);
