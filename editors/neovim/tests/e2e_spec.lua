@@ -456,6 +456,23 @@ test('SessionAndRewindPickers_RT4', function()
     ok(said, 'the rewind is reported')
     match('Rewound to before', table.concat(chat.lines(), '\n'), 'the chat marks the rewind and keeps what came before')
     ok(completed_turns() > 0, 'the kept history stays on screen')
+    -- /rewind <id> typed in the chat (the id /rewind lists): the chat keeps what it showed and names the point.
+    local points = client.execute_sync('soba.session.history', {}, 5000) or {}
+    local p = points[#points]
+    ok(p, 'a point is left to rewind to')
+    local shown, turns = #chat.lines(), completed_turns()
+    local answered, rerr = false, nil
+    require('soba.commands').ask('/rewind ' .. p.rewindTo, function(e)
+      answered, rerr = true, e
+    end)
+    wait(10000, function()
+      return answered
+    end, '/rewind <id> answered')
+    eq(nil, rerr, '/rewind <id> typed')
+    local want = p.kind == 'checkpoint' and 'checkpoint "' or 'before "'
+    eq('── Rewound to ' .. want .. chat.title(p.text) .. '"; what follows continues from there ──', chat.lines()[#chat.lines() - 1],
+      'the chat marks the typed rewind, naming the point')
+    ok(#chat.lines() > shown and completed_turns() == turns, 'the conversation before it stays on screen')
   end)
   vim.ui.select = orig_select
   if not ok_ then

@@ -1014,6 +1014,7 @@ test('RewindByIdKeepsChat_RT4', function()
     { 'typed', '/rewind e1', '── Rewound to before "fix the login bug"; what follows continues from there ──' },
     { 'typed', '  /rewind e5 ', '── Rewound to checkpoint "milestone: tests pass"; what follows continues from there ──' },
     { 'typed', '/rewind e77', '── Rewound to e77; what follows continues from there ──' },
+    { 'typed', '/rewind e2', '── Rewound to e2; what follows continues from there ──' },
     { ':Soba', 'e1', '── Rewound to before "fix the login bug"; what follows continues from there ──' },
     { ':Soba', 'e77', '── Rewound to e77; what follows continues from there ──' },
   }) do

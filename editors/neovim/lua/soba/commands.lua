@@ -307,10 +307,12 @@ function M.rewind_id(text)
   return type(text) == 'string' and text:match('^%s*/rewind%s+(%S+)%s*$') or nil
 end
 
--- M.point_of finds the soba.session.history point a rewind to id goes to.
+-- M.point_of finds the soba.session.history point a rewind to id stands
+-- just before (a request's parent, a checkpoint itself); a request's own id
+-- keeps the request and is no such point.
 function M.point_of(points, id)
   for _, p in ipairs(type(points) == 'table' and points or {}) do
-    if p.rewindTo == id or p.entryId == id then
+    if p.rewindTo == id then
       return p
     end
   end
