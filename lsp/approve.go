@@ -27,9 +27,22 @@ func approvalMessage(tool, summary string) string {
 }
 
 // approvalActions are the answers offered, Deny first: editors give the
-// first action the default focus, and the default must not allow.
-func approvalActions(scope string) []lsproto.MessageActionItem {
-	return []lsproto.MessageActionItem{{Title: ActionDeny}, {Title: ActionAllowOnce}, {Title: allowSessionTitle(scope)}}
+// first action the default focus, and the default must not allow. A call
+// asked every time gets no answer for the session, which would not hold.
+func approvalActions(req ApprovalRequest) []lsproto.MessageActionItem {
+	if req.EveryTime {
+		return []lsproto.MessageActionItem{{Title: ActionDeny}, {Title: ActionAllowOnce}}
+	}
+	return []lsproto.MessageActionItem{{Title: ActionDeny}, {Title: ActionAllowOnce}, {Title: allowSessionTitle(req.Scope)}}
+}
+
+// sessionScope is the scope an answer for the session would cover, empty
+// when none is offered.
+func sessionScope(req ApprovalRequest) string {
+	if req.EveryTime {
+		return ""
+	}
+	return req.Scope
 }
 
 // allowSessionTitle is the action that allows for the session: it names
@@ -71,7 +84,7 @@ func (a *editorApprover) Approve(ctx context.Context, req ApprovalRequest) (Appr
 		return Deny, ctx.Err()
 	}
 	params, err := encodeJSON(approvalParams{Type: lsproto.MessageTypeWarning, Message: approvalMessage(tool, req.Summary),
-		Actions: approvalActions(req.Scope), Soba: protocol.ApprovalDetail{Tool: tool, Summary: req.Summary, Path: req.Path, Proposed: req.Proposed, Scope: req.Scope}})
+		Actions: approvalActions(req), Soba: protocol.ApprovalDetail{Tool: tool, Summary: req.Summary, Path: req.Path, Proposed: req.Proposed, Scope: sessionScope(req)}})
 	if err != nil {
 		return Deny, fmt.Errorf("asking the editor to approve %s: %w", tool, err)
 	}
@@ -96,7 +109,9 @@ func (a *editorApprover) Approve(ctx context.Context, req ApprovalRequest) (Appr
 	case ActionAllowOnce:
 		return AllowOnce, nil
 	case allowSessionTitle(req.Scope):
-		return AllowSession, nil
+		if !req.EveryTime {
+			return AllowSession, nil
+		}
 	}
 	return Deny, nil
 }

@@ -123,6 +123,9 @@ type ApprovalRequest struct {
 	// "bash commands", "the tools of MCP server \"github\""); the allow
 	// action names it. Empty: the tool alone.
 	Scope string
+	// EveryTime: the call is asked every time (a change to a skill), so no
+	// answer for the session is offered.
+	EveryTime bool
 }
 
 // BackendFactory creates the backend at `initialize`. An error fails the
