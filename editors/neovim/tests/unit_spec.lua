@@ -73,6 +73,35 @@ test('StatuslineFormat_RO1_RS2_RB3', function()
     compaction = { percentage = 5 } }, custom), 'custom statusline options')
 end)
 
+-- R-O1: the status text is coloured from the soft limit on, in a plain
+-- 'statusline' (%{%...%}) as in lualine (the group name as `color`).
+test('StatuslineColourFromSoftLimit_RO1', function()
+  eq(1, vim.fn.hlexists('SobaSoftLimit'), 'SobaSoftLimit is defined')
+  eq(1, vim.fn.hlexists('SobaStatus'), 'SobaStatus is defined')
+  local expr = "%{%v:lua.require'soba'.statusline_hl()%}"
+  for _, c in ipairs({
+    { 'before any budget', nil, '', nil },
+    { 'below the soft limit', budget(31234, 48808, 39046), 'SOBA 31.2k / 48.8k (63%)', 'SobaStatus' },
+    { 'at the soft limit', budget(39046, 48808, 39046), 'SOBA 39.0k / 48.8k (79%)!', 'SobaSoftLimit' },
+    { 'past the soft limit', budget(45210, 48808, 39046), 'SOBA 45.2k / 48.8k (92%)!', 'SobaSoftLimit' },
+  }) do
+    status.reset()
+    if c[2] then
+      feed('soba/budget', c[2], 5)
+    end
+    local r = vim.api.nvim_eval_statusline(expr, { highlights = true })
+    eq(c[3], r.str, c[1] .. ': the text, its % kept')
+    if c[4] then
+      eq(c[4], soba.highlight(), c[1] .. ': highlight()')
+      local groups = vim.tbl_map(function(h)
+        return h.group
+      end, r.highlights)
+      ok(vim.tbl_contains(groups, c[4]), c[1] .. ': drawn in ' .. c[4] .. ', got ' .. vim.inspect(groups))
+    end
+  end
+  status.reset()
+end)
+
 test('RecordedBarrierNotifications_RB3', function()
   status.reset()
   client._reset()
@@ -847,7 +876,7 @@ test('HelpTags', function()
   for _, tag in ipairs({ 'soba', 'soba.txt', ':Soba', 'soba-config', 'soba-statusline', 'soba-lualine',
     'soba-commands', 'soba-autocmds', 'SobaBudget', 'SobaCompaction', 'soba-health', 'soba-progress',
     'soba-chat', 'soba-approvals', 'soba.setup()', 'soba.statusline()', 'soba-slash', 'soba-chat-input',
-    'soba.input.send()', 'soba-lsp-config' }) do
+    'soba.input.send()', 'soba-lsp-config', 'soba-highlights' }) do
     vim.cmd('help ' .. tag)
     eq('help', vim.bo.buftype, 'help ' .. tag .. ' opens help')
     match('soba%.txt$', vim.api.nvim_buf_get_name(0), 'help ' .. tag .. ' file')
