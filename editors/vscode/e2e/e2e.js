@@ -293,6 +293,8 @@ async function askInSidebar(page, chat, text) {
       await dialog.waitFor({ state: 'visible', timeout: 20000 }).catch(() => {});
       const buttons = (await dialog.locator('.monaco-button').allInnerTexts().catch(() => [])).map((t) => t.trim()).filter(Boolean);
       check('the approval is a modal with Deny / Allow once / Allow file edits for this session (the scope it covers)', ['Allow once', 'Allow file edits for this session', 'Deny'].every((b) => buttons.includes(b)), JSON.stringify(buttons));
+      const focused = await page.evaluate(() => (document.activeElement && document.activeElement.textContent || '').trim()).catch(() => '');
+      check('the approval\'s focused button is Deny: Enter does not allow', focused === 'Deny', JSON.stringify(focused));
       const diff = page.locator('.monaco-diff-editor').first();
       const diffShown = await until(page, () => diff.isVisible(), 10000);
       const diffTab = (await page.locator('.tabs-container .tab.active').first().innerText().catch(() => '')).trim();

@@ -62,7 +62,16 @@ describe('approvals are modal (window/showMessageRequest)', () => {
     expect(r).toEqual({ title: 'Allow for session' });
     expect(fake.messages[0]).toMatchObject({ level: 'warning', modal: true, message: 'SOBA wants to run bash' });
     expect(fake.messages[0].detail).toBe('command:\necho checking build status[300 spaces]; rm -rf ~/important');
-    expect(fake.messages[0].items).toEqual([{ title: 'Deny', isCloseAffordance: true }, { title: 'Allow once' }, { title: 'Allow for session' }]);
+    // Deny is the first ordinary button, which VS Code makes the focused primary: Enter denies. No button is
+    // the close affordance, so VS Code adds a Cancel that answers nothing (Deny to the server).
+    expect(fake.messages[0].items).toEqual([{ title: 'Deny' }, { title: 'Allow once' }, { title: 'Allow for session' }]);
+  });
+
+  it('puts Deny first whatever order the server sent (Enter must not allow)', async () => {
+    fake.answers.message.push((_m: string, items: { title: string }[]) => items[0]);
+    const r = await showMessageRequestModal({ ...params, actions: [{ title: 'Allow once' }, { title: 'Allow for session' }, { title: 'Deny' }] });
+    expect(r).toEqual({ title: 'Deny' });
+    expect(fake.messages[0].items).toEqual([{ title: 'Deny' }, { title: 'Allow once' }, { title: 'Allow for session' }]);
   });
 
   // The server names what an allow for the session covers (soba.scope, and the action's title): the
