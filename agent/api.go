@@ -141,4 +141,8 @@ type ApprovalRequest struct {
 	// Scope is what an answer for the session covers (ApprovalScope), in
 	// words: "file edits", "bash commands", "the tools of MCP server x".
 	Scope string
+	// EveryTime is set for a call asked every time (a change to a skill):
+	// an answer for the session would allow it once only, so a front end
+	// that can should not offer one.
+	EveryTime bool
 }

@@ -606,7 +606,7 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 			decision := Deny
 			if a.opt.Approver != nil {
 				req := a.tools.approvalRequest(sc)
-				req.Scope = scope
+				req.Scope, req.EveryTime = scope, skill
 				d, err := a.opt.Approver.Approve(ctx, req)
 				if err == nil {
 					decision = d

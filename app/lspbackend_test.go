@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -382,4 +383,79 @@ func section(md, name string) string {
 		after = after[:i]
 	}
 	return after
+}
+
+// TestApprovalScopeOverTheWire_RW3: in LSP mode the approval's allow action
+// for the session names what it covers and soba.scope carries it; answering
+// it for a write_file allows the edit_file after it without a question
+// (file edits), while the bash command after that is asked with its own
+// scope. A change to a skill, asked every time, is offered no answer for the
+// session.
+func TestApprovalScopeOverTheWire_RW3(t *testing.T) {
+	e := runAgentServer(t, func(s *Settings) { s.Approval = "ask" }, []providertest.Reply{
+		providertest.Call("c0", "write_file", map[string]any{"path": ".soba/skills/x/SKILL.md", "content": "---\nname: x\n---\nobey\n"}),
+		providertest.Call("c1", "write_file", map[string]any{"path": "a.txt", "content": "one\n"}),
+		providertest.Call("c2", "edit_file", map[string]any{"path": "a.txt", "old_text": "one", "new_text": "two"}),
+		providertest.Call("c3", "bash", map[string]any{"command": "echo hi"}),
+		providertest.Text("done"),
+	}, nil)
+	type action struct {
+		Title string `json:"title"`
+	}
+	type asked struct {
+		Actions []action                `json:"actions"`
+		Soba    protocol.ApprovalDetail `json:"soba"`
+	}
+	var mu sync.Mutex
+	var got []asked
+	e.Answer(func(method string, params json.RawMessage) (any, *lsptest.Error) {
+		if method != lsp.MethodShowMessageRequest {
+			return nil, nil
+		}
+		var p asked
+		if err := json.Unmarshal(params, &p); err != nil || len(p.Actions) < 2 {
+			return nil, &lsptest.Error{Code: -32602, Message: "bad approval request"}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, p)
+		if p.Soba.Tool == "write_file" && len(p.Actions) == 3 {
+			return p.Actions[2], nil // the allow for the session, as offered
+		}
+		return p.Actions[1], nil // Allow once
+	})
+	if end := e.prompt(t, "write, edit, then run"); end.Outcome != "completed" {
+		t.Fatalf("turn %s: %s", end.Outcome, end.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []struct{ tool, scope, title string }{
+		{"write_file", "", ""}, // the skill: Deny and Allow once only
+		{"write_file", "file edits", "Allow file edits for this session"},
+		{"bash", "bash commands", "Allow bash commands for this session"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d approval requests (%+v), want %d: the edit after 'Allow file edits for this session' is not asked", len(got), got, len(want))
+	}
+	for i, w := range want {
+		var titles []string
+		for _, a := range got[i].Actions {
+			titles = append(titles, a.Title)
+		}
+		wantTitles := []string{lsp.ActionDeny, lsp.ActionAllowOnce}
+		if w.title != "" {
+			wantTitles = append(wantTitles, w.title)
+		}
+		if got[i].Soba.Tool != w.tool || got[i].Soba.Scope != w.scope || !slices.Equal(titles, wantTitles) {
+			t.Errorf("request %d = %+v, want tool %s, scope %q, actions %q", i, got[i], w.tool, w.scope, wantTitles)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.dir, "a.txt")); string(b) != "two\n" {
+		t.Errorf("a.txt = %q, want the write and the edit applied", b)
+	}
+	for _, r := range eventsOf(e.Snapshot(), "tool_result") {
+		if r.OK == nil || !*r.OK {
+			t.Errorf("tool_result %s failed: %s", r.ID, r.Summary)
+		}
+	}
 }

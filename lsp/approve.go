@@ -27,9 +27,34 @@ func approvalMessage(tool, summary string) string {
 }
 
 // approvalActions are the answers offered, Deny first: editors give the
-// first action the default focus, and the default must not allow.
-func approvalActions() []lsproto.MessageActionItem {
-	return []lsproto.MessageActionItem{{Title: ActionDeny}, {Title: ActionAllowOnce}, {Title: ActionAllowSession}}
+// first action the default focus, and the default must not allow. A call
+// asked every time gets no answer for the session, which would not hold.
+func approvalActions(req ApprovalRequest) []lsproto.MessageActionItem {
+	if req.EveryTime {
+		return []lsproto.MessageActionItem{{Title: ActionDeny}, {Title: ActionAllowOnce}}
+	}
+	return []lsproto.MessageActionItem{{Title: ActionDeny}, {Title: ActionAllowOnce}, {Title: allowSessionTitle(req.Scope)}}
+}
+
+// sessionScope is the scope an answer for the session would cover, empty
+// when none is offered.
+func sessionScope(req ApprovalRequest) string {
+	if req.EveryTime {
+		return ""
+	}
+	return req.Scope
+}
+
+// allowSessionTitle is the action that allows for the session: it names
+// what that covers ("Allow file edits for this session"), since one answer
+// also allows the other tools of its scope, which a bare "Allow for session"
+// on a write_file question does not say. Without a scope it is
+// ActionAllowSession.
+func allowSessionTitle(scope string) string {
+	if scope == "" {
+		return ActionAllowSession
+	}
+	return "Allow " + scope + " for this session"
 }
 
 // editorApprover asks the user through window/showMessageRequest. Anything
@@ -59,7 +84,7 @@ func (a *editorApprover) Approve(ctx context.Context, req ApprovalRequest) (Appr
 		return Deny, ctx.Err()
 	}
 	params, err := encodeJSON(approvalParams{Type: lsproto.MessageTypeWarning, Message: approvalMessage(tool, req.Summary),
-		Actions: approvalActions(), Soba: protocol.ApprovalDetail{Tool: tool, Summary: req.Summary, Path: req.Path, Proposed: req.Proposed}})
+		Actions: approvalActions(req), Soba: protocol.ApprovalDetail{Tool: tool, Summary: req.Summary, Path: req.Path, Proposed: req.Proposed, Scope: sessionScope(req)}})
 	if err != nil {
 		return Deny, fmt.Errorf("asking the editor to approve %s: %w", tool, err)
 	}
@@ -78,11 +103,15 @@ func (a *editorApprover) Approve(ctx context.Context, req ApprovalRequest) (Appr
 	if item == nil {
 		return Deny, nil
 	}
+	// Only an action offered allows: an answer titled for another scope is
+	// not this question's and denies.
 	switch item.Title {
 	case ActionAllowOnce:
 		return AllowOnce, nil
-	case ActionAllowSession:
-		return AllowSession, nil
+	case allowSessionTitle(req.Scope):
+		if !req.EveryTime {
+			return AllowSession, nil
+		}
 	}
 	return Deny, nil
 }

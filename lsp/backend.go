@@ -119,6 +119,13 @@ type ApprovalRequest struct {
 	Summary  string
 	Path     string
 	Proposed *string
+	// Scope is what "for this session" covers, in words ("file edits",
+	// "bash commands", "the tools of MCP server \"github\""); the allow
+	// action names it. Empty: the tool alone.
+	Scope string
+	// EveryTime: the call is asked every time (a change to a skill), so no
+	// answer for the session is offered.
+	EveryTime bool
 }
 
 // BackendFactory creates the backend at `initialize`. An error fails the

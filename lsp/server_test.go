@@ -600,20 +600,32 @@ func TestDocumentSync(t *testing.T) {
 	}
 }
 
-// TestApprovals: window/showMessageRequest with the three actions; anything
-// but an allow is Deny.
-func TestApprovals(t *testing.T) {
+// TestApprovals_RW3: window/showMessageRequest with the three actions, the
+// one for the session naming its scope (in its title and in soba.scope), or
+// two for a call asked every time; only an action offered allows, anything
+// else is Deny.
+func TestApprovals_RW3(t *testing.T) {
+	const edits = "Allow file edits for this session"
 	cases := []struct {
-		name   string
-		answer any
-		rerr   *lsptest.Error
-		want   Approval
+		name      string
+		scope     string
+		answer    any
+		rerr      *lsptest.Error
+		want      Approval
+		wantTitle string // the third action; "" when only two are offered
+		everyTime bool
 	}{
-		{"allow once", map[string]any{"title": ActionAllowOnce}, nil, AllowOnce},
-		{"allow session", map[string]any{"title": ActionAllowSession}, nil, AllowSession},
-		{"deny", map[string]any{"title": ActionDeny}, nil, Deny},
-		{"dismissed", nil, nil, Deny},
-		{"error", nil, &lsptest.Error{Code: -32603, Message: "no UI"}, Deny},
+		{"allow once", "bash commands", map[string]any{"title": ActionAllowOnce}, nil, AllowOnce, "Allow bash commands for this session", false},
+		{"allow file edits for the session", "file edits", map[string]any{"title": edits}, nil, AllowSession, edits, false},
+		{"allow an MCP server for the session", `the tools of MCP server "github"`, map[string]any{"title": `Allow the tools of MCP server "github" for this session`}, nil, AllowSession, `Allow the tools of MCP server "github" for this session`, false},
+		{"no scope: the plain title", "", map[string]any{"title": ActionAllowSession}, nil, AllowSession, ActionAllowSession, false},
+		{"the plain title when a scope was offered", "file edits", map[string]any{"title": ActionAllowSession}, nil, Deny, edits, false},
+		{"another scope's title", "bash commands", map[string]any{"title": edits}, nil, Deny, "Allow bash commands for this session", false},
+		{"deny", "bash commands", map[string]any{"title": ActionDeny}, nil, Deny, "Allow bash commands for this session", false},
+		{"dismissed", "bash commands", nil, nil, Deny, "Allow bash commands for this session", false},
+		{"error", "bash commands", nil, &lsptest.Error{Code: -32603, Message: "no UI"}, Deny, "Allow bash commands for this session", false},
+		{"asked every time: allow once", "file edits", map[string]any{"title": ActionAllowOnce}, nil, AllowOnce, "", true},
+		{"asked every time: no answer for the session", "file edits", map[string]any{"title": edits}, nil, Deny, "", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -626,14 +638,34 @@ func TestApprovals(t *testing.T) {
 				}
 				return c.answer, c.rerr
 			})
-			got, _ := e.backend.approver().Approve(t.Context(), ApprovalRequest{Tool: "bash", Summary: "go test ./..."})
+			got, _ := e.backend.approver().Approve(t.Context(), ApprovalRequest{Tool: "bash", Summary: "go test ./...", Scope: c.scope, EveryTime: c.everyTime})
 			if got != c.want {
 				t.Errorf("approval = %v, want %v", got, c.want)
 			}
-			for _, a := range []string{ActionAllowOnce, ActionAllowSession, ActionDeny, "go test ./..."} {
-				if !strings.Contains(string(asked), a) {
-					t.Errorf("request %s lacks %q", asked, a)
-				}
+			var params struct {
+				Message string `json:"message"`
+				Actions []struct {
+					Title string `json:"title"`
+				} `json:"actions"`
+				Soba protocol.ApprovalDetail `json:"soba"`
+			}
+			if err := json.Unmarshal(asked, &params); err != nil {
+				t.Fatalf("request %s: %v", asked, err)
+			}
+			var titles []string
+			for _, a := range params.Actions {
+				titles = append(titles, a.Title)
+			}
+			want := []string{ActionDeny, ActionAllowOnce}
+			wantScope := ""
+			if c.wantTitle != "" {
+				want, wantScope = append(want, c.wantTitle), c.scope
+			}
+			if !slices.Equal(titles, want) {
+				t.Errorf("actions %q, want %q", titles, want)
+			}
+			if params.Soba.Scope != wantScope || params.Soba.Tool != "bash" || !strings.Contains(params.Message, "go test ./...") {
+				t.Errorf("request %s: want soba.scope %q, the tool and the command", asked, wantScope)
 			}
 		})
 	}

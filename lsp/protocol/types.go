@@ -331,12 +331,15 @@ type CompactionEvent struct {
 // PROTOCOL.md): the tool, the whole summary the message shows after its
 // first line, and for a write_file or edit_file whose result is known the
 // workspace path and the file's whole content after the change, so an
-// editor can open a diff beside the question.
+// editor can open a diff beside the question. Scope is what the allow
+// action for the session covers ("file edits", "bash commands", "the tools
+// of MCP server \"github\""), which that action's title also names.
 type ApprovalDetail struct {
 	Tool     string  `json:"tool"`
 	Summary  string  `json:"summary"`
 	Path     string  `json:"path,omitempty"`
 	Proposed *string `json:"proposed,omitempty"`
+	Scope    string  `json:"scope,omitempty"`
 }
 
 // FormatTokens writes a token count briefly with one decimal, the one

@@ -100,6 +100,21 @@ test('SetupStartsAndAttaches', function()
   vim.cmd('split ' .. vim.fn.fnameescape(ws .. '/second.txt'))
   ok(vim.lsp.buf_is_attached(0, id), 'second buffer attached to the same client')
   eq(1, #client.clients(), 'one client per root')
+  -- Lean sync: an edit sends no didChange, a save sends didSave (the server's watcher sees the rest).
+  local sent, rpc = {}, c.rpc
+  local notify = rpc.notify
+  rpc.notify = function(method, ...)
+    sent[#sent + 1] = method
+    return notify(method, ...)
+  end
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'edited', 'twice' })
+  vim.cmd('silent write')
+  wait(5000, function()
+    return vim.tbl_contains(sent, 'textDocument/didSave')
+  end, 'didSave sent')
+  vim.wait(300)
+  rpc.notify = notify
+  ok(not vim.tbl_contains(sent, 'textDocument/didChange'), 'no didChange sent: ' .. table.concat(sent, ', '))
   vim.cmd('close')
   for _, n in ipairs(notes) do
     ok(not tostring(n.msg):find('could not start', 1, true), 'no "could not start" message: ' .. tostring(n.msg))
@@ -162,11 +177,13 @@ test('ApprovalOverTheWire', function()
   end
   must('ask run: ' .. approval_cmd)
   wait(15000, function()
-    return table.concat(chat.lines(), '\n'):find('← ok allowed for session', 1, true) ~= nil
+    -- The scripted server's result says the decision; the real one what the command did.
+    return table.concat(chat.lines(), '\n'):find('\n← [^\n]*allowed for session') ~= nil
   end, 'the approved tool result in the chat')
   vim.ui.select = orig
   -- R-W3: Deny first (the picker's default), and the prompt holds the whole command.
-  eq({ 'Deny', 'Allow once', 'Allow for session' }, offered, 'actions offered through vim.ui.select')
+  -- The allow for the session names what it covers (every bash command).
+  eq({ 'Deny', 'Allow once', 'Allow bash commands for this session' }, offered, 'actions offered through vim.ui.select')
   ok(prompt and prompt:find(approval_cmd, 1, true), 'the approval prompt shows the command: ' .. tostring(prompt))
   local text = table.concat(chat.lines(), ' | ')
   ok(text:find('→ bash {"command":"' .. approval_cmd .. '"}', 1, true), 'tool call shown in the chat: ' .. text)
@@ -439,6 +456,30 @@ test('SessionAndRewindPickers_RT4', function()
     ok(said, 'the rewind is reported')
     match('Rewound to before', table.concat(chat.lines(), '\n'), 'the chat marks the rewind and keeps what came before')
     ok(completed_turns() > 0, 'the kept history stays on screen')
+    -- /rewind <id> typed in the chat (the id /rewind lists): the chat keeps what it showed and names the point.
+    local points = client.execute_sync('soba.session.history', {}, 5000) or {}
+    local p = points[#points]
+    ok(p, 'a point is left to rewind to')
+    local shown, turns = #chat.lines(), completed_turns()
+    local answered, rerr = false, nil
+    require('soba.commands').ask('/rewind ' .. p.rewindTo, function(e)
+      answered, rerr = true, e
+    end)
+    wait(10000, function()
+      return answered
+    end, '/rewind <id> answered')
+    eq(nil, rerr, '/rewind <id> typed')
+    -- A request right after a checkpoint stands where the checkpoint does: either names the place.
+    local marks = {}
+    for _, q in ipairs(points) do
+      if q.rewindTo == p.rewindTo then
+        marks[#marks + 1] = '── Rewound to ' .. (q.kind == 'checkpoint' and 'checkpoint "' or 'before "') .. chat.title(q.text)
+          .. '"; what follows continues from there ──'
+      end
+    end
+    local mark = chat.lines()[#chat.lines() - 1]
+    ok(vim.tbl_contains(marks, mark), 'the chat marks the typed rewind, naming the point: ' .. mark .. ' in ' .. vim.inspect(marks))
+    ok(#chat.lines() > shown and completed_turns() == turns, 'the conversation before it stays on screen')
   end)
   vim.ui.select = orig_select
   if not ok_ then

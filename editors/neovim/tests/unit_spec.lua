@@ -73,6 +73,35 @@ test('StatuslineFormat_RO1_RS2_RB3', function()
     compaction = { percentage = 5 } }, custom), 'custom statusline options')
 end)
 
+-- R-O1: the status text is coloured from the soft limit on, in a plain
+-- 'statusline' (%{%...%}) as in lualine (the group name as `color`).
+test('StatuslineColourFromSoftLimit_RO1', function()
+  eq(1, vim.fn.hlexists('SobaSoftLimit'), 'SobaSoftLimit is defined')
+  eq(1, vim.fn.hlexists('SobaStatus'), 'SobaStatus is defined')
+  local expr = "%{%v:lua.require'soba'.statusline_hl()%}"
+  for _, c in ipairs({
+    { 'before any budget', nil, '', nil },
+    { 'below the soft limit', budget(31234, 48808, 39046), 'SOBA 31.2k / 48.8k (63%)', 'SobaStatus' },
+    { 'at the soft limit', budget(39046, 48808, 39046), 'SOBA 39.0k / 48.8k (79%)!', 'SobaSoftLimit' },
+    { 'past the soft limit', budget(45210, 48808, 39046), 'SOBA 45.2k / 48.8k (92%)!', 'SobaSoftLimit' },
+  }) do
+    status.reset()
+    if c[2] then
+      feed('soba/budget', c[2], 5)
+    end
+    local r = vim.api.nvim_eval_statusline(expr, { highlights = true })
+    eq(c[3], r.str, c[1] .. ': the text, its % kept')
+    if c[4] then
+      eq(c[4], soba.highlight(), c[1] .. ': highlight()')
+      local groups = vim.tbl_map(function(h)
+        return h.group
+      end, r.highlights)
+      ok(vim.tbl_contains(groups, c[4]), c[1] .. ': drawn in ' .. c[4] .. ', got ' .. vim.inspect(groups))
+    end
+  end
+  status.reset()
+end)
+
 test('RecordedBarrierNotifications_RB3', function()
   status.reset()
   client._reset()
@@ -342,7 +371,7 @@ test('ChatRendersAgentStream', function()
   feed('soba/event', { turnId = 't3', type = 'turn_end', outcome = 'failed', error = 'model at http://127.0.0.1:1 unreachable' })
   restore()
   eq({ '# SOBA chat', '', '', '## 10:00', 'Reading the file.', 'Done', '', '→ read_file {"path":"a.go"}',
-    '← ok 12 lines', '', '', '— completed', '', '(queued: runs after the current turn)', '',
+    '← 12 lines', '', '', '— completed', '', '(queued: runs after the current turn)', '',
     '— failed: model at http://127.0.0.1:1 unreachable' }, chat.lines(), 'chat buffer')
   local b = chat.open()
   local win = chat.window()
@@ -731,6 +760,24 @@ test('ChatInputKeysPrefixAndDisable', function()
   end
 end)
 
+-- The summary of a tool result says what the call did; a failure says so
+-- first; a summary on several lines shows its first (a buffer line holds
+-- no newline).
+test('ChatToolResultLines', function()
+  for _, c in ipairs({
+    { { ok = true, summary = 'lines 11-30 of 250' }, '← lines 11-30 of 250' },
+    { { ok = true, summary = '12 matches in 3 files' }, '← 12 matches in 3 files' },
+    { { ok = false, summary = 'exit 1 · 38 lines · FAIL ./x' }, '← failed · exit 1 · 38 lines · FAIL ./x' },
+    { { ok = false, summary = 'denied: the user did not allow this bash call' }, '← failed · denied: the user did not allow this bash call' },
+    { { ok = false, summary = 'first\nsecond' }, '← failed · first …' },
+    { { ok = true }, '← done' },
+    { { ok = false }, '← failed' },
+  }) do
+    local ev = vim.tbl_extend('force', { turnId = 't', type = 'tool_result', id = 'c' }, c[1])
+    eq({ c[2], '' }, (chat.render(ev)), 'tool_result ' .. vim.inspect(c[1]))
+  end
+end)
+
 test('ApprovalThroughUiSelect', function()
   local params = { type = 3, message = 'Run bash: go test ./...?', actions = {
     { title = 'Allow once' }, { title = 'Allow for session' }, { title = 'Deny' } } }
@@ -753,6 +800,16 @@ test('ApprovalThroughUiSelect', function()
     end, 50)
   end
   eq({ title = 'Deny' }, feed('window/showMessageRequest', params), 'asynchronous picker')
+  -- The allow for the session names its scope: offered and answered as the server wrote it.
+  local scoped = { type = 2, message = 'SOBA wants to run write_file\nwrite a.go (1 bytes):\nx',
+    actions = { { title = 'Deny' }, { title = 'Allow once' }, { title = 'Allow file edits for this session' } },
+    soba = { tool = 'write_file', scope = 'file edits' } }
+  vim.ui.select = function(items, opts, cb)
+    offered = vim.tbl_map(opts.format_item, items)
+    cb(items[3])
+  end
+  eq({ title = 'Allow file edits for this session' }, feed('window/showMessageRequest', scoped), 'scoped action chosen')
+  eq({ 'Deny', 'Allow once', 'Allow file edits for this session' }, offered, 'the scope is in the action offered')
   vim.ui.select = orig
 end)
 
@@ -819,7 +876,7 @@ test('HelpTags', function()
   for _, tag in ipairs({ 'soba', 'soba.txt', ':Soba', 'soba-config', 'soba-statusline', 'soba-lualine',
     'soba-commands', 'soba-autocmds', 'SobaBudget', 'SobaCompaction', 'soba-health', 'soba-progress',
     'soba-chat', 'soba-approvals', 'soba.setup()', 'soba.statusline()', 'soba-slash', 'soba-chat-input',
-    'soba.input.send()', 'soba-lsp-config' }) do
+    'soba.input.send()', 'soba-lsp-config', 'soba-highlights' }) do
     vim.cmd('help ' .. tag)
     eq('help', vim.bo.buftype, 'help ' .. tag .. ' opens help')
     match('soba%.txt$', vim.api.nvim_buf_get_name(0), 'help ' .. tag .. ' file')
@@ -970,6 +1027,55 @@ test('RewindPicker_RT4', function()
   match('Rewound to before "fix the login bug"', table.concat(chat.lines(), '\n'), 'the chat marks the rewind')
   eq('Rewind to before checkpoint "milestone: tests pass"? The conversation after it leaves the path (it stays in the file). No file was modified after it.',
     commands.rewind_question(points[2]), 'no files')
+end)
+
+-- R-T4: a rewind to an id, typed in the chat (`/rewind <id>`) or given to
+-- :Soba rewind, keeps the conversation on screen and marks where the path
+-- continues from, naming the request or checkpoint when the id is a point.
+test('RewindByIdKeepsChat_RT4', function()
+  local points = {
+    { entryId = 'e2', kind = 'user', text = 'fix the login bug', createdAt = '2025-01-01T00:00:00Z', rewindTo = 'e1',
+      filesModifiedAfter = {} },
+    { entryId = 'e5', kind = 'checkpoint', text = 'milestone: tests pass', createdAt = '2025-01-01T00:00:10Z',
+      rewindTo = 'e5', filesModifiedAfter = {} },
+  }
+  for _, c in ipairs({
+    { 'typed', '/rewind e1', '── Rewound to before "fix the login bug"; what follows continues from there ──' },
+    { 'typed', '  /rewind e5 ', '── Rewound to checkpoint "milestone: tests pass"; what follows continues from there ──' },
+    { 'typed', '/rewind e77', '── Rewound to e77; what follows continues from there ──' },
+    { 'typed', '/rewind e2', '── Rewound to e2; what follows continues from there ──' },
+    { ':Soba', 'e1', '── Rewound to before "fix the login bug"; what follows continues from there ──' },
+    { ':Soba', 'e77', '── Rewound to e77; what follows continues from there ──' },
+  }) do
+    chat.clear()
+    chat.append({ '> fix the login bug', '', 'Fixed it.' })
+    local sent, orig = {}, client.execute
+    client.execute = function(command, args, cb)
+      sent[#sent + 1] = command
+      if command == 'soba.session.history' then
+        return cb(nil, points, { id = 97 })
+      elseif command == 'soba.run' then
+        return cb(nil, { kind = 'command', command = 'soba.session.rewind', result = { leafId = 'e9' },
+          lines = { 'rewound · leaf e9' } }, { id = 97 })
+      end
+      cb(nil, { leafId = 'e9' }, { id = 97 })
+    end
+    local _, restore = H.capture_notify()
+    local result = 'not called'
+    local done = function(err, r)
+      result = { err, r }
+    end
+    if c[1] == 'typed' then
+      commands.ask(c[2], done)
+    else
+      commands.run('rewind ' .. c[2], false, done)
+    end
+    restore()
+    client.execute = orig
+    eq(nil, result[1], c[2] .. ': no error')
+    eq({ 'soba.session.history', c[1] == 'typed' and 'soba.run' or 'soba.session.rewind' }, sent, c[2] .. ': commands sent')
+    eq({ '# SOBA chat', '', '> fix the login bug', '', 'Fixed it.', '', c[3], '' }, chat.lines(), c[2] .. ': the chat kept')
+  end
 end)
 
 -- :Soba session resume without an id: a new session or one of the

@@ -103,6 +103,25 @@ async function until(page, fn, ms) {
   }
 }
 
+/**
+ * lastUserParent reads the workspace's most recently written session file and returns the parent id of its
+ * last request with this text: the entry `/rewind` goes back to so as to stand just before that request.
+ */
+function lastUserParent(dir, text) {
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).map((f) => path.join(dir, f));
+  files.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs);
+  let parent = '';
+  for (const line of files.length > 0 ? fs.readFileSync(files[0], 'utf8').split('\n') : []) {
+    try {
+      const e = JSON.parse(line);
+      if (e.type === 'user' && e.user && e.user.text === text && e.parentId) parent = e.parentId;
+    } catch {
+      // a partial last line
+    }
+  }
+  return parent;
+}
+
 async function askInSidebar(page, chat, text) {
   await chat.locator('#prompt').fill(text);
   await chat.locator('#prompt').press('Enter');
@@ -174,9 +193,10 @@ async function askInSidebar(page, chat, text) {
         title: el.querySelector('.tool-title')?.textContent,
         args: el.querySelector('pre.args')?.textContent,
         result: el.querySelector('pre.result')?.textContent,
+        brief: el.querySelector('summary .tool-summary')?.textContent,
         buttons: [...el.querySelectorAll('.actions button')].map((b) => b.textContent),
       }));
-      check('the tool call is a card: name, arguments, status, result, Open file', cardState.open && /status-ok/.test(cardState.cls) && cardState.title === 'Read notes.md' && /"path": "notes.md"/.test(cardState.args || '') && /# Notes/.test(cardState.result || '') && cardState.buttons.includes('Open file'), JSON.stringify(cardState));
+      check('the tool call is a card: name, arguments, status, what the read showed (124 lines), Open file', cardState.open && /status-ok/.test(cardState.cls) && cardState.title === 'Read notes.md' && /"path": "notes.md"/.test(cardState.args || '') && cardState.result === '124 lines' && cardState.brief === '· 124 lines' && cardState.buttons.includes('Open file'), JSON.stringify(cardState));
       await shot(sidebar, 'chat-markdown.png');
       await shot(card, 'tool-card.png');
     }
@@ -272,7 +292,9 @@ async function askInSidebar(page, chat, text) {
       const dialog = page.locator('.monaco-dialog-box');
       await dialog.waitFor({ state: 'visible', timeout: 20000 }).catch(() => {});
       const buttons = (await dialog.locator('.monaco-button').allInnerTexts().catch(() => [])).map((t) => t.trim()).filter(Boolean);
-      check('the approval is a modal with Deny / Allow once / Allow for session', ['Allow once', 'Allow for session', 'Deny'].every((b) => buttons.includes(b)), JSON.stringify(buttons));
+      check('the approval is a modal with Deny / Allow once / Allow file edits for this session (the scope it covers)', ['Allow once', 'Allow file edits for this session', 'Deny'].every((b) => buttons.includes(b)), JSON.stringify(buttons));
+      const focused = await page.evaluate(() => (document.activeElement && document.activeElement.textContent || '').trim()).catch(() => '');
+      check('the approval\'s focused button is Deny: Enter does not allow', focused === 'Deny', JSON.stringify(focused));
       const diff = page.locator('.monaco-diff-editor').first();
       const diffShown = await until(page, () => diff.isVisible(), 10000);
       const diffTab = (await page.locator('.tabs-container .tab.active').first().innerText().catch(() => '')).trim();
@@ -340,6 +362,19 @@ async function askInSidebar(page, chat, text) {
       const users = await chat.locator('.messages .msg.user .text').allInnerTexts();
       check('Retry sends the request again and the answer arrives', retried && users.filter((u) => u === 'Say hi.').length === 2, JSON.stringify(users));
 
+      // /rewind <id> typed in the chat: the id a user would copy from /rewind's list (the retried request's
+      // parent, read here from the transcript); the conversation before it stays on screen, as with the picker.
+      const retryParent = lastUserParent(path.join(WORKSPACE, '.soba', 'sessions'), 'Say hi.');
+      await askInSidebar(page, chat, `/rewind ${retryParent}`);
+      const keptTyped = await until(page, async () => {
+        const u = await chat.locator('.messages .msg.user .text').allInnerTexts();
+        const text = await chat.locator('.messages').innerText();
+        return u.length === 2 && text.includes(`› /rewind ${retryParent}`) && u;
+      }, 15000);
+      const afterTyped = await chat.locator('.messages').innerText().catch(() => '');
+      check('/rewind <id> typed in the chat keeps the conversation before that point', !!retryParent && keptTyped && /Read notes\.md/.test(keptTyped[0]) && keptTyped[1] === 'Say hi.' && !/Hi again: the retry worked\./.test(afterTyped) && (await chat.locator('.messages .msg.assistant h2').count()) === 1, JSON.stringify({ retryParent, keptTyped }));
+      await shot(sidebar, 'after-typed-rewind.png');
+
       // The next start reopens this session: the chat lists its requests (each can be rewound to).
       await palette(page, 'Developer: Reload Window');
       await page.waitForTimeout(1500);
@@ -355,7 +390,7 @@ async function askInSidebar(page, chat, text) {
         chat2 = await frameWith(page, '#content .msg.status', 15000);
       }
       const earlier = chat2 ? await chat2.locator('.messages').innerText().catch(() => '') : '';
-      check('after a reload the session is reopened and the chat lists its earlier requests', /Earlier in this session: 3 requests/.test(earlier) && /Read notes\.md and say what it is about\./.test(earlier) && /Say hi\./.test(earlier) && !/Add a hello\.go file\./.test(earlier), JSON.stringify({ status: reopened, earlier: earlier.slice(0, 200) }));
+      check('after a reload the session is reopened and the chat lists its earlier requests', /Earlier in this session: 2 requests/.test(earlier) && /Read notes\.md and say what it is about\./.test(earlier) && /Say hi\./.test(earlier) && !/Add a hello\.go file\./.test(earlier), JSON.stringify({ status: reopened, earlier: earlier.slice(0, 200) }));
       await shot(sidebar, 'reopened.png');
     }
 

@@ -6,13 +6,17 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import type { ApprovalDetail } from './protocol';
 
 export interface ShowMessageRequestParams {
   type: number;
   message: string;
   actions?: { title: string }[];
-  /** SOBA's extension: the tool, and for a write or an edit the path and the file's content after it. */
-  soba?: { tool: string; path?: string; proposed?: string };
+  /**
+   * SOBA's extension: the tool, for a write or an edit the path and the file's content after it, and what
+   * the allow for the session covers (its action's title names it: "Allow file edits for this session").
+   */
+  soba?: Partial<ApprovalDetail> & { tool: string };
 }
 
 /** PROPOSED_SCHEME serves proposed contents as read-only documents: nothing "Untitled" asks to be saved. */
@@ -62,15 +66,17 @@ const MessageType = { Error: 1, Warning: 2, Info: 3, Log: 4 } as const;
  * actions as buttons and returns the chosen action (or null).
  */
 export async function showMessageRequestModal(params: ShowMessageRequestParams): Promise<{ title: string } | null> {
-  // Deny is the close affordance (Escape and the dialog's close answer it), so VS Code adds no extra
-  // "Cancel" button that would be a second Deny looking different (R-W3).
+  // Deny stays an ordinary button, first: VS Code makes the first button that is not the close affordance
+  // the dialog's primary, focused one, and Enter must not allow. The "Cancel" VS Code then adds (and
+  // Escape, and the dialog's close) answer nothing, which the server takes as Deny too.
   const proposal = params.soba;
   if (proposal?.path !== undefined && proposal.proposed !== undefined) {
     const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     // A diff that cannot open must not hide the question: the dialog still shows the change as text.
     await showProposedDiff(root, proposal.path, proposal.proposed).catch(() => undefined);
   }
-  const actions = (params.actions ?? []).map((a) => (a.title === 'Deny' ? { ...a, isCloseAffordance: true } : a));
+  const deny = (params.actions ?? []).filter((a) => a.title === 'Deny');
+  const actions = [...deny, ...(params.actions ?? []).filter((a) => a.title !== 'Deny')].map((a) => ({ title: a.title }));
   const [message, ...rest] = params.message.split('\n');
   const options: vscode.MessageOptions = { modal: true };
   if (rest.length > 0) options.detail = rest.join('\n');

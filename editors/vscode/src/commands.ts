@@ -239,7 +239,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
    * answers the session list and how to resume one, shown as lines like any
    * other; the palette's SOBA: Resume Session keeps its quick pick.
    */
-  const ran = async (typed: string, r: RunCommandResult) => {
+  const ran = async (typed: string, r: RunCommandResult, before?: HistoryPoint[]) => {
     if (r.error !== undefined) {
       const msg = `SOBA: ${r.error}`;
       output.appendLine(msg);
@@ -273,10 +273,22 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
         break;
       }
       case ServerCommand.sessionNew:
-      case ServerCommand.sessionRewind:
         // The conversation shown so far is not the session's any more.
         model.reset();
         break;
+      case ServerCommand.sessionRewind: {
+        // As the picker's rewind: the conversation before the point stays on screen. An id that is no
+        // rewind point (any entry) leaves it unknown: the path's requests are listed as on resume.
+        const id = rewindIdOf(typed);
+        const point = pointRewoundTo(before, id);
+        if (point) {
+          keepHistory(model, point, before);
+        } else {
+          model.reset();
+          await showEarlier(ctx);
+        }
+        break;
+      }
       case ServerCommand.sessionResume:
         model.reset();
         // A resumed session's requests are listed, as at start.
@@ -303,9 +315,11 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
         }));
       if (typed === undefined) return undefined;
       const args = runArgs(typed);
+      // A typed /rewind <id>: the points before it, to know what the chat keeps (see ran).
+      const before = rewindIdOf(args.text) ? await server.execute<HistoryPoint[]>(ServerCommand.sessionHistory, {}).catch(() => undefined) : undefined;
       const r = await server.execute<RunResult>(ServerCommand.run, args);
       if (r.kind === 'command') {
-        await ran(args.text, r);
+        await ran(args.text, r, before);
         return r;
       }
       model.applyUserPrompt(r.turnId, r.text ?? args.text);
@@ -572,7 +586,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       }
       const args = sessionRewindArgs(entryId);
       const r = await server.execute<SessionRewindResult>(ServerCommand.sessionRewind, args);
-      keepHistory(model, point ?? points?.find((p) => p.rewindTo === args.entryId || p.entryId === args.entryId));
+      keepHistory(model, point ?? pointRewoundTo(points, args.entryId), points);
       ctx.changed();
       const files = point?.filesModifiedAfter ?? [];
       info(
@@ -598,6 +612,20 @@ export async function showEarlier(ctx: Pick<CommandContext, 'server' | 'model' |
   if (!points) return;
   ctx.model.applyEarlier(points.filter((p) => p.kind === 'user'));
   ctx.changed();
+}
+
+/** rewindIdOf is the entry id of a typed `/rewind <id>`, or undefined (`/rewind` alone lists the points). */
+export function rewindIdOf(typed: string): string | undefined {
+  return /^\s*\/rewind\s+(\S+)\s*$/.exec(typed)?.[1];
+}
+
+/**
+ * pointRewoundTo is the point a rewind to entry `id` stands just before: one whose rewindTo is `id` (a
+ * request's parent, a checkpoint itself). A request's own id is no such point: rewinding to it keeps the
+ * request on the path without its answer, which the chat cannot show as is.
+ */
+export function pointRewoundTo(points: HistoryPoint[] | undefined, id: string | undefined): HistoryPoint | undefined {
+  return id === undefined ? undefined : points?.find((p) => p.rewindTo === id);
 }
 
 /** REWIND is the confirming button of a rewind. */
@@ -634,10 +662,18 @@ export function pointOfMessage(model: SidebarModel, userKey: string, points: His
  * checkpoint, before the first request made after it). Without a point it
  * is not known, and the conversation is cleared.
  */
-export function keepHistory(model: SidebarModel, point: HistoryPoint | undefined): void {
+export function keepHistory(model: SidebarModel, point: HistoryPoint | undefined, points?: HistoryPoint[]): void {
   if (!point) {
     model.reset();
     return;
+  }
+  if (point.kind === 'checkpoint' && points) {
+    // The path's order says which request came first after the checkpoint; the clocks of the editor and the
+    // server need not agree.
+    const at = points.indexOf(point);
+    const next = at < 0 ? undefined : points.slice(at + 1).find((p) => p.kind === 'user');
+    if (at >= 0 && !next) return; // no request was made after it
+    if (next) point = next;
   }
   const msgs = model.userMessages();
   let idx = -1;

@@ -158,14 +158,16 @@ export interface HistoryPoint {
 }
 /**
  * The `soba` member of the approval's window/showMessageRequest params: the
- * tool, the whole summary, and for a write or an edit the path and the
- * file's content after the change (for a diff).
+ * tool, the whole summary, for a write or an edit the path and the file's
+ * content after the change (for a diff), and the scope the allow action for
+ * the session covers ("file edits", "bash commands").
  */
-export interface ApprovalDetail { tool: string; summary: string; path?: string; proposed?: string }
+export interface ApprovalDetail { tool: string; summary: string; path?: string; proposed?: string; scope?: string }
 
 /** Approval actions of window/showMessageRequest (lsp/approve.go). */
 export const ApprovalAction = {
   allowOnce: 'Allow once',
+  /** Without a scope; with one the action names it: `Allow ${scope} for this session` (lsp/approve.go). */
   allowSession: 'Allow for session',
   deny: 'Deny',
 } as const;

@@ -129,8 +129,17 @@ function M.render(ev)
   elseif t == 'tool_call' then
     return { '', string.format('→ %s %s', str(ev.name), str(ev.arguments)) }
   elseif t == 'tool_result' then
-    local ok = ev.ok == true and 'ok' or 'failed'
-    return { string.format('← %s %s', ok, str(ev.summary)), '' }
+    -- The summary says what the call did ("lines 11-30 of 250", "12
+    -- matches in 3 files", "exit 1 · 38 lines · FAIL ./x"); only a failure
+    -- needs a word of its own. A buffer line holds no newline: one line.
+    local summary = vim.split(str(ev.summary), '\n', { plain = true })
+    local line = summary[1] .. (#summary > 1 and ' …' or '')
+    if ev.ok ~= true then
+      line = line == '' and 'failed' or ('failed · ' .. line)
+    elseif line == '' then
+      line = 'done'
+    end
+    return { '← ' .. line, '' }
   elseif t == 'turn_end' then
     local line = '— ' .. str(ev.outcome)
     if ev.error and ev.error ~= vim.NIL and ev.error ~= '' then

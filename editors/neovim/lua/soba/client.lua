@@ -235,6 +235,7 @@ end
 -- is registered here as well as one started by setup().
 function M.on_init(client, result)
   server_info[client.id] = type(result) == 'table' and result.serverInfo or nil
+  M.lean_sync(client)
   ready[client.id] = true
   local root = client.config and client.config.root_dir
   if root and not alive(by_root[root]) then
@@ -249,6 +250,25 @@ function M.on_init(client, result)
         status.on_budget(ctx.client_id, result_)
       end
     end)
+end
+
+-- M.lean_sync stops Neovim from sending textDocument/didChange: the
+-- server needs to know what was opened, saved and closed, and its file
+-- watcher sees the rest, so every keystroke of every buffer need not
+-- cross the pipe. The server still declares change sync (PROTOCOL.md); the
+-- client side of it is turned off before any buffer is tracked.
+function M.lean_sync(client)
+  local none = vim.lsp.protocol.TextDocumentSyncKind.None
+  local sync = client.server_capabilities and client.server_capabilities.textDocumentSync
+  if type(sync) == 'table' then
+    sync.change = none
+  elseif type(sync) == 'number' and client.server_capabilities then
+    client.server_capabilities.textDocumentSync = { openClose = true, change = none, save = true }
+  end
+  -- Neovim 0.7 reads its own resolved copy.
+  if type(client.resolved_capabilities) == 'table' then
+    client.resolved_capabilities.text_document_did_change = none
+  end
 end
 
 -- M.on_exit forgets a client that exited.

@@ -252,7 +252,9 @@ end
 -- result line is shown once with its end notification. `/session resume`
 -- without an id answers the session list and how to resume one, shown like
 -- any other lines (`:Soba session resume` keeps its picker).
-local function show_run(text, r, c)
+local send_run
+
+local function show_run(text, r, c, point)
   if r.kind == 'prompt' then
     local chat = require('soba.chat')
     chat.user_message(r.turnId, r.text or text, r.queued == true)
@@ -275,6 +277,8 @@ local function show_run(text, r, c)
     return client.show_result(r.result)
   elseif cmd == 'soba.budget' or cmd == 'soba.autoCompact' then
     status.on_budget(c.id, r.result)
+  elseif cmd == 'soba.session.rewind' then
+    M.mark_rewind(point, M.rewind_id(text))
   end
   if type(r.lines) == 'table' and #r.lines > 0 then
     client.notify(table.concat(r.lines, '\n'))
@@ -286,6 +290,50 @@ end
 -- slash command. A slash command typed wrong runs nothing; its message is
 -- an error, shown or passed to done(err, result) like :Soba's own errors.
 function M.ask(text, done)
+  -- A typed `/rewind <id>`: the point it names, from the path before the
+  -- rewind, so the chat's mark says what was asked then.
+  local id = M.rewind_id(text)
+  if id then
+    return client.execute('soba.session.history', {}, function(_, points)
+      send_run(text, done, M.point_of(points, id))
+    end)
+  end
+  send_run(text, done)
+end
+
+-- M.rewind_id is the entry id of a typed `/rewind <id>`, or nil (`/rewind`
+-- alone lists the points).
+function M.rewind_id(text)
+  return type(text) == 'string' and text:match('^%s*/rewind%s+(%S+)%s*$') or nil
+end
+
+-- M.point_of finds the soba.session.history point a rewind to id stands
+-- just before (a request's parent, a checkpoint itself); a request's own id
+-- keeps the request and is no such point.
+function M.point_of(points, id)
+  for _, p in ipairs(type(points) == 'table' and points or {}) do
+    if p.rewindTo == id then
+      return p
+    end
+  end
+end
+
+-- M.mark_rewind marks a rewind in the chat, after the conversation it
+-- keeps on screen: what follows continues from the point (the request or
+-- checkpoint when known, else the entry id).
+function M.mark_rewind(p, id)
+  local chat = require('soba.chat')
+  local what = str(id)
+  if p then
+    -- A checkpoint is itself kept; a request is rewound to just before it.
+    what = string.format(p.kind == 'checkpoint' and 'checkpoint "%s"' or 'before "%s"', chat.title(str(p.text)))
+  end
+  chat.append({ '', '── Rewound to ' .. what .. '; what follows continues from there ──', '' })
+end
+
+-- send_run sends text through soba.run and shows what it answered; point
+-- is the history point of a typed `/rewind <id>`.
+send_run = function(text, done, point)
   client.execute('soba.run', { text = text }, function(err, r, c)
     if not err and type(r) == 'table' and r.error ~= nil and r.error ~= vim.NIL then
       local msg = 'soba: ' .. str(r.error)
@@ -295,7 +343,7 @@ function M.ask(text, done)
       return client.notify(msg, levels.ERROR)
     end
     if not err and type(r) == 'table' then
-      local ok, e = pcall(show_run, text, r, c)
+      local ok, e = pcall(show_run, text, r, c, point)
       if not ok then
         err = { message = e }
       end
@@ -492,8 +540,11 @@ M.spec = {
     params = { { name = 'entryId', kind = 'word', optional = true } },
     run = function(a, ctx)
       if a.entryId then
-        return run('soba.session.rewind', { entryId = a.entryId }, ctx.done, function(r)
-          client.notify('soba: rewound to ' .. a.entryId .. ' · leaf ' .. str(r and r.leafId))
+        return client.execute('soba.session.history', {}, function(_, points)
+          run('soba.session.rewind', { entryId = a.entryId }, ctx.done, function(r)
+            M.mark_rewind(M.point_of(points, a.entryId), a.entryId)
+            client.notify('soba: rewound to ' .. a.entryId .. ' · leaf ' .. str(r and r.leafId))
+          end)
         end)
       end
       M.pick_rewind(ctx.done)
@@ -567,7 +618,7 @@ function M.pick_rewind(done)
         end
         run('soba.session.rewind', { entryId = p.rewindTo }, done, function()
           local title = require('soba.chat').title(str(p.text))
-          require('soba.chat').append({ '', '── Rewound to before "' .. title .. '"; what follows continues from there ──', '' })
+          M.mark_rewind(p)
           local files = type(p.filesModifiedAfter) == 'table' and p.filesModifiedAfter or {}
           local note = #files > 0 and string.format('; %d modified files were not reverted: %s', #files,
             table.concat(files, ', ')) or ''

@@ -61,6 +61,23 @@ function M.statusline()
   return status.format(current_state(), config.current.statusline)
 end
 
+-- M.highlight returns the highlight group of the status text:
+-- "SobaSoftLimit" from the soft limit on, else "SobaStatus" (a lualine
+-- component's `color`).
+function M.highlight()
+  return status.highlight(current_state())
+end
+
+-- M.statusline_hl returns the status text drawn in its highlight group, for
+-- a plain 'statusline' through `%{%...%}`; "" before the first budget.
+function M.statusline_hl()
+  local text = M.statusline()
+  if text == '' then
+    return ''
+  end
+  return '%#' .. M.highlight() .. '#' .. (text:gsub('%%', '%%%%')) .. '%*'
+end
+
 -- M.budget returns the latest cached Budget table (or nil).
 function M.budget()
   local s = current_state()

@@ -55,6 +55,22 @@ end
 -- M.format builds the status-line string from a state table s; opts is the
 -- `statusline` option table. It is a pure function so it can be tested on
 -- recorded notifications.
+-- past_soft tells whether a Budget is at or past its soft limit.
+local function past_soft(b)
+  local soft = b and tonumber(b.softLimit)
+  return soft ~= nil and soft > 0 and (tonumber(b.effectiveTokens) or 0) >= soft
+end
+
+-- M.highlight is the highlight group the status text is drawn in:
+-- SobaSoftLimit from the soft limit on (VS Code colours its item there),
+-- else SobaStatus. Both are linked by default (|soba-highlights|).
+function M.highlight(s)
+  if s and past_soft(s.budget) then
+    return 'SobaSoftLimit'
+  end
+  return 'SobaStatus'
+end
+
 function M.format(s, opts)
   opts = opts or require('soba.config').current.statusline
   if not s or (not s.budget and not s.compaction) then
@@ -64,8 +80,7 @@ function M.format(s, opts)
   local b = s.budget
   if b then
     local used = M.display(b)
-    local soft = tonumber(b.softLimit)
-    if soft and soft > 0 and (tonumber(b.effectiveTokens) or 0) >= soft then
+    if past_soft(b) then
       used = used .. opts.soft_marker
     end
     parts[#parts + 1] = used

@@ -112,7 +112,7 @@ func (b *backend) Prompt(_ context.Context, a protocol.PromptArgs) (protocol.Pro
 		if cmd, ok := strings.CutPrefix(a.Text, "run: "); ok {
 			args, _ := json.Marshal(map[string]string{"command": cmd})
 			b.notify.Event(protocol.Event{TurnID: id, Type: "tool_call", ID: "c1", Name: "bash", Arguments: args})
-			decision, err := b.approve.Approve(context.Background(), lsp.ApprovalRequest{Tool: "bash", Summary: cmd})
+			decision, err := b.approve.Approve(context.Background(), lsp.ApprovalRequest{Tool: "bash", Summary: cmd, Scope: "bash commands"})
 			names := map[lsp.Approval]string{lsp.Deny: "denied", lsp.AllowOnce: "allowed once", lsp.AllowSession: "allowed for session"}
 			okv := err == nil && decision != lsp.Deny
 			summary := names[decision]

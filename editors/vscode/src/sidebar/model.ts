@@ -32,7 +32,7 @@ export type StreamItem =
       /** A one-line description of the call: `Read notes.md`, `Ran go test ./...`. */
       title: string;
       status: ToolStatus;
-      /** The server's summary of the result (its first line). */
+      /** The server's summary of what the call did: "lines 11-30 of 250", "12 matches in 3 files", "exit 1 · 38 lines · FAIL ./x". */
       summary: string;
       /** The workspace file the call is about, for Open file / Open diff. */
       path?: string;

@@ -72,6 +72,13 @@ function renderStream(items: StreamItem[], md: Markdown, now: number): string {
   return `<section class="messages" data-testid="messages">${body}</section>`;
 }
 
+/** clipLine is the first line of s, cut to max characters with "…" when longer. */
+export function clipLine(s: string, max: number): string {
+  const first = s.split('\n', 1)[0];
+  const cut = first.length > max ? `${first.slice(0, max - 1)}…` : first;
+  return cut !== s && !cut.endsWith('…') ? `${cut} …` : cut;
+}
+
 function button(action: string, key: string, label: string, title = ''): string {
   return `<button class="link" data-action="${e(action)}" data-key="${e(key)}"${title ? ` title="${e(title)}"` : ''}>${e(label)}</button>`;
 }
@@ -87,8 +94,11 @@ function renderItem(i: StreamItem, md: Markdown, now: number, userIndex: number)
       const actions = i.path
         ? `<div class="actions">${button('open', i.key, 'Open file')}${i.writes && i.status === 'ok' ? button('diff', i.key, 'Open diff', 'Compare with the file as it was before the session changed it') : ''}</div>`
         : '';
+      // The server's summary says what the call did ("lines 11-30 of 250", "12 matches in 3 files",
+      // "exit 1 · 38 lines · FAIL ./x"): it is shown on the closed card too, so a glance tells the outcome.
+      const brief = i.status !== 'running' && i.summary ? ` <span class="tool-summary">· ${e(clipLine(i.summary, 100))}</span>` : '';
       const result = i.status === 'running' ? '<p class="muted">Waiting for the result…</p>' : i.summary ? `<pre class="result">${e(i.summary)}</pre>` : '<p class="muted">(no output)</p>';
-      return `<details class="card tool status-${i.status}" data-key="${e(i.key)}" data-testid="tool-card"><summary><span class="tool-name">${e(i.name)}</span> <span class="tool-title">${e(i.title)}</span> <span class="tool-state">${state}</span></summary><div class="card-body"><div class="label">Arguments</div><pre class="args">${e(i.args)}</pre><div class="label">${i.name === 'read_file' && i.status === 'ok' ? 'Result (first line of the file)' : 'Result'}</div>${result}${actions}</div></details>`;
+      return `<details class="card tool status-${i.status}" data-key="${e(i.key)}" data-testid="tool-card"><summary><span class="tool-name">${e(i.name)}</span> <span class="tool-title">${e(i.title)}</span>${brief} <span class="tool-state">${state}</span></summary><div class="card-body"><div class="label">Arguments</div><pre class="args">${e(i.args)}</pre><div class="label">Result</div>${result}${actions}</div></details>`;
     }
     case 'compaction': {
       const view = i.checkpointId ? ` · ${button('capsule', i.key, 'View capsule')}` : '';

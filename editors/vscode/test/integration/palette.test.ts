@@ -248,7 +248,7 @@ describe.skipIf(!binary || !scripted)('approvals over the wire (scripted backend
   afterAll(async () => s && (await s.stop()));
 
   it.each([
-    ['Allow for session', true, 'allowed for session'],
+    ['Allow bash commands for this session', true, 'allowed for session'],
     ['Deny', false, 'denied'],
   ])('window/showMessageRequest is a modal with the three choices; %s', async (choice, ok, summary) => {
     fake.messages = [];
@@ -260,12 +260,13 @@ describe.skipIf(!binary || !scripted)('approvals over the wire (scripted backend
     const r = (await handlers[PaletteCommand.ask]('run: go test ./...')) as { turnId: string };
     const ask = await waitFor('the approval dialog', () => fake.messages.find((m) => m.modal));
     expect(ask).toMatchObject({ level: 'warning', modal: true });
-    // R-W3: the first line names the tool, the whole command is the detail; Deny comes first and is the
-    // dialog's close affordance, so VS Code adds no second, different-looking "Cancel".
+    // R-W3: the first line names the tool, the whole command is the detail; Deny comes first as an ordinary
+    // button, the dialog's focused primary, so Enter denies (VS Code adds a Cancel, which denies too).
     expect(ask.message).toBe('SOBA wants to run bash');
     expect(ask.detail).toContain('go test ./...');
-    expect((ask.items as { title: string }[]).map((i) => i.title)).toEqual(['Deny', 'Allow once', 'Allow for session']);
-    expect((ask.items as { title: string; isCloseAffordance?: boolean }[]).filter((i) => i.isCloseAffordance).map((i) => i.title)).toEqual(['Deny']);
+    // The allow for the session names what it covers: every bash command, not just this one.
+    expect((ask.items as { title: string }[]).map((i) => i.title)).toEqual(['Deny', 'Allow once', 'Allow bash commands for this session']);
+    expect((ask.items as { title: string; isCloseAffordance?: boolean }[]).filter((i) => i.isCloseAffordance)).toEqual([]);
     const tool = await waitFor('the tool result', () => s.model.stream.find((i): i is Extract<StreamItem, { kind: 'tool' }> => i.kind === 'tool' && i.turnId === r.turnId && i.status !== 'running'));
     expect(tool).toMatchObject({ name: 'bash', title: 'Run go test ./...', status: ok ? 'ok' : 'failed', summary });
   });

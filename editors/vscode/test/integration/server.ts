@@ -102,6 +102,8 @@ export async function startServer(binary: string, workspace: string, initializat
         });
       });
       conn.dispose();
+      // The workspace (and the sessions the server wrote in it) goes with the server: a run leaves nothing in /tmp.
+      fs.rmSync(workspace, { recursive: true, force: true });
     },
   };
 }

@@ -178,6 +178,20 @@ describe('palette commands build the server arguments from the prompts', () => {
   });
 });
 
+/** A session's rewind points (soba.session.history) and a chat showing its two requests. */
+const history = [
+  { entryId: 'u1', kind: 'user', text: 'read the notes', createdAt: '2025-01-01T00:00:00Z', rewindTo: 'h0', filesModifiedAfter: ['a.go', 'b.go'] },
+  { entryId: 'k1', kind: 'checkpoint', text: 'milestone: notes read', createdAt: '2025-01-01T00:00:10Z', rewindTo: 'k1', filesModifiedAfter: ['b.go'] },
+  { entryId: 'u2', kind: 'user', text: 'fix b.go', createdAt: '2025-01-01T00:00:20Z', rewindTo: 'a1', filesModifiedAfter: ['b.go'] },
+];
+function chat(ctx: CommandContext) {
+  ctx.model.applyUserPrompt('t1', 'read the notes');
+  ctx.model.applyEvent({ turnId: 't1', type: 'text', delta: 'They are notes.' });
+  ctx.model.applyUserPrompt('t2', 'fix b.go');
+  ctx.model.applyEvent({ turnId: 't2', type: 'text', delta: 'Fixed.' });
+}
+const texts = (ctx: CommandContext) => ctx.model.snapshot().stream.map((i) => (i.kind === 'user' || i.kind === 'assistant' ? i.text : i.kind));
+
 describe('palette commands render their results', () => {
   it('compact writes the R-B3 line to the SOBA output once and shows it', async () => {
     const { ctx, output } = recordingContext(answers);
@@ -236,19 +250,6 @@ describe('palette commands render their results', () => {
     expect((output as any).shown).toBe(0);
     expect(fake.messages[0].message).toBe('SOBA: no capsules yet. Compact or create a capsule first.');
   });
-
-  const history = [
-    { entryId: 'u1', kind: 'user', text: 'read the notes', createdAt: '2025-01-01T00:00:00Z', rewindTo: 'h0', filesModifiedAfter: ['a.go', 'b.go'] },
-    { entryId: 'k1', kind: 'checkpoint', text: 'milestone: notes read', createdAt: '2025-01-01T00:00:10Z', rewindTo: 'k1', filesModifiedAfter: ['b.go'] },
-    { entryId: 'u2', kind: 'user', text: 'fix b.go', createdAt: '2025-01-01T00:00:20Z', rewindTo: 'a1', filesModifiedAfter: ['b.go'] },
-  ];
-  function chat(ctx: CommandContext) {
-    ctx.model.applyUserPrompt('t1', 'read the notes');
-    ctx.model.applyEvent({ turnId: 't1', type: 'text', delta: 'They are notes.' });
-    ctx.model.applyUserPrompt('t2', 'fix b.go');
-    ctx.model.applyEvent({ turnId: 't2', type: 'text', delta: 'Fixed.' });
-  }
-  const texts = (ctx: CommandContext) => ctx.model.snapshot().stream.map((i) => (i.kind === 'user' || i.kind === 'assistant' ? i.text : i.kind));
 
   it('rewind picks from the current path (text, time to the second, files after), confirms that files are not reverted, and keeps the history before (R-T4)', async () => {
     const { ctx, sent } = recordingContext({ ...answers, [ServerCommand.sessionHistory]: history });
@@ -457,6 +458,38 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
       'status: › /session resume s1',
       'status: resumed session s1 at e4',
     ]);
+  });
+
+  // R-T4: /rewind <id> typed in the chat keeps the conversation before that point on screen, as the picker
+  // does; an id that is no rewind point lists the requests the path still holds, as on resume.
+  it.each([
+    ['/rewind a1', ['user: read the notes', 'assistant: They are notes.', 'status: › /rewind a1', 'status: rewound to a1']],
+    ['/rewind h0', ['status: › /rewind h0', 'status: rewound to h0']],
+    ['/rewind k1', ['user: read the notes', 'assistant: They are notes.', 'status: › /rewind k1', 'status: rewound to k1']],
+    ['/rewind e77', ['status: Earlier in this session: 1 request (the answers are in the transcript)', 'user: read the notes', 'status: › /rewind e77', 'status: rewound to e77']],
+    // A request's own id keeps the request on the path without its answer: listed as the path holds it.
+    ['/rewind u1', ['status: Earlier in this session: 1 request (the answers are in the transcript)', 'user: read the notes', 'status: › /rewind u1', 'status: rewound to u1']],
+  ])('%s typed in the chat keeps what the path still holds (R-T4)', async (typed, want) => {
+    const id = typed.split(' ')[1];
+    let calls = 0;
+    const t = recordingContext({
+      ...ran(ServerCommand.sessionRewind, { leafId: 'e99' }, [`rewound to ${id}`]),
+      // Before the rewind the whole path; after it (e77 an entry of the first answer, u1 the first request) the first request.
+      [ServerCommand.sessionHistory]: () => (calls++ === 0 ? history : history.slice(0, 1)),
+    });
+    chat(t.ctx);
+    await ask(t.ctx, typed);
+    expect(t.sent[0]).toEqual({ command: 'soba.session.history', args: {} });
+    expect(t.sent[1]).toEqual({ command: 'soba.run', args: { text: typed } });
+    expect(t.ctx.model.snapshot().stream.map((i) => (i.kind === 'user' || i.kind === 'status' || i.kind === 'assistant' ? `${i.kind}: ${i.text}` : i.kind))).toEqual(want);
+  });
+
+  it('/rewind alone lists the points and changes nothing in the chat', async () => {
+    const t = recordingContext({ [ServerCommand.run]: { kind: 'command', command: ServerCommand.sessionHistory, result: history, lines: ['3 points to rewind to, most recent first'] } });
+    chat(t.ctx);
+    await ask(t.ctx, '/rewind');
+    expect(t.sent.map((x) => x.command)).toEqual(['soba.run']);
+    expect(texts(t.ctx)).toEqual(['read the notes', 'They are notes.', 'fix b.go', 'Fixed.', 'status', 'status']);
   });
 
   it('a slash command typed in the Ask input box goes the same way', async () => {

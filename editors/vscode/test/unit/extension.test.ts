@@ -1,7 +1,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { changeConfiguration, fake, Uri, workspace } from '../fake/vscode';
 
 // vscode-languageclient needs the editor; the extension's use of it is checked
@@ -55,9 +55,16 @@ function context(extensionPath: string) {
   return last as any;
 }
 
+/** fakeDirs are the stand-ins' directories, removed after the file's tests: a run leaves nothing in /tmp. */
+const fakeDirs: string[] = [];
+afterAll(() => {
+  for (const d of fakeDirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
 /** fakeServer writes an executable stand-in for soba-lsp. */
 function fakeServer(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'soba-ext-'));
+  fakeDirs.push(dir);
   const bin = path.join(dir, 'soba-lsp');
   fs.writeFileSync(bin, '#!/bin/sh\nexit 0\n', { mode: 0o755 });
   return bin;

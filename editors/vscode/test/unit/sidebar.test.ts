@@ -267,11 +267,25 @@ describe('renderSidebar: the conversation first, Markdown rendered', () => {
     expect(card).toContain('>Open file</button>');
     expect(card).toContain('>Open diff</button>');
     expect(card).toContain('<div class="label">Result</div>');
+  });
+
+  // The server's summary says what each call did (agent/tools.go readSummary, grepSummary, bashSummary): the
+  // card shows it as the result and, closed, after the title; a running call has none yet.
+  it.each([
+    ['read_file', { path: 'notes.md' }, true, 'lines 11-30 of 250', 'Read notes.md', '· lines 11-30 of 250'],
+    ['grep', { pattern: 'TODO' }, true, '12 matches in 3 files', 'Search for TODO', '· 12 matches in 3 files'],
+    ['bash', { command: 'go test ./x' }, false, 'exit 1 · 38 lines · FAIL ./x', 'Run go test ./x', '· exit 1 · 38 lines · FAIL ./x'],
+    ['bash', { command: 'cat big' }, false, 'read_file: first\nsecond', 'Run cat big', '· read_file: first …'],
+  ])('shows what %s did as its result: %s', (name, args, ok, summary, title, brief) => {
     const m = new SidebarModel();
-    m.applyEvent({ turnId: 't', type: 'tool_call', id: 'r', name: 'read_file', arguments: { path: 'notes.md' } });
-    m.applyEvent({ turnId: 't', type: 'tool_result', id: 'r', ok: true, summary: '# Notes' });
-    // The wire's summary of a read is the file's first line: it says so.
-    expect(renderSidebar(m.snapshot(), md)).toContain('<div class="label">Result (first line of the file)</div><pre class="result"># Notes</pre>');
+    m.applyEvent({ turnId: 't', type: 'tool_call', id: 'r', name, arguments: args });
+    expect(renderSidebar(m.snapshot(), md)).not.toContain('tool-summary');
+    m.applyEvent({ turnId: 't', type: 'tool_result', id: 'r', ok, summary });
+    const card = /<details class="card tool[\s\S]*?<\/details>/.exec(renderSidebar(m.snapshot(), md))![0];
+    const head = /<summary>([\s\S]*?)<\/summary>/.exec(card)![1].replace(/<[^>]+>/g, '');
+    expect(head).toBe(`${name} ${title} ${brief} ${ok ? 'done' : 'failed'}`);
+    expect(card).toContain(`<div class="label">Result</div><pre class="result">${summary.replace(/\n/g, '\n')}</pre>`);
+    expect(card).not.toContain('first line');
   });
 
   it('marks the compaction in the conversation: "Context compacted · 13,460 → 820 tokens · View capsule"', () => {

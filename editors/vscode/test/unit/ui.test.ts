@@ -62,7 +62,34 @@ describe('approvals are modal (window/showMessageRequest)', () => {
     expect(r).toEqual({ title: 'Allow for session' });
     expect(fake.messages[0]).toMatchObject({ level: 'warning', modal: true, message: 'SOBA wants to run bash' });
     expect(fake.messages[0].detail).toBe('command:\necho checking build status[300 spaces]; rm -rf ~/important');
-    expect(fake.messages[0].items).toEqual([{ title: 'Deny', isCloseAffordance: true }, { title: 'Allow once' }, { title: 'Allow for session' }]);
+    // Deny is the first ordinary button, which VS Code makes the focused primary: Enter denies. No button is
+    // the close affordance, so VS Code adds a Cancel that answers nothing (Deny to the server).
+    expect(fake.messages[0].items).toEqual([{ title: 'Deny' }, { title: 'Allow once' }, { title: 'Allow for session' }]);
+  });
+
+  it('puts Deny first whatever order the server sent (Enter must not allow)', async () => {
+    fake.answers.message.push((_m: string, items: { title: string }[]) => items[0]);
+    const r = await showMessageRequestModal({ ...params, actions: [{ title: 'Allow once' }, { title: 'Allow for session' }, { title: 'Deny' }] });
+    expect(r).toEqual({ title: 'Deny' });
+    expect(fake.messages[0].items).toEqual([{ title: 'Deny' }, { title: 'Allow once' }, { title: 'Allow for session' }]);
+  });
+
+  // The server names what an allow for the session covers (soba.scope, and the action's title): the
+  // dialog shows that title as its button and answers it as offered, for each scope.
+  it.each([
+    ['write_file', 'file edits', 'Allow file edits for this session'],
+    ['bash', 'bash commands', 'Allow bash commands for this session'],
+    ['mcp__github__create_issue', 'the tools of MCP server "github"', 'Allow the tools of MCP server "github" for this session'],
+  ])('the allow for the session of %s says it covers %s (R-W3)', async (tool, scope, title) => {
+    fake.answers.message.push((_m: string, items: { title: string }[]) => items[2]);
+    const r = await showMessageRequestModal({
+      type: 2,
+      message: `SOBA wants to run ${tool}\narguments:\n{}`,
+      actions: [{ title: 'Deny' }, { title: 'Allow once' }, { title }],
+      soba: { tool, scope },
+    });
+    expect(r).toEqual({ title });
+    expect((fake.messages[0].items as { title: string }[]).map((i) => i.title)).toEqual(['Deny', 'Allow once', title]);
   });
 
   it('a write opens a diff of the file against the proposed content before asking (R-W3)', async () => {
