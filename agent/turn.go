@@ -599,6 +599,10 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 		if !ok {
 			r = session.ToolResult{Content: "replay: no recorded result for this call"}
 		}
+		if r.Artifacts != nil && r.Artifacts.Skill != "" {
+			// A recorded activation is one too: the next capsule lists it.
+			_ = a.do(func(st *state) { st.activeSkills = appendUnique(st.activeSkills, r.Artifacts.Skill) })
+		}
 		a.appendToolResult(turnID, sc, toolRun{ok: r.OK, content: r.Content, artifacts: r.Artifacts})
 		return
 	}
