@@ -185,8 +185,28 @@ func TestSystemTokensAreTheSentSystemPrompt_RO1(t *testing.T) {
 	check("after activation", f.agent, false)
 	f.prompt(t, "more "+bigText)
 	f.prompt(t, "more "+bigText)
-	if res, err := f.agent.Compact(context.Background(), ""); err != nil || res.Outcome != compaction.OutcomeCompleted {
+	res, err := f.agent.Compact(context.Background(), "")
+	if err != nil || res.Outcome != compaction.OutcomeCompleted {
 		t.Fatalf("compact %+v %v", res, err)
+	}
+	// The continuation is measured with the system prompt it leaves, the
+	// skill's body in it (R-R2, R-C3): the capsule records the raw estimate
+	// of the model input right after it.
+	raw := 0
+	if err := f.agent.do(func(st *state) {
+		m, err := MeasureInput(newPathView(st.store, st.path, 0, st.latest), st.base, f.agent.opt.Counter)
+		if err != nil {
+			t.Error(err)
+		}
+		raw = st.systemTokens
+		for _, n := range m.Entries {
+			raw += n
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if after := f.capsules(t)[0].TokensAfter; after != raw {
+		t.Errorf("the capsule records %d tokens after it, the model input after it is %d", after, raw)
 	}
 	f.prompt(t, "go on")
 	check("after the compaction", f.agent, true)
@@ -248,5 +268,42 @@ func TestResumeCountsSkillActivatedAfterUsage_RO1(t *testing.T) {
 	}
 	if after.EffectiveTokens != before.EffectiveTokens || after.Source != before.Source {
 		t.Errorf("after resume %d (%s), before %d (%s)", after.EffectiveTokens, after.Source, before.EffectiveTokens, before.Source)
+	}
+}
+
+// A rewind to before a skill's activation takes the skill back: the next
+// capsule does not list it and no request carries its body (R-T4, R-C2).
+func TestRewindBeforeActivationDropsTheSkill_RT4(t *testing.T) {
+	f := newFixture(t, func(o *Options) { smallWindow(o); o.Compaction.Auto = false },
+		providertest.Text("first "+bigText),
+		providertest.Call("s1", "activate_skill", map[string]any{"name": "go-testing"}),
+		providertest.Text("activated "+bigText),
+		providertest.Text("again "+bigText), providertest.Text("more "+bigText), providertest.Text("more "+bigText),
+		providertest.Text("after"))
+	const body = "Always run go test with -race."
+	writeSkill(t, f.dir, "go-testing", "how this project runs its Go tests", body)
+	f.prompt(t, "start "+bigText)
+	info, err := f.agent.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.prompt(t, "use the go testing skill "+bigText)
+	if _, err := f.agent.Rewind(info.LeafID); err != nil {
+		t.Fatal(err)
+	}
+	f.prompt(t, "do it without the skill "+bigText)
+	f.prompt(t, "more "+bigText)
+	f.prompt(t, "more "+bigText)
+	res, err := f.agent.Compact(context.Background(), "")
+	if err != nil || res.Outcome != compaction.OutcomeCompleted {
+		t.Fatalf("compact %+v %v", res, err)
+	}
+	if st := f.capsules(t)[0].State; len(st.ActiveSkills) != 0 {
+		t.Errorf("the capsule lists skills %v activated only on the abandoned branch", st.ActiveSkills)
+	}
+	f.prompt(t, "go on")
+	reqs := f.model.Requests()
+	if last := reqs[len(reqs)-1]; strings.Contains(last.System, body) || carriesInToolResult(last, body) {
+		t.Errorf("the request after the rewind and compaction carries the abandoned skill")
 	}
 }
