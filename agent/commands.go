@@ -187,8 +187,8 @@ func (a *Agent) recordCheckpoint(st *state, kind, note string) (string, error) {
 }
 
 // systemPrompt is the system prompt of every request: the agent's role,
-// the tools' rules, Project Memory and the skills (listed, and those of
-// skills in full: promptSkills).
+// the tools' rules, Project Memory, every skill listed, and the bodies of
+// skills (promptSkills) in full.
 func (a *Agent) systemPrompt(skills []string) string {
 	var b strings.Builder
 	b.WriteString("You are SOBA, a coding agent working in the user's workspace through tools. Read before you edit; keep changes small and verify them with the project's tests. Every action is recorded.\n")
