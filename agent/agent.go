@@ -138,6 +138,9 @@ type state struct {
 	// input and the provider's last report, and applies the calibration.
 	meter        tokens.Meter
 	systemTokens int
+	// system is the system prompt systemTokens counts: the last one sent,
+	// or the one the next request will carry (setSystemPrompt).
+	system string
 
 	autoCompact bool
 	intents     compaction.Intents
@@ -375,16 +378,26 @@ func (a *Agent) restore(st *state) error {
 		return err
 	}
 	st.autoCompact, st.intents, st.activeSkills, st.lastResult = r.AutoCompact, r.Intents, r.ActiveSkills, r.LastCompaction
-	// The system prompt carries the active skills' bodies.
-	st.systemTokens = a.systemTokens(st)
-	r.Input.ResetMeter(&st.meter, st.systemTokens, a.systemTokens(&state{activeSkills: r.Input.SkillsAtUsage(st.activeSkills)}))
+	a.setSystemPrompt(st, a.systemPrompt(r.PromptSkills))
+	r.Input.ResetMeter(&st.meter, st.systemTokens)
 	return nil
 }
 
-// systemTokens estimates the system prompt (active skills included) and the
-// tool schemas, as the next request carries them.
-func (a *Agent) systemTokens(st *state) int {
-	return a.opt.Counter.Count(a.systemPrompt(st)) + a.toolSchemaTokens()
+// setSystemPrompt makes system the system prompt the budget counts. It
+// changes with the base (promptSkills) and when a skill is added, removed
+// or edited during the session (they are read from the workspace).
+func (a *Agent) setSystemPrompt(st *state, system string) {
+	if system == st.system && st.systemTokens > 0 {
+		return
+	}
+	st.system = system
+	st.systemTokens = a.opt.Counter.Count(system) + a.toolSchemaTokens()
+}
+
+// systemTokens estimates the system prompt carrying the bodies of skills
+// (promptSkills) and the tool schemas, as a request carries them.
+func (a *Agent) systemTokens(skills []string) int {
+	return a.opt.Counter.Count(a.systemPrompt(skills)) + a.toolSchemaTokens()
 }
 
 // do runs f under the state's mutex. A panic in f is reported and does not
@@ -458,11 +471,16 @@ func (a *Agent) refreshPath(st *state) {
 // replaced.
 func (a *Agent) recomputeInput(st *state) error {
 	st.declined = nil // the model input changed shape: soft triggers judge afresh
-	m, err := MeasureInput(newPathView(st.store, st.path, 0, st.latest), st.base, a.opt.Counter)
+	view := newPathView(st.store, st.path, 0, st.latest)
+	// A new base brings its capsule's skills into the system prompt; a
+	// rewind drops the skills activated after its target.
+	st.activeSkills = activeSkillsOn(view, st.base)
+	a.setSystemPrompt(st, a.systemPrompt(promptSkills(st.base)))
+	m, err := MeasureInput(view, st.base, a.opt.Counter)
 	if err != nil {
 		return err
 	}
-	m.ResetMeter(&st.meter, st.systemTokens, a.systemTokens(&state{activeSkills: m.SkillsAtUsage(st.activeSkills)}))
+	m.ResetMeter(&st.meter, st.systemTokens)
 	return nil
 }
 

@@ -17,7 +17,9 @@ import (
 // longSessionScript is turns of work: each turn reads a file, lists the
 // workspace, then answers (at length unless short), so the history grows
 // past the soft limit of smallWindow more than once. With short answers
-// the history grows inside the turns, by the file read.
+// the history grows inside the turns, by the file read. Some turns activate
+// a skill between the two tool calls (sessionSkills): one in the middle of
+// a turn, another turns later, and the first again once it is active.
 func longSessionScript(turns int, short bool) []providertest.Reply {
 	var out []providertest.Reply
 	answer := bigText
@@ -25,12 +27,23 @@ func longSessionScript(turns int, short bool) []providertest.Reply {
 		answer = "done."
 	}
 	for i := range turns {
+		out = append(out, providertest.Call(fmt.Sprintf("r%d", i), "read_file", map[string]any{"path": "notes.txt"}))
+		if name, ok := sessionSkills[i]; ok {
+			out = append(out, providertest.Call(fmt.Sprintf("s%d", i), "activate_skill", map[string]any{"name": name}))
+		}
 		out = append(out,
-			providertest.Call(fmt.Sprintf("r%d", i), "read_file", map[string]any{"path": "notes.txt"}),
 			providertest.Call(fmt.Sprintf("l%d", i), "list_files", map[string]any{"path": "."}),
 			providertest.Text(fmt.Sprintf("answer %d: %s", i, answer)))
 	}
 	return out
+}
+
+// sessionSkills are the skills longSessionScript activates, by turn.
+var sessionSkills = map[int]string{1: "go-testing", 4: "review", 6: "go-testing"}
+
+// skillBody is the body of a skill of longSessionScript.
+func skillBody(name string) string {
+	return "Instructions of " + name + ": " + strings.Repeat("check it twice; ", 40) + "done."
 }
 
 // newFormatFixture is newFixture against a fake of the given wire format.
@@ -118,6 +131,9 @@ func testRequestsExtend(t *testing.T, format string, mod func(*Options), turns i
 	{
 		{
 			f := newFormatFixture(t, format, mod, longSessionScript(turns, inTurn))
+			for _, name := range sessionSkills {
+				writeSkill(t, f.dir, name, "what "+name+" asks for", skillBody(name))
+			}
 			var bounds []int // index of each turn's first request
 			for i := range turns {
 				bounds = append(bounds, len(f.model.Requests()))
@@ -126,18 +142,24 @@ func testRequestsExtend(t *testing.T, format string, mod func(*Options), turns i
 				}
 			}
 			reqs := f.model.Requests()
-			extended, renewed := 0, 0
+			extended, renewed, turnsExtended, afterSkill := 0, 0, 0, 0
 			for k := 1; k < len(reqs); k++ {
-				if slices.Contains(bounds, k) {
-					continue // the first request of a turn
-				}
 				prev, cur := reqs[k-1], reqs[k]
 				if cur.DecodeError != "" || len(cur.PromptItems) == 0 {
 					t.Fatalf("request %d not decoded: %s", k, cur.DecodeError)
 				}
 				n := len(prev.PromptItems)
 				if len(cur.PromptItems) > n && slices.Equal(cur.PromptItems[:n], prev.PromptItems) {
-					extended++
+					// The first request of a turn extends the last one of
+					// the turn before when no compaction ran between them.
+					if slices.Contains(bounds, k) {
+						turnsExtended++
+					} else {
+						extended++
+					}
+					if m := cur.Messages[len(cur.Messages)-1]; m.Role == provider.RoleTool && strings.HasPrefix(m.Text, "Instructions of ") {
+						afterSkill++ // the request right after an activation
+					}
 					continue
 				}
 				if c := capsuleOf(cur); c != "" && c != capsuleOf(prev) {
@@ -151,10 +173,23 @@ func testRequestsExtend(t *testing.T, format string, mod func(*Options), turns i
 				t.Fatalf("request %d does not extend request %d: item %d differs\nbefore: %.300s\nnow:    %.300s", k, k-1, i,
 					at(prev.PromptItems, i), at(cur.PromptItems, i))
 			}
-			if extended < turns || len(f.capsules(t)) == 0 {
-				t.Fatalf("%d requests extended the one before, %d capsules: the session proves nothing", extended, len(f.capsules(t)))
+			if extended < turns || turnsExtended == 0 || len(f.capsules(t)) == 0 {
+				t.Fatalf("%d requests extended the one before (%d of them a turn's first), %d capsules: the session proves nothing",
+					extended, turnsExtended, len(f.capsules(t)))
 			}
-			t.Logf("%d requests, %d extended the one before, %d after a compaction, %d capsules", len(reqs), extended, renewed, len(f.capsules(t)))
+			t.Logf("%d requests, %d extended the one before (and %d first of their turn), %d after a compaction, %d capsules",
+				len(reqs), extended, turnsExtended, renewed, len(f.capsules(t)))
+			// An activation leaves the prefix alone; the next capsule moves
+			// the skill into the system prompt, where later requests keep it.
+			if afterSkill == 0 {
+				t.Errorf("no request right after a skill's activation extended the one before")
+			}
+			moved := slices.IndexFunc(reqs, func(r providertest.Received) bool {
+				return strings.Contains(r.System, "Active skill go-testing:\n"+skillBody("go-testing"))
+			})
+			if moved < 0 || capsuleOf(reqs[moved]) == "" {
+				t.Errorf("no request after a capsule carries the activated skill in its system prompt (first at %d)", moved)
+			}
 			if inTurn && renewed == 0 {
 				t.Errorf("no compaction ran inside a turn: the exception proves nothing")
 			}

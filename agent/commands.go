@@ -187,9 +187,9 @@ func (a *Agent) recordCheckpoint(st *state, kind, note string) (string, error) {
 }
 
 // systemPrompt is the system prompt of every request: the agent's role,
-// the tools' rules, Project Memory and the skills (listed, and the active
-// ones in full).
-func (a *Agent) systemPrompt(st *state) string {
+// the tools' rules, Project Memory, every skill listed, and the bodies of
+// skills (promptSkills) in full.
+func (a *Agent) systemPrompt(skills []string) string {
 	var b strings.Builder
 	b.WriteString("You are SOBA, a coding agent working in the user's workspace through tools. Read before you edit; keep changes small and verify them with the project's tests. Every action is recorded.\n")
 	b.WriteString("Paths are relative to the workspace root. Use checkpoint when a piece of work is done (milestone) or the plan changes direction (plan_pivot).\n")
@@ -204,11 +204,9 @@ func (a *Agent) systemPrompt(st *state) string {
 			fmt.Fprintf(&b, "- %s: %s\n", s.Name, s.Description)
 		}
 	}
-	if st != nil {
-		for _, name := range st.activeSkills {
-			if sk, err := a.tools.skills.load(name); err == nil {
-				fmt.Fprintf(&b, "\nActive skill %s:\n%s\n", sk.Name, sk.Body)
-			}
+	for _, name := range skills {
+		if sk, err := a.tools.skills.load(name); err == nil {
+			fmt.Fprintf(&b, "\nActive skill %s:\n%s\n", sk.Name, sk.Body)
 		}
 	}
 	return b.String()

@@ -30,7 +30,7 @@ func (n nativeCompactor) CompactNative(ctx context.Context, history compaction.I
 		return capsule.Native{}, &compaction.NativeSkip{Reason: fmt.Sprintf("history of about %s tokens is below the provider's minimum compaction trigger of %s", text.Thousands(tokens), text.Thousands(min))}
 	}
 	var system string
-	if err := n.a.do(func(st *state) { system = n.a.systemPrompt(st) }); err != nil {
+	if err := n.a.do(func(st *state) { system = n.a.systemPrompt(promptSkills(st.base)) }); err != nil {
 		return capsule.Native{}, err
 	}
 	req := provider.Request{Model: n.a.opt.ModelName, System: system, Messages: requestMessages(history)}

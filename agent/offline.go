@@ -7,19 +7,20 @@ import (
 )
 
 // SystemTokens is the estimate of the system prompt and tool schemas of a
-// session of the workspace at root with activeSkills active (Restored's),
-// as the agent counts them; systemPrompt is the extra prompt (Project
-// Memory's summary) the workspace adds. Offline commands (budget,
+// session of the workspace at root whose system prompt carries the bodies
+// of skills (Restored's PromptSkills now; its ActiveSkills after the next
+// compaction), as the agent counts them; systemPrompt is the extra prompt
+// (Project Memory's summary) the workspace adds. Offline commands (budget,
 // compact) add it to the model input so their figures match the server's.
-func SystemTokens(counter compaction.Counter, root, systemPrompt string, activeSkills []string) int {
-	skills := &skillSet{}
+func SystemTokens(counter compaction.Counter, root, systemPrompt string, skills []string) int {
+	set := &skillSet{}
 	if r, err := workspace.NewRoot(root); err == nil {
 		defer r.Close()
-		skills.root = r
+		set.root = r
 	}
 	a := &Agent{opt: Options{Counter: counter, Root: root, SystemPrompt: systemPrompt},
-		tools: &toolEnv{dir: root, skills: skills}}
-	return a.systemTokens(&state{activeSkills: activeSkills})
+		tools: &toolEnv{dir: root, skills: set}}
+	return a.systemTokens(skills)
 }
 
 // StoreTranscript is the leaf path of s as the server reads it: headers from

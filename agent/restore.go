@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
@@ -18,8 +17,13 @@ type Restored struct {
 	AutoCompact bool
 	Intents     compaction.Intents
 	// ActiveSkills are the skills the capsule carries and those activated in
-	// the model input since, in that order, without repeats.
+	// the model input since, in that order, without repeats: the skills the
+	// next capsule lists, whose bodies its system prompt carries.
 	ActiveSkills []string
+	// PromptSkills are the skills whose bodies the system prompt carries
+	// now: the capsule's (promptSkills). The bodies of those activated
+	// since are in their tool results, counted with the messages.
+	PromptSkills []string
 	// LastCompaction is the result of the newest capsule on the path, as
 	// the status line shows it; nil when there is none.
 	LastCompaction *compaction.CompactionResult
@@ -56,19 +60,9 @@ func Restore(path compaction.Transcript, base compaction.Base, counter compactio
 			if f.Intent != "" {
 				r.Intents.Add(f.Intent)
 			}
-		case session.TypeToolResult:
-			if i >= base.Start && f.Skill != "" {
-				r.ActiveSkills = appendUnique(r.ActiveSkills, f.Skill)
-			}
 		}
 	}
-	if base.State != nil {
-		skills := append([]string(nil), base.State.ActiveSkills...)
-		for _, s := range r.ActiveSkills {
-			skills = appendUnique(skills, s)
-		}
-		r.ActiveSkills = skills
-	}
+	r.ActiveSkills, r.PromptSkills = activeSkillsOn(path, base), promptSkills(base)
 	if newest >= 0 {
 		e, err := path.Entry(newest)
 		if err != nil {
@@ -97,9 +91,6 @@ type InputMeasure struct {
 	// Completion are that usage.
 	UsageAt            int
 	Prompt, Completion int
-	// SkillsSinceUsage are the skills activated after that response: the
-	// provider's count did not include their bodies in the system prompt.
-	SkillsSinceUsage []string
 }
 
 // MeasureInput measures the model input of path from base (O(tail) in
@@ -143,45 +134,21 @@ func MeasureInput(path compaction.Transcript, base compaction.Base, counter comp
 		}
 		if e.Assistant != nil && e.Assistant.Usage != nil {
 			m.UsageAt, m.Prompt, m.Completion = offset+k, e.Assistant.Usage.InputTokens, e.Assistant.Usage.OutputTokens
-			m.SkillsSinceUsage = skillsActivated(path, i+1)
 			break
 		}
 	}
 	return m, nil
 }
 
-// skillsActivated lists the skills activated by tool results on path from
-// index from on (the short tail after a response), from the headers.
-func skillsActivated(path compaction.Transcript, from int) []string {
-	var out []string
-	for i := from; i < path.Len(); i++ {
-		if n := path.Node(i); n.Type == session.TypeToolResult && n.Facts != nil && n.Facts.Skill != "" {
-			out = appendUnique(out, n.Facts.Skill)
-		}
-	}
-	return out
-}
-
-// SkillsAtUsage is active without the skills activated since the usage
-// report: the skills whose bodies the reported request carried.
-func (m InputMeasure) SkillsAtUsage(active []string) []string {
-	var out []string
-	for _, s := range active {
-		if !slices.Contains(m.SkillsSinceUsage, s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // ResetMeter starts meter over from this input with the system prompt and
-// tool schemas estimated at systemTokens now and at atUsage for the request
-// the usage report measured (SkillsAtUsage active), so a skill activated
-// since counts on top of the report, as it does live (Meter.SetBase).
-func (m InputMeasure) ResetMeter(meter *tokens.Meter, systemTokens, atUsage int) {
+// tool schemas estimated at systemTokens. The system prompt changes only
+// with the base (promptSkills), and usage counts only when its response
+// lies after the base, so the reported request carried the same system
+// prompt: a skill activated since counts as its tool result, on top of the
+// report, as it does live.
+func (m InputMeasure) ResetMeter(meter *tokens.Meter, systemTokens int) {
 	if m.UsageAt >= 0 {
-		meter.ResetWithUsage(atUsage, m.Entries, m.UsageAt, m.Prompt, m.Completion)
-		meter.SetBase(systemTokens)
+		meter.ResetWithUsage(systemTokens, m.Entries, m.UsageAt, m.Prompt, m.Completion)
 		return
 	}
 	meter.Reset(systemTokens, m.Entries)

@@ -68,10 +68,13 @@ func TestRestoreReadsTheIndex_RT4(t *testing.T) {
 		turns       int
 		withCapsule bool
 		skills      []string
+		// inPrompt are the skills whose bodies the system prompt carries:
+		// the capsule's only (late-skill's body is in its tool result).
+		inPrompt []string
 	}{
-		{10, false, []string{"late-skill"}},
-		{5000, false, []string{"late-skill"}},
-		{5000, true, []string{"from-capsule", "late-skill"}},
+		{10, false, []string{"late-skill"}, nil},
+		{5000, false, []string{"late-skill"}, nil},
+		{5000, true, []string{"from-capsule", "late-skill"}, []string{"from-capsule"}},
 	} {
 		t.Run(fmt.Sprintf("%d turns, capsule %v", tc.turns, tc.withCapsule), func(t *testing.T) {
 			p := &countingPath{Entries: restorePath(tc.turns, tc.withCapsule), loads: map[int]int{}}
@@ -88,6 +91,9 @@ func TestRestoreReadsTheIndex_RT4(t *testing.T) {
 			}
 			if r.AutoCompact || fmt.Sprint(r.Intents.List()) != "[plan_pivot]" || fmt.Sprint(r.ActiveSkills) != fmt.Sprint(tc.skills) {
 				t.Errorf("restored auto-compact %v, intents %v, skills %v; want false, [plan_pivot], %v", r.AutoCompact, r.Intents.List(), r.ActiveSkills, tc.skills)
+			}
+			if fmt.Sprint(r.PromptSkills) != fmt.Sprint(tc.inPrompt) {
+				t.Errorf("the system prompt carries skills %v, want %v", r.PromptSkills, tc.inPrompt)
 			}
 			if r.Input.UsageAt < 0 || r.Input.Prompt != 1000+tc.turns-1 {
 				t.Errorf("usage at %d, prompt %d; want the newest answer's %d", r.Input.UsageAt, r.Input.Prompt, 1000+tc.turns-1)

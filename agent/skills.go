@@ -9,8 +9,38 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
+
+// promptSkills are the skills whose bodies the system prompt carries: those
+// active at the model input's base (its capsule's), none before the first
+// capsule. A skill activated since is carried by its activate_skill result,
+// already in the history, so the system prompt does not change between
+// compactions and each request extends the one before it byte for byte
+// (prompt caches keep their prefix); the next capsule lists the skill and
+// moves it into the system prompt. The request builder, the budget's
+// system figure, resume and the offline commands all ask this one function.
+func promptSkills(base compaction.Base) []string {
+	if base.State == nil {
+		return nil
+	}
+	return base.State.ActiveSkills
+}
+
+// activeSkillsOn are the skills active at the end of path: the base's and
+// those activated in the model input since, in that order, without repeats
+// (from the headers, O(tail)).
+func activeSkillsOn(path compaction.Transcript, base compaction.Base) []string {
+	out := slices.Clone(promptSkills(base))
+	for i := max(base.Start, 0); i < path.Len(); i++ {
+		if n := path.Node(i); n.Type == session.TypeToolResult && n.Facts != nil && n.Facts.Skill != "" {
+			out = appendUnique(out, n.Facts.Skill)
+		}
+	}
+	return out
+}
 
 // Skill is one `.soba/skills/<name>/SKILL.md`.
 type Skill struct {

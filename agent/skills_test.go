@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soba-agent/soba-lsp/agent/provider"
 	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/workspace"
@@ -21,30 +22,41 @@ func writeSkill(t *testing.T, root, name, desc, body string) {
 	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: "+name+"\ndescription: "+desc+"\n---\n"+body+"\n"), 0o644)
 }
 
+// carriesInToolResult reports whether r carries text in a tool result.
+func carriesInToolResult(r providertest.Received, text string) bool {
+	return slices.ContainsFunc(r.Messages, func(m provider.Message) bool {
+		return m.Role == provider.RoleTool && strings.Contains(m.Text, text)
+	})
+}
+
 // Skills are listed in the system prompt; an activated skill's text is part
-// of every later model input and of the capsule (R-C1).
-func TestSkillsListedActivatedAndInCapsule(t *testing.T) {
+// of every later model input — in its activate_skill result until the next
+// capsule lists it (R-C1), in the system prompt from then on — so the system
+// prompt of the requests between two compactions never changes.
+func TestSkillsListedActivatedAndInCapsule_RC1(t *testing.T) {
 	f := newFixture(t, func(o *Options) { smallWindow(o); o.Compaction.Auto = false },
 		providertest.Call("s1", "activate_skill", map[string]any{"name": "go-testing"}),
 		providertest.Text("activated "+bigText),
 		providertest.Text("later "+bigText), providertest.Text("later "+bigText), providertest.Text("later "+bigText),
 		providertest.Call("s2", "activate_skill", map[string]any{"name": "../escape"}),
 		providertest.Text("done"))
-	writeSkill(t, f.dir, "go-testing", "how this project runs its Go tests", "Always run go test with -race.")
+	const body = "Always run go test with -race."
+	writeSkill(t, f.dir, "go-testing", "how this project runs its Go tests", body)
 	f.prompt(t, "use the go testing skill "+bigText)
 	reqs := f.model.Requests()
 	if !strings.Contains(reqs[0].System, "go-testing: how this project runs its Go tests") {
 		t.Fatalf("skill not listed in the system prompt:\n%s", reqs[0].System)
 	}
-	if strings.Contains(reqs[0].System, "Always run go test with -race.") {
-		t.Fatal("an inactive skill's body is in the system prompt")
-	}
 	for i := 0; i < 3; i++ {
 		f.prompt(t, "more "+bigText)
 	}
-	for _, r := range f.model.Requests()[1:] {
-		if !strings.Contains(r.System, "Active skill go-testing:\nAlways run go test with -race.") {
-			t.Fatal("the active skill is missing from a later model input")
+	before := f.model.Requests()
+	for k, r := range before {
+		if r.System != reqs[0].System {
+			t.Fatalf("request %d before any capsule changed the system prompt:\n%s", k, r.System)
+		}
+		if got := carriesInToolResult(r, body); got != (k > 0) {
+			t.Fatalf("request %d carries the skill's body in its tool result: %v, want %v", k, got, k > 0)
 		}
 	}
 	res, err := f.agent.Compact(context.Background(), "")
@@ -58,6 +70,15 @@ func TestSkillsListedActivatedAndInCapsule(t *testing.T) {
 	if end.Outcome != "completed" {
 		t.Fatalf("turn %s", end.Outcome)
 	}
+	after := f.model.Requests()[len(before):]
+	if len(after) == 0 {
+		t.Fatal("no request after the compaction")
+	}
+	for k, r := range after {
+		if !strings.Contains(r.System, "Active skill go-testing:\n"+body) {
+			t.Fatalf("request %d after the capsule lacks the active skill in its system prompt:\n%s", k, r.System)
+		}
+	}
 	last := f.entries(t)
 	found := false
 	for _, e := range last {
@@ -67,6 +88,22 @@ func TestSkillsListedActivatedAndInCapsule(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("a skill name with a path was not refused")
+	}
+}
+
+// A skill longer than the model input's limit on tool results reaches the
+// model whole in its activate_skill result: it is the only place its body
+// is until the next capsule.
+func TestLongSkillIsWholeInItsToolResult(t *testing.T) {
+	f := newFixture(t, nil,
+		providertest.Call("s1", "activate_skill", map[string]any{"name": "long"}),
+		providertest.Text("activated"))
+	body := strings.Repeat("Check every error; ", maxToolResultChars/10) + "the end of the skill."
+	writeSkill(t, f.dir, "long", "a long skill", body)
+	f.prompt(t, "use the long skill")
+	reqs := f.model.Requests()
+	if len(body) <= maxToolResultChars || !carriesInToolResult(reqs[len(reqs)-1], body) {
+		t.Fatalf("the %d-character skill is not whole in its tool result", len(body))
 	}
 }
 
@@ -120,29 +157,59 @@ func TestFileChangedOnDiskIsModified_RC2(t *testing.T) {
 }
 
 // The budget's system-prompt figure is the system prompt the next request
-// carries: an activated skill's body counts from its activation on, and
-// again after a resume restores the skill (R-O1, R-T4).
-func TestActiveSkillCountsInSystemTokens_RO1(t *testing.T) {
-	f := newFixture(t, nil,
+// carries, as the fake server received it: an activated skill's body is not
+// in it (its tool result carries it) until a compaction lists the skill in
+// the capsule, and the figure stays right across a resume (R-O1, R-T4).
+func TestSystemTokensAreTheSentSystemPrompt_RO1(t *testing.T) {
+	f := newFixture(t, func(o *Options) { smallWindow(o); o.Compaction.Auto = false },
 		providertest.Call("s1", "activate_skill", map[string]any{"name": "go-testing"}),
-		providertest.Text("activated"))
+		providertest.Text("activated "+bigText), providertest.Text("more "+bigText), providertest.Text("more "+bigText),
+		providertest.Text("next"), providertest.Text("after resume"))
 	writeSkill(t, f.dir, "go-testing", "how this project runs its Go tests", strings.Repeat("Always run go test with -race. ", 200))
-	f.prompt(t, "use the go testing skill")
-	check := func(name string, a *Agent) {
+	check := func(name string, a *Agent, withBody bool) {
 		t.Helper()
-		var got, want, without int
-		if err := a.do(func(st *state) {
-			got = st.systemTokens
-			want = a.opt.Counter.Count(a.systemPrompt(st)) + a.toolSchemaTokens()
-			without = a.opt.Counter.Count(a.systemPrompt(nil)) + a.toolSchemaTokens()
-		}); err != nil {
+		reqs := f.model.Requests()
+		sent := reqs[len(reqs)-1].System
+		var got int
+		if err := a.do(func(st *state) { got = st.systemTokens }); err != nil {
 			t.Fatal(err)
 		}
-		if got != want || want-without < 1000 {
-			t.Errorf("%s: system tokens %d, the system prompt with the active skill is %d (%d without it)", name, got, want, without)
+		if want := a.opt.Counter.Count(sent) + a.toolSchemaTokens(); got != want {
+			t.Errorf("%s: system tokens %d, the system prompt sent is %d", name, got, want)
+		}
+		if strings.Contains(sent, "Active skill go-testing") != withBody {
+			t.Errorf("%s: the system prompt carries the skill's body: %v, want %v", name, !withBody, withBody)
 		}
 	}
-	check("after activation", f.agent)
+	f.prompt(t, "use the go testing skill "+bigText)
+	check("after activation", f.agent, false)
+	f.prompt(t, "more "+bigText)
+	f.prompt(t, "more "+bigText)
+	res, err := f.agent.Compact(context.Background(), "")
+	if err != nil || res.Outcome != compaction.OutcomeCompleted {
+		t.Fatalf("compact %+v %v", res, err)
+	}
+	// The continuation is measured with the system prompt it leaves, the
+	// skill's body in it (R-R2, R-C3): the capsule records the raw estimate
+	// of the model input right after it.
+	raw := 0
+	if err := f.agent.do(func(st *state) {
+		m, err := MeasureInput(newPathView(st.store, st.path, 0, st.latest), st.base, f.agent.opt.Counter)
+		if err != nil {
+			t.Error(err)
+		}
+		raw = st.systemTokens
+		for _, n := range m.Entries {
+			raw += n
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if after := f.capsules(t)[0].TokensAfter; after != raw {
+		t.Errorf("the capsule records %d tokens after it, the model input after it is %d", after, raw)
+	}
+	f.prompt(t, "go on")
+	check("after the compaction", f.agent, true)
 	info, err := f.agent.Info()
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +221,12 @@ func TestActiveSkillCountsInSystemTokens_RO1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	check("after resume", a)
+	turn, _, err := a.Prompt("and now")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rec.turnEnd(t, turn)
+	check("after resume", a, true)
 }
 
 // A skill activated after the last response with usage (the turn failed
@@ -196,5 +268,42 @@ func TestResumeCountsSkillActivatedAfterUsage_RO1(t *testing.T) {
 	}
 	if after.EffectiveTokens != before.EffectiveTokens || after.Source != before.Source {
 		t.Errorf("after resume %d (%s), before %d (%s)", after.EffectiveTokens, after.Source, before.EffectiveTokens, before.Source)
+	}
+}
+
+// A rewind to before a skill's activation takes the skill back: the next
+// capsule does not list it and no request carries its body (R-T4, R-C2).
+func TestRewindBeforeActivationDropsTheSkill_RT4(t *testing.T) {
+	f := newFixture(t, func(o *Options) { smallWindow(o); o.Compaction.Auto = false },
+		providertest.Text("first "+bigText),
+		providertest.Call("s1", "activate_skill", map[string]any{"name": "go-testing"}),
+		providertest.Text("activated "+bigText),
+		providertest.Text("again "+bigText), providertest.Text("more "+bigText), providertest.Text("more "+bigText),
+		providertest.Text("after"))
+	const body = "Always run go test with -race."
+	writeSkill(t, f.dir, "go-testing", "how this project runs its Go tests", body)
+	f.prompt(t, "start "+bigText)
+	info, err := f.agent.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.prompt(t, "use the go testing skill "+bigText)
+	if _, err := f.agent.Rewind(info.LeafID); err != nil {
+		t.Fatal(err)
+	}
+	f.prompt(t, "do it without the skill "+bigText)
+	f.prompt(t, "more "+bigText)
+	f.prompt(t, "more "+bigText)
+	res, err := f.agent.Compact(context.Background(), "")
+	if err != nil || res.Outcome != compaction.OutcomeCompleted {
+		t.Fatalf("compact %+v %v", res, err)
+	}
+	if st := f.capsules(t)[0].State; len(st.ActiveSkills) != 0 {
+		t.Errorf("the capsule lists skills %v activated only on the abandoned branch", st.ActiveSkills)
+	}
+	f.prompt(t, "go on")
+	reqs := f.model.Requests()
+	if last := reqs[len(reqs)-1]; strings.Contains(last.System, body) || carriesInToolResult(last, body) {
+		t.Errorf("the request after the rewind and compaction carries the abandoned skill")
 	}
 }

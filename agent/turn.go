@@ -289,7 +289,7 @@ func (a *Agent) planCompaction(st *state, trigger, instructions string) (compact
 	}
 	view := newPathView(st.store, st.path, min(st.base.Start, len(st.path)), st.latest)
 	req := compaction.PlanRequest{OperationID: opID, CheckpointID: id.Checkpoint(), Trigger: trigger, Config: a.opt.Compaction,
-		SystemTokens: st.systemTokens, ExpectedLeaf: st.store.Leaf(), Instructions: instructions, Extras: a.extras(st)}
+		SystemTokens: st.systemTokens, AfterSystemTokens: a.systemTokens(st.activeSkills), ExpectedLeaf: st.store.Leaf(), Instructions: instructions, Extras: a.extras(st)}
 	p, err := compaction.MakePlan(view, a.opt.Counter, req)
 	if err != nil {
 		p.PlanRequest = req
@@ -523,6 +523,13 @@ func (a *Agent) learnOverflow(of *provider.OverflowError) {
 // capsule's text (R-N2), nil when none; checkpoint the capsule's id.
 func (a *Agent) buildRequest() (req provider.Request, native *capsule.Native, checkpoint string, err error) {
 	if e := a.do(func(st *state) {
+		// The system prompt the request carries is the one the budget
+		// counts, also after a skill was added or edited on disk.
+		system := a.systemPrompt(promptSkills(st.base))
+		if system != st.system {
+			a.setSystemPrompt(st, system)
+			st.meter.SetBase(st.systemTokens)
+		}
 		// The limit first: an input that cannot be sent is never built
 		// (R-G4), so a session over it costs no decoding here.
 		eff, _ := st.effective()
@@ -537,7 +544,7 @@ func (a *Agent) buildRequest() (req provider.Request, native *capsule.Native, ch
 		if err != nil {
 			return
 		}
-		req = provider.Request{Model: a.opt.ModelName, System: a.systemPrompt(st), MaxOutputTokens: a.opt.Compaction.MaxOutputTokens,
+		req = provider.Request{Model: a.opt.ModelName, System: system, MaxOutputTokens: a.opt.Compaction.MaxOutputTokens,
 			ContextWindow: a.opt.Compaction.ContextWindow, ExpectedPromptTokens: eff, CacheKey: cacheKey(st.sessionID)}
 		for _, t := range a.toolSpecs() {
 			req.Tools = append(req.Tools, provider.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
@@ -592,6 +599,10 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 		if !ok {
 			r = session.ToolResult{Content: "replay: no recorded result for this call"}
 		}
+		if r.Artifacts != nil && r.Artifacts.Skill != "" {
+			// A recorded activation is one too: the next capsule lists it.
+			_ = a.do(func(st *state) { st.activeSkills = appendUnique(st.activeSkills, r.Artifacts.Skill) })
+		}
 		a.appendToolResult(turnID, sc, toolRun{ok: r.OK, content: r.Content, artifacts: r.Artifacts})
 		return
 	}
@@ -643,11 +654,10 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 			}
 		}
 		if run.skill != "" {
+			// The skill's body reaches the model in this tool result (and
+			// the budget counts it there); the system prompt takes it at
+			// the next compaction, whose capsule lists it (promptSkills).
 			st.activeSkills = appendUnique(st.activeSkills, run.skill)
-			// The skill's body joins the system prompt of every request
-			// from now on: the budget counts it before the provider does.
-			st.systemTokens = a.systemTokens(st)
-			st.meter.SetBase(st.systemTokens)
 		}
 	})
 	a.appendToolResult(turnID, sc, run)

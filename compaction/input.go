@@ -197,7 +197,14 @@ func buildInput(t Transcript, b Base, end int, opt InputOptions) (Input, error) 
 			}
 			delete(open, r.ToolCallID)
 			answered[r.ToolCallID] = true
-			msgs = append(msgs, Message{Role: RoleTool, Text: shorten(r.Content, opt.MaxToolResultChars), ToolCallID: r.ToolCallID, ToolName: r.ToolName, IsError: !r.OK, EntryID: e.ID})
+			limit := opt.MaxToolResultChars
+			if r.Artifacts != nil && r.Artifacts.Skill != "" {
+				// An activated skill's body is whole here until the next
+				// capsule moves it into the system prompt; the workspace
+				// door bounds it (workspace.MaxSkillBytes).
+				limit = 0
+			}
+			msgs = append(msgs, Message{Role: RoleTool, Text: shorten(r.Content, limit), ToolCallID: r.ToolCallID, ToolName: r.ToolName, IsError: !r.OK, EntryID: e.ID})
 		}
 	}
 	closeOpen()

@@ -22,6 +22,10 @@ type PlanRequest struct {
 	Config       Config
 	// SystemTokens is the estimate of the system prompt and tool schemas.
 	SystemTokens int
+	// AfterSystemTokens is that estimate for the continuation, when the
+	// compaction changes it (the system prompt carries the bodies of the
+	// new capsule's skills, not only the old one's); 0 means SystemTokens.
+	AfterSystemTokens int
 	// ExpectedLeaf is the session leaf the plan is made on; the append of
 	// its capsule is refused when the leaf moved since (R-B5).
 	ExpectedLeaf string
@@ -67,6 +71,14 @@ func (e *CannotFitError) Error() string {
 		e.HardLimit, e.SystemTokens, e.SmallestTail)
 }
 
+// afterSystemTokens is the system and tool tokens of the continuation.
+func (r PlanRequest) afterSystemTokens() int {
+	if r.AfterSystemTokens > 0 {
+		return r.AfterSystemTokens
+	}
+	return r.SystemTokens
+}
+
 // capsuleAllowance is the room a forced compaction reserves for the capsule
 // it is about to write, beyond the previous capsule's size: capsules are
 // bounded (narrative lists and user messages are capped; artifacts are not,
@@ -96,15 +108,15 @@ func MakePlan(t Transcript, c Counter, req PlanRequest) (Plan, error) {
 		if allowance <= 0 {
 			allowance = p.PreviousCapsuleTokens + capsuleAllowance
 		}
-		opt.MaxKept = p.HardLimit - req.SystemTokens - allowance
+		opt.MaxKept = p.HardLimit - req.afterSystemTokens() - allowance
 		if opt.MaxKept <= 0 {
-			return Plan{}, &CannotFitError{HardLimit: p.HardLimit, SystemTokens: req.SystemTokens}
+			return Plan{}, &CannotFitError{HardLimit: p.HardLimit, SystemTokens: req.afterSystemTokens()}
 		}
 	}
 	cut, err := FindCut(t, b, opt)
 	if errors.Is(err, ErrCannotFit) {
 		small, _ := FindCut(t, b, CutOptions{KeepRecent: 1})
-		return Plan{}, &CannotFitError{HardLimit: p.HardLimit, SystemTokens: req.SystemTokens, SmallestTail: small.KeptTokens}
+		return Plan{}, &CannotFitError{HardLimit: p.HardLimit, SystemTokens: req.afterSystemTokens(), SmallestTail: small.KeptTokens}
 	}
 	if err != nil {
 		return Plan{}, err
@@ -158,7 +170,7 @@ func BuildCapsule(t Transcript, c Counter, p Plan, summary *capsule.State, degra
 		quality = capsule.QualityDegraded
 	}
 	text := CapsulePreamble + ModelText(state)
-	after := p.SystemTokens + c.Count(text) + p.Cut.KeptTokens
+	after := p.afterSystemTokens() + c.Count(text) + p.Cut.KeptTokens
 	e := session.Capsule{
 		CheckpointID:     p.CheckpointID,
 		Trigger:          p.Trigger,
@@ -206,7 +218,7 @@ func FitForced(t Transcript, c Counter, p Plan, build func(Plan) (Capsule, error
 		return p2, cp2, err
 	}
 	if cp2.TokensAfter > p2.HardLimit {
-		return p2, cp2, &CannotFitError{HardLimit: p2.HardLimit, SystemTokens: p2.SystemTokens, SmallestTail: p2.Cut.KeptTokens}
+		return p2, cp2, &CannotFitError{HardLimit: p2.HardLimit, SystemTokens: p2.afterSystemTokens(), SmallestTail: p2.Cut.KeptTokens}
 	}
 	return p2, cp2, nil
 }

@@ -81,9 +81,10 @@ func openOffline(sessionPath, wsFlag, cfgFlag string, warn io.Writer) (*offline,
 }
 
 // systemTokens is the system prompt and tool schemas as the server counts
-// them for a session in this workspace with activeSkills active, Project
-// Memory's summary included when the workspace has one.
-func (o *offline) systemTokens(activeSkills []string) int {
+// them for a session in this workspace whose system prompt carries the
+// bodies of skills (agent.Restored's PromptSkills), Project Memory's
+// summary included when the workspace has one.
+func (o *offline) systemTokens(skills []string) int {
 	prompt := ""
 	if _, err := os.Stat(filepath.Join(o.root, workspace.SobaDirName, "memory")); err == nil {
 		if r, err := workspace.NewRoot(o.root); err == nil {
@@ -92,7 +93,7 @@ func (o *offline) systemTokens(activeSkills []string) int {
 			}
 		}
 	}
-	return agent.SystemTokens(o.counter, o.root, prompt, activeSkills)
+	return agent.SystemTokens(o.counter, o.root, prompt, skills)
 }
 
 // restoreState reads what the leaf path restores (R-T4) with the server's
@@ -112,7 +113,7 @@ func (o *offline) restoreState(path compaction.Transcript) (agent.Restored, erro
 func (o *offline) budget(st agent.Restored) compaction.Budget {
 	c := o.config
 	var m tokens.Meter
-	st.Input.ResetMeter(&m, o.systemTokens(st.ActiveSkills), o.systemTokens(st.Input.SkillsAtUsage(st.ActiveSkills)))
+	st.Input.ResetMeter(&m, o.systemTokens(st.PromptSkills))
 	eff, src := m.Effective()
 	return compaction.Budget{
 		EffectiveTokens: eff, HardLimit: c.HardLimit(), SoftLimit: c.SoftLimit(), ContextWindow: c.ContextWindow,

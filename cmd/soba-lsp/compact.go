@@ -111,7 +111,7 @@ func (o *offline) compact(ctx context.Context, file, trigger string, store *sess
 	}
 	leaf := path.Node(path.Len() - 1).ID
 	req := compaction.PlanRequest{OperationID: id.Operation(), CheckpointID: id.Checkpoint(), Trigger: trigger, Config: o.config,
-		SystemTokens: o.systemTokens(st.ActiveSkills), ExpectedLeaf: leaf, Extras: compaction.Extras{ActiveSkills: st.ActiveSkills}}
+		SystemTokens: o.systemTokens(st.PromptSkills), AfterSystemTokens: o.systemTokens(st.ActiveSkills), ExpectedLeaf: leaf, Extras: compaction.Extras{ActiveSkills: st.ActiveSkills}}
 	p, err := compaction.MakePlan(path, o.counter, req)
 	var skip *compaction.Skip
 	switch {

@@ -43,6 +43,10 @@ func TestOfflineFiguresAreTheServers_RO1(t *testing.T) {
 	sessions := []struct{ src, id string }{
 		{filepath.Join("sample", "session.jsonl"), "sample"},
 		{filepath.Join("..", "..", "testdata", "sessions", "s_basic01.jsonl"), "s_basic01"},
+		// Its capsule lists a skill (whose body the system prompt carries)
+		// and a turn after it activates another (whose body is in its tool
+		// result, not the system prompt): every figure counts each once.
+		{filepath.Join("..", "..", "testdata", "sessions", "s_basic01.jsonl"), "s_basic01_skills"},
 	}
 	for _, sess := range sessions {
 		t.Run(sess.id, func(t *testing.T) {
@@ -50,6 +54,9 @@ func TestOfflineFiguresAreTheServers_RO1(t *testing.T) {
 			ws := p.cmd.Dir
 			writeConfig(t, ws)
 			file := copySession(t, ws, sess.src, sess.id)
+			if sess.id == "s_basic01_skills" {
+				withSkillsAfterCapsule(t, ws, file)
+			}
 			if sess.id == "s_basic01" {
 				// Two more turns after its capsule give the user compact
 				// something old enough; the provider's usage report of the
@@ -180,6 +187,42 @@ func copySession(t *testing.T, ws, src, id string) string {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// withSkillsAfterCapsule makes the capsule of the s_basic01 copy at file
+// list the skill go-style and appends a turn that activates the skill
+// retries; both skills are in the workspace ws. No answer carries usage,
+// so the figures are estimates and count the system prompt as is.
+func withSkillsAfterCapsule(t *testing.T, ws, file string) {
+	t.Helper()
+	for _, name := range []string{"go-style", "retries"} {
+		dir := filepath.Join(ws, ".soba", "skills", name)
+		body := strings.Repeat("Follow the "+name+" rules of this project for every change. ", 40)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: "+name+"\ndescription: the "+name+" rules\n---\n"+body+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(data), `"state":{`) != 1 {
+		t.Fatal("the fixture should have one capsule state")
+	}
+	data = []byte(strings.Replace(string(data), `"state":{`, `"state":{"activeSkills":["go-style"],`, 1))
+	data = regexp.MustCompile(`,"usage":\{[^}]*\}`).ReplaceAll(data, nil)
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("Follow the retries rules of this project for every change. ", 40)
+	appendLines(t, file,
+		`{"id":"k1","parentId":"a100000a","type":"user","timestamp":"2026-07-14T09:30:40Z","tokens":12,"user":{"text":"Use the retries skill."}}`,
+		`{"id":"k2","parentId":"k1","type":"assistant","timestamp":"2026-07-14T09:30:41Z","tokens":30,"assistant":{"text":"","toolCalls":[{"id":"call_k","name":"activate_skill","arguments":{"name":"retries"}}]}}`,
+		`{"id":"k3","parentId":"k2","type":"tool_result","timestamp":"2026-07-14T09:30:42Z","tokens":620,"toolResult":{"toolCallId":"call_k","toolName":"activate_skill","ok":true,"content":"`+strings.TrimSpace(body)+`","artifacts":{"skill":"retries"}}}`,
+		`{"id":"k4","parentId":"k3","type":"assistant","timestamp":"2026-07-14T09:30:45Z","tokens":20,"assistant":{"text":"The retries skill is active.","provider":"ollama","model":"qwen3-coder:30b","stopReason":"end_turn"}}`)
 }
 
 // appendLines appends JSONL lines to a session file.
