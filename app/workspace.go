@@ -210,6 +210,15 @@ func checkSessionID(id string) error {
 
 // joinPrompt joins the non-empty parts of the system prompt SOBA adds to
 // its own.
+// SystemPrompt is the system prompt text a session in the workspace at root
+// carries besides the tools and skills: AGENTS.md, then Project Memory's
+// summary. The server and the offline commands (budget, compact) both count
+// it, so their figures agree (R-O1); warnings name what was left out.
+func SystemPrompt(root *workspace.Root, memory string) (string, []string) {
+	agents, warnings := agentsInstructions(root, os.Getenv)
+	return joinPrompt(agents, memory), warnings
+}
+
 func joinPrompt(parts ...string) string {
 	var out []string
 	for _, p := range parts {

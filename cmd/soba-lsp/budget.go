@@ -83,15 +83,18 @@ func openOffline(sessionPath, wsFlag, cfgFlag string, warn io.Writer) (*offline,
 // systemTokens is the system prompt and tool schemas as the server counts
 // them for a session in this workspace whose system prompt carries the
 // bodies of skills (agent.Restored's PromptSkills), Project Memory's
-// summary included when the workspace has one.
+// summary and AGENTS.md included as the server has them (app.SystemPrompt).
 func (o *offline) systemTokens(skills []string) int {
 	prompt := ""
-	if _, err := os.Stat(filepath.Join(o.root, workspace.SobaDirName, "memory")); err == nil {
-		if r, err := workspace.NewRoot(o.root); err == nil {
+	if r, err := workspace.NewRoot(o.root); err == nil {
+		memory := ""
+		if _, err := os.Stat(filepath.Join(o.root, workspace.SobaDirName, "memory")); err == nil {
 			if m, err := workspace.OpenMemory(r); err == nil {
-				prompt = m.Summary()
+				memory = m.Summary()
 			}
 		}
+		prompt, _ = app.SystemPrompt(r, memory)
+		r.Close()
 	}
 	return agent.SystemTokens(o.counter, o.root, prompt, skills)
 }

@@ -47,6 +47,9 @@ func TestOfflineFiguresAreTheServers_RO1(t *testing.T) {
 		// and a turn after it activates another (whose body is in its tool
 		// result, not the system prompt): every figure counts each once.
 		{filepath.Join("..", "..", "testdata", "sessions", "s_basic01.jsonl"), "s_basic01_skills"},
+		// The workspace's AGENTS.md is part of the server's system prompt:
+		// the offline figures count it too.
+		{filepath.Join("sample", "session.jsonl"), "sample_agents_md"},
 	}
 	for _, sess := range sessions {
 		t.Run(sess.id, func(t *testing.T) {
@@ -56,6 +59,12 @@ func TestOfflineFiguresAreTheServers_RO1(t *testing.T) {
 			file := copySession(t, ws, sess.src, sess.id)
 			if sess.id == "s_basic01_skills" {
 				withSkillsAfterCapsule(t, ws, file)
+			}
+			if sess.id == "sample_agents_md" {
+				rules := strings.Repeat("- Run `go test ./...` before every commit and keep the output in the reply.\n", 60)
+				if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("# Rules\n"+rules), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if sess.id == "s_basic01" {
 				// Two more turns after its capsule give the user compact
