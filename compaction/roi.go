@@ -1,6 +1,10 @@
 package compaction
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/soba-agent/soba-lsp/internal/text"
+)
 
 // PreGenerationROI is the check of R-R1, made before any summary is
 // generated: reclaimable = effective − keepRecentTokens, savingsRatio =
@@ -12,7 +16,7 @@ func PreGenerationROI(effective int, c Config) (bool, string) {
 	reclaimable := effective - c.KeepRecentTokens
 	ratio := float64(reclaimable) / float64(effective)
 	if reclaimable < c.MinReclaimableTokens {
-		return false, fmt.Sprintf("only %d tokens reclaimable, below minReclaimableTokens %d", max(reclaimable, 0), c.MinReclaimableTokens)
+		return false, fmt.Sprintf("only %s tokens reclaimable, below minReclaimableTokens %s", text.Thousands(max(reclaimable, 0)), text.Thousands(c.MinReclaimableTokens))
 	}
 	if ratio < c.MinSavingsRatio {
 		return false, fmt.Sprintf("savings ratio %.2f is below minSavingsRatio %.2f", ratio, c.MinSavingsRatio)
@@ -30,7 +34,7 @@ func PostGenerationROI(trigger string, before, after int, c Config) (bool, strin
 	}
 	reclaimed := before - after
 	if before <= 0 || reclaimed < c.MinReclaimableTokens {
-		return false, fmt.Sprintf("the capsule would reclaim only %d tokens, below minReclaimableTokens %d", max(reclaimed, 0), c.MinReclaimableTokens)
+		return false, fmt.Sprintf("the capsule would reclaim only %s tokens, below minReclaimableTokens %s", text.Thousands(max(reclaimed, 0)), text.Thousands(c.MinReclaimableTokens))
 	}
 	if ratio := float64(reclaimed) / float64(before); ratio < c.MinSavingsRatio {
 		return false, fmt.Sprintf("the capsule would save only %.0f%%, below minSavingsRatio %.0f%%", 100*ratio, 100*c.MinSavingsRatio)
