@@ -75,40 +75,66 @@ func VerifyFile(path string) (*Verification, error) {
 	}
 
 	callAt := map[string]int32{} // tool call id → the entry that made it
-	buf := make([]byte, 0, verifyChunkBytes)
+	// Chunks of consecutive entries up to verifyChunkBytes (at least one
+	// entry each), each read in one pass over its byte range. The cores
+	// take one chunk each, read and validate it; then the chunks' entries
+	// are checked in file order (tool calls before their results).
+	var bounds []int
 	for start := 0; start < len(metas); {
-		// One chunk: consecutive entries up to verifyChunkBytes (at least
-		// one), read in one pass over their byte range.
 		end := start + 1
 		for end < len(metas) && metas[end].Offset+int64(metas[end].Len)-metas[start].Offset <= verifyChunkBytes {
 			end++
 		}
-		from, to := metas[start].Offset, metas[end-1].Offset+int64(metas[end-1].Len)
-		if int64(cap(buf)) < to-from {
-			buf = make([]byte, to-from)
-		}
-		buf = buf[:to-from]
-		if _, err := s.f.ReadAt(buf, from); err != nil {
-			return nil, fmt.Errorf("%s: read at offset %d: %w", path, from, err)
-		}
-		chunk := metas[start:end]
-		decoded := make([]Entry, len(chunk))
-		errs := make([]error, len(chunk))
+		bounds = append(bounds, start)
+		start = end
+	}
+	bounds = append(bounds, len(metas))
+	workers := runtime.GOMAXPROCS(0)
+	type chunkResult struct {
+		decoded []Entry
+		errs    []error
+		err     error
+	}
+	results := make([]chunkResult, workers)
+	bufs := make([][]byte, workers)
+	for round := 0; round < len(bounds)-1; round += workers {
 		var wg sync.WaitGroup
-		workers := runtime.GOMAXPROCS(0)
-		for w := range workers {
+		for w := range min(workers, len(bounds)-1-round) {
 			wg.Go(func() {
-				for k := w; k < len(chunk); k += workers {
-					m := chunk[k]
-					decoded[k], errs[k] = DecodeLine(buf[m.Offset-from : m.Offset-from+int64(m.Len)])
+				chunk := metas[bounds[round+w]:bounds[round+w+1]]
+				results[w] = chunkResult{}
+				from, to := chunk[0].Offset, chunk[len(chunk)-1].Offset+int64(chunk[len(chunk)-1].Len)
+				if int64(cap(bufs[w])) < to-from {
+					bufs[w] = make([]byte, to-from)
 				}
+				buf := bufs[w][:to-from]
+				if _, err := s.f.ReadAt(buf, from); err != nil {
+					results[w].err = fmt.Errorf("%s: read at offset %d: %w", path, from, err)
+					return
+				}
+				r := chunkResult{decoded: make([]Entry, len(chunk)), errs: make([]error, len(chunk))}
+				for k, m := range chunk {
+					line := buf[m.Offset-from : m.Offset-from+int64(m.Len)]
+					var ok bool
+					if r.decoded[k], ok = quickCheck(line); !ok {
+						r.decoded[k], r.errs[k] = DecodeLine(line)
+					}
+				}
+				results[w] = r
 			})
 		}
 		wg.Wait()
-		for k := range chunk {
-			v.checkEntry(s, int32(start+k), &decoded[k], errs[k], callAt)
+		for w := range min(workers, len(bounds)-1-round) {
+			r := results[w]
+			if r.err != nil {
+				return nil, r.err
+			}
+			first := bounds[round+w]
+			for k := range r.decoded {
+				v.checkEntry(s, int32(first+k), &r.decoded[k], r.errs[k], callAt)
+			}
+			results[w] = chunkResult{}
 		}
-		start = end
 	}
 	return v, nil
 }
