@@ -208,7 +208,7 @@ func (s *Store) scanSegments(f *os.File, size int64, use func(*segment) error) e
 	// average well over 512 bytes, so one allocation each usually does.
 	free := make(chan []lineRec, workers+2)
 	for range workers + 1 {
-		free <- make([]lineRec, 0, scanSegmentBytes/512)
+		free <- make([]lineRec, 0, scanSegmentBytes/1024)
 	}
 	done := make(chan struct{})
 	defer close(done)
