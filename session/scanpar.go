@@ -204,8 +204,8 @@ func (s *Store) scanSegments(f *os.File, size int64, use func(*segment) error) e
 		results[k] = make(chan segment, 1)
 	}
 	slots := make(chan struct{}, workers+1) // segments scanned or scanning, not yet used
-	// The records of a used segment are reused for a later one: lines
-	// average well over 512 bytes, so one allocation each usually does.
+	// The records of a used segment are reused for a later one; lines
+	// average over 1 KiB, so one allocation each usually does.
 	free := make(chan []lineRec, workers+2)
 	for range workers + 1 {
 		free <- make([]lineRec, 0, scanSegmentBytes/1024)
