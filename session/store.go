@@ -590,6 +590,15 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // its header fields and gets a copy of the line in Raw (R-T3).
 func DecodeLine(line []byte) (Entry, error) {
 	line = bytes.TrimSuffix(line, []byte("\r"))
+	if e, ok := quickDecode(line); ok {
+		return e, nil
+	}
+	return decodeLineFull(line)
+}
+
+// decodeLineFull is DecodeLine by the JSON decoder alone: any layout, and
+// the error that names what is wrong.
+func decodeLineFull(line []byte) (Entry, error) {
 	var e Entry
 	if err := jsondec.Unmarshal(line, &e); err != nil {
 		return Entry{}, err

@@ -3,7 +3,8 @@ package session
 import (
 	"bytes"
 	"encoding/binary"
-	"time"
+	"strings"
+	"unicode/utf8"
 )
 
 // quickCheck is verify's validating decode of the lines our writer writes:
@@ -27,10 +28,27 @@ func quickCheck(line []byte) (e Entry, ok bool) {
 	return e, true
 }
 
+// quickDecode is DecodeLine for the lines our writer writes, on the same
+// one-sided terms as quickCheck: ok means the entry is the one the JSON
+// decoder would build, field for field; otherwise the caller decodes the
+// line with the decoder. It finds the structure with the same scanner as
+// quickCheck, so most of a line (a tool's output) is read with vector
+// instructions and copied once.
+func quickDecode(line []byte) (e Entry, ok bool) {
+	q := quickParser{p: line, full: true}
+	if !q.object(q.top(&e)) || q.i != len(line) || e.Type == "" {
+		return Entry{}, false
+	}
+	return e, true
+}
+
 type quickParser struct {
 	p     []byte
 	i     int
 	depth int
+	// full makes the parser fill in every field (quickDecode), not only
+	// what verify reads (quickCheck).
+	full bool
 }
 
 // maxQuickDepth bounds the nesting of raw values (tool call arguments) that
@@ -73,12 +91,15 @@ func once(seen *uint32, bit uint32) bool {
 	return true
 }
 
+// payloadBits are the bits of top's seen set for the payloads it reads.
+const payloadBits = 1<<5 | 1<<6 | 1<<7 | 1<<8
+
 // top parses the members of an entry line.
 func (q *quickParser) top(e *Entry) func([]byte, *uint32) bool {
 	return func(name []byte, seen *uint32) bool {
 		switch string(name) {
 		case "id":
-			return once(seen, 1<<0) && q.anyString()
+			return once(seen, 1<<0) && q.str(&e.ID)
 		case "parentId":
 			if !once(seen, 1<<1) {
 				return false
@@ -86,7 +107,14 @@ func (q *quickParser) top(e *Entry) func([]byte, *uint32) bool {
 			if q.literal("null") {
 				return true
 			}
-			return q.anyString()
+			var p string
+			if !q.str(&p) {
+				return false
+			}
+			if q.full {
+				e.ParentID = &p
+			}
+			return true
 		case "type":
 			t, ok := q.plainString()
 			if !ok || !once(seen, 1<<2) {
@@ -100,31 +128,32 @@ func (q *quickParser) top(e *Entry) func([]byte, *uint32) bool {
 			return false // other types are few: the full decoder reads them
 		case "timestamp":
 			ts, ok := q.plainString()
-			var t time.Time
 			// The same strict RFC 3339 parser as time.Time's UnmarshalJSON.
-			return ok && once(seen, 1<<3) && t.UnmarshalText(ts) == nil
+			return ok && once(seen, 1<<3) && e.Timestamp.UnmarshalText(ts) == nil
 		case "tokens":
-			return once(seen, 1<<4) && q.int()
+			return once(seen, 1<<4) && q.int(&e.Tokens)
 		case "session":
-			if !once(seen, 1<<5) || *seen&(1<<5|1<<6|1<<7|1<<8) != 1<<5 {
+			if !once(seen, 1<<5) || *seen&payloadBits != 1<<5 {
 				return false
 			}
 			e.Session = &SessionHeader{}
-			return q.object(q.sessionHeader())
+			return q.object(q.sessionHeader(e.Session))
 		case "user":
-			if !once(seen, 1<<6) || *seen&(1<<5|1<<6|1<<7|1<<8) != 1<<6 {
+			if !once(seen, 1<<6) || *seen&payloadBits != 1<<6 {
 				return false
 			}
 			e.User = &UserMessage{}
-			return q.object(q.stringsOnly("text"))
+			return q.object(func(name []byte, seen *uint32) bool {
+				return string(name) == "text" && once(seen, 1) && q.str(&e.User.Text)
+			})
 		case "assistant":
-			if !once(seen, 1<<7) || *seen&(1<<5|1<<6|1<<7|1<<8) != 1<<7 {
+			if !once(seen, 1<<7) || *seen&payloadBits != 1<<7 {
 				return false
 			}
 			e.Assistant = &Assistant{}
 			return q.object(q.assistant(e.Assistant))
 		case "toolResult":
-			if !once(seen, 1<<8) || *seen&(1<<5|1<<6|1<<7|1<<8) != 1<<8 {
+			if !once(seen, 1<<8) || *seen&payloadBits != 1<<8 {
 				return false
 			}
 			e.ToolResult = &ToolResult{}
@@ -134,29 +163,17 @@ func (q *quickParser) top(e *Entry) func([]byte, *uint32) bool {
 	}
 }
 
-func (q *quickParser) sessionHeader() func([]byte, *uint32) bool {
+func (q *quickParser) sessionHeader(h *SessionHeader) func([]byte, *uint32) bool {
 	return func(name []byte, seen *uint32) bool {
 		switch string(name) {
 		case "version":
-			return once(seen, 1) && q.int()
+			return once(seen, 1) && q.int(&h.Version)
 		case "sessionId":
-			return once(seen, 2) && q.anyString()
+			return once(seen, 2) && q.str(&h.SessionID)
 		case "workspace":
-			return once(seen, 4) && q.anyString()
+			return once(seen, 4) && q.str(&h.Workspace)
 		case "importedFrom":
-			return once(seen, 8) && q.anyString()
-		}
-		return false
-	}
-}
-
-// stringsOnly parses an object whose members, all strings, are names.
-func (q *quickParser) stringsOnly(names ...string) func([]byte, *uint32) bool {
-	return func(name []byte, seen *uint32) bool {
-		for k, n := range names {
-			if string(name) == n {
-				return once(seen, 1<<k) && q.anyString()
-			}
+			return once(seen, 8) && q.str(&h.ImportedFrom)
 		}
 		return false
 	}
@@ -166,28 +183,40 @@ func (q *quickParser) assistant(a *Assistant) func([]byte, *uint32) bool {
 	return func(name []byte, seen *uint32) bool {
 		switch string(name) {
 		case "text":
-			return once(seen, 1) && q.anyString()
+			return once(seen, 1) && q.str(&a.Text)
 		case "provider":
-			return once(seen, 2) && q.anyString()
+			return once(seen, 2) && q.str(&a.Provider)
 		case "model":
-			return once(seen, 4) && q.anyString()
+			return once(seen, 4) && q.str(&a.Model)
 		case "stopReason":
-			return once(seen, 8) && q.anyString()
+			return once(seen, 8) && q.str(&a.StopReason)
 		case "error":
-			return once(seen, 16) && q.anyString()
+			return once(seen, 16) && q.str(&a.Error)
 		case "toolCalls":
-			return once(seen, 32) && q.array(func() bool {
+			if !once(seen, 32) {
+				return false
+			}
+			a.ToolCalls = []ToolCall{} // an empty array decodes to an empty slice
+			return q.array(func() bool {
 				var c ToolCall
 				ok := q.object(func(name []byte, seen *uint32) bool {
 					switch string(name) {
 					case "id":
+						// verify reads it: plain in either mode
 						id, ok := q.plainString()
 						c.ID = string(id)
 						return ok && once(seen, 1)
 					case "name":
-						return once(seen, 2) && q.anyString()
+						return once(seen, 2) && q.str(&c.Name)
 					case "arguments":
-						return once(seen, 4) && q.raw()
+						start := q.i
+						if !once(seen, 4) || !q.raw() {
+							return false
+						}
+						if q.full {
+							c.Arguments = bytes.Clone(q.p[start:q.i])
+						}
+						return true
 					}
 					return false
 				})
@@ -195,14 +224,19 @@ func (q *quickParser) assistant(a *Assistant) func([]byte, *uint32) bool {
 				return ok
 			})
 		case "usage":
-			return once(seen, 64) && q.object(func(name []byte, seen *uint32) bool {
+			if !once(seen, 64) {
+				return false
+			}
+			u := &Usage{}
+			a.Usage = u
+			return q.object(func(name []byte, seen *uint32) bool {
 				switch string(name) {
 				case "inputTokens":
-					return once(seen, 1) && q.int()
+					return once(seen, 1) && q.int(&u.InputTokens)
 				case "outputTokens":
-					return once(seen, 2) && q.int()
+					return once(seen, 2) && q.int(&u.OutputTokens)
 				case "cachedTokens":
-					return once(seen, 4) && q.int()
+					return once(seen, 4) && q.int(&u.CachedTokens)
 				}
 				return false
 			})
@@ -215,36 +249,176 @@ func (q *quickParser) toolResult(r *ToolResult) func([]byte, *uint32) bool {
 	return func(name []byte, seen *uint32) bool {
 		switch string(name) {
 		case "toolCallId":
+			// verify reads it: plain in either mode
 			id, ok := q.plainString()
 			r.ToolCallID = string(id)
 			return ok && once(seen, 1)
 		case "toolName":
-			return once(seen, 2) && q.anyString()
+			return once(seen, 2) && q.str(&r.ToolName)
 		case "ok":
-			return once(seen, 4) && (q.literal("true") || q.literal("false"))
+			return once(seen, 4) && q.bool(&r.OK)
 		case "content":
-			return once(seen, 8) && q.anyString()
+			return once(seen, 8) && q.str(&r.Content)
 		case "artifacts":
-			return once(seen, 16) && q.object(func(name []byte, seen *uint32) bool {
+			if !once(seen, 16) {
+				return false
+			}
+			a := &Artifacts{}
+			r.Artifacts = a
+			return q.object(func(name []byte, seen *uint32) bool {
 				switch string(name) {
 				case "filesRead":
-					return once(seen, 1) && q.array(q.anyString)
+					return once(seen, 1) && q.strings(&a.FilesRead)
 				case "filesModified":
-					return once(seen, 2) && q.array(q.anyString)
+					return once(seen, 2) && q.strings(&a.FilesModified)
 				case "command":
-					return once(seen, 4) && q.anyString()
+					return once(seen, 4) && q.str(&a.Command)
 				case "exitCode":
-					return once(seen, 8) && q.int()
+					var n int
+					if !once(seen, 8) || !q.int(&n) {
+						return false
+					}
+					a.ExitCode = &n
+					return true
 				case "pipefail":
-					return once(seen, 16) && (q.literal("true") || q.literal("false"))
+					return once(seen, 16) && q.bool(&a.Pipefail)
 				case "skill":
-					return once(seen, 32) && q.anyString()
+					return once(seen, 32) && q.str(&a.Skill)
 				}
 				return false
 			})
 		}
 		return false
 	}
+}
+
+// strings parses an array of strings into *dst (in full mode).
+func (q *quickParser) strings(dst *[]string) bool {
+	var out []string
+	if q.full {
+		out = []string{} // an empty array decodes to an empty slice
+	}
+	ok := q.array(func() bool {
+		var s string
+		if !q.str(&s) {
+			return false
+		}
+		if q.full {
+			out = append(out, s)
+		}
+		return true
+	})
+	*dst = out
+	return ok
+}
+
+// bool parses true or false into *dst.
+func (q *quickParser) bool(dst *bool) bool {
+	switch {
+	case q.literal("true"):
+		*dst = true
+	case q.literal("false"):
+		*dst = false
+	default:
+		return false
+	}
+	return true
+}
+
+// str parses a string into *dst in full mode, or checks it.
+func (q *quickParser) str(dst *string) bool {
+	if !q.full {
+		return q.anyString()
+	}
+	start := q.i
+	end, plain, ok := scanString(q.p, q.i)
+	if !ok {
+		return false
+	}
+	raw := q.p[start+1 : end-1]
+	if plain {
+		if !asciiOrValid(raw) {
+			return false // the decoder's U+FFFD rules
+		}
+		*dst = string(raw)
+	} else {
+		s, ok := unquote(raw)
+		if !ok {
+			return false
+		}
+		*dst = s
+	}
+	q.i = end
+	return true
+}
+
+// asciiOrValid reports whether p is valid UTF-8, quickly for ASCII.
+func asciiOrValid(p []byte) bool {
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		if binary.LittleEndian.Uint64(p[i:])&msb != 0 {
+			return utf8.Valid(p[i:])
+		}
+	}
+	for ; i < len(p); i++ {
+		if p[i] >= 0x80 {
+			return utf8.Valid(p[i:])
+		}
+	}
+	return true
+}
+
+// unquote resolves the escapes of raw, the inside of a string scanString
+// accepted (so every escape is well formed and no \u is a surrogate).
+func unquote(raw []byte) (string, bool) {
+	var out strings.Builder // its String does not copy
+	out.Grow(len(raw))
+	for len(raw) > 0 {
+		i := bytes.IndexByte(raw, '\\')
+		if i < 0 {
+			i = len(raw)
+		}
+		if !asciiOrValid(raw[:i]) {
+			return "", false
+		}
+		out.Write(raw[:i])
+		if i == len(raw) {
+			break
+		}
+		c := raw[i+1]
+		raw = raw[i+2:]
+		switch c {
+		case '"', '\\', '/':
+			out.WriteByte(c)
+		case 'b':
+			out.WriteByte('\b')
+		case 'f':
+			out.WriteByte('\f')
+		case 'n':
+			out.WriteByte('\n')
+		case 'r':
+			out.WriteByte('\r')
+		case 't':
+			out.WriteByte('\t')
+		case 'u':
+			r := 0
+			for _, h := range raw[:4] {
+				switch {
+				case h >= '0' && h <= '9':
+					r = r<<4 | int(h-'0')
+				case h >= 'a' && h <= 'f':
+					r = r<<4 | int(h-'a'+10)
+				default:
+					r = r<<4 | int(h-'A'+10)
+				}
+			}
+			out.WriteRune(rune(r))
+			raw = raw[4:]
+		default:
+			return "", false
+		}
+	}
+	return out.String(), true
 }
 
 // array parses an array, calling elem for each element.
@@ -342,11 +516,12 @@ func (q *quickParser) literal(s string) bool {
 
 // int parses a non-negative integer as our writer writes it (at most 15
 // digits, no leading zero, fraction or exponent), which fits any int field.
-func (q *quickParser) int() bool {
-	_, rest, ok := plainInt(q.p[q.i:])
+func (q *quickParser) int(dst *int) bool {
+	n, rest, ok := plainInt(q.p[q.i:])
 	if !ok {
 		return false
 	}
+	*dst = n
 	q.i = len(q.p) - len(rest)
 	return true
 }

@@ -3,12 +3,38 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
+
+// quickDecodeAgrees fails t when quickDecode accepts line and builds
+// another entry than the JSON decoder does.
+func quickDecodeAgrees(t *testing.T, line []byte) (accepted bool) {
+	t.Helper()
+	q, ok := quickDecode(line)
+	if !ok {
+		return false
+	}
+	e, err := decodeLineFull(line)
+	if err != nil {
+		t.Fatalf("quickDecode accepts %q, the decoder fails: %v", line, err)
+	}
+	if !reflect.DeepEqual(q, e) {
+		t.Fatalf("%q:\nquickDecode builds %s\nthe decoder     %s", line, dump(q), dump(e))
+	}
+	return true
+}
+
+func dump(e Entry) string {
+	b, _ := json.Marshal(e)
+	return fmt.Sprintf("%s %#v %#v %#v", b, e.Assistant, e.ToolResult, e.Session)
+}
 
 // quickAgrees fails t when quickCheck accepts line but DecodeLine does not,
 // or reads another type, payload or tool call ids: verify must classify a
@@ -59,6 +85,8 @@ func TestQuickCheckAgreesWithDecodeLine_RT3(t *testing.T) {
 		{"assistant with calls and usage", h + `"assistant"` + ts + `"assistant":{"text":"t","toolCalls":[{"id":"c1","name":"bash","arguments":{"cmd":"ls","n":[1,-2.5e3,true,null,{"a":{}}],"e":[]}},{"id":"c2","name":"read","arguments":"x"}],"provider":"p","model":"m","stopReason":"toolUse","usage":{"inputTokens":1400,"outputTokens":200,"cachedTokens":0}}}`, true},
 		{"tool result with artifacts", h + `"tool_result"` + ts + `"toolResult":{"toolCallId":"c1","toolName":"bash","ok":false,"content":"out\tput","artifacts":{"filesRead":["a"],"filesModified":[],"command":"go test","exitCode":1,"pipefail":true,"skill":"s"}}}`, true},
 		{"invalid UTF-8 is decoded as U+FFFD", h + `"user"` + ts + "\"user\":{\"text\":\"\xff\xfe\"}}", true},
+		{"empty lists", h + `"assistant"` + ts + `"assistant":{"toolCalls":[],"usage":{"inputTokens":0,"outputTokens":0}}}`, true},
+		{"UTF-8 and escapes in lists", h + `"tool_result"` + ts + `"toolResult":{"toolCallId":"c","toolName":"read","ok":true,"content":"héllo \u2028 \/ \b\f\r","artifacts":{"filesRead":["a\u00e9","ü"]}}}`, true},
 		{"empty payload object", h + `"user"` + ts + `"user":{}}`, true},
 		{"payload of another type", h + `"user"` + ts + `"assistant":{}}`, true},
 		{"no payload", h + `"user"` + ts[:len(ts)-1] + `}`, true},
@@ -90,6 +118,10 @@ func TestQuickCheckAgreesWithDecodeLine_RT3(t *testing.T) {
 			if got := quickAgrees(t, []byte(c.line)); got != c.accept {
 				t.Fatalf("quickCheck accepted = %v, want %v: %s", got, c.accept, c.line)
 			}
+			// quickDecode leaves invalid UTF-8 to the decoder's U+FFFD rules.
+			if got := quickDecodeAgrees(t, []byte(c.line)); got != (c.accept && utf8.ValidString(c.line)) {
+				t.Fatalf("quickDecode accepted = %v, want %v: %s", got, c.accept, c.line)
+			}
 		})
 	}
 }
@@ -113,6 +145,9 @@ func TestQuickCheckReadsOurFiles_RT3(t *testing.T) {
 			if quickAgrees(t, l) {
 				accepted++
 			}
+			if quickDecodeAgrees(t, l) && !quickAgrees(t, l) {
+				t.Fatalf("quickDecode accepts %q, quickCheck does not", l)
+			}
 		}
 	}
 	if known == 0 || accepted < known*9/10 {
@@ -127,7 +162,10 @@ func FuzzQuickCheck(f *testing.F) {
 			f.Add(l)
 		}
 	}
-	f.Fuzz(func(t *testing.T, line []byte) { quickAgrees(t, line) })
+	f.Fuzz(func(t *testing.T, line []byte) {
+		quickAgrees(t, line)
+		quickDecodeAgrees(t, line)
+	})
 }
 
 func BenchmarkQuickCheck(b *testing.B) {
@@ -149,7 +187,8 @@ func BenchmarkQuickCheck(b *testing.B) {
 		f    func([]byte) bool
 	}{
 		{"quickCheck", func(l []byte) bool { _, ok := quickCheck(l); return ok }},
-		{"DecodeLine", func(l []byte) bool { _, err := DecodeLine(l); return err == nil }},
+		{"quickDecode", func(l []byte) bool { _, ok := quickDecode(l); return ok }},
+		{"decoder", func(l []byte) bool { _, err := decodeLineFull(l); return err == nil }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
