@@ -28,10 +28,10 @@ func sentencesByRegexp(s string) []string {
 
 func trimmed(s string) string { return strings.TrimSpace(s) }
 
-// TestSentencesMatchTheRegexp_RC8: the constraints and requests the capsule
+// TestSentencesMatchTheRegexp_RC1: the goal and constraints the capsule
 // quotes are split into sentences exactly where the regular expression
 // that specifies a sentence end splits them.
-func TestSentencesMatchTheRegexp_RC8(t *testing.T) {
+func TestSentencesMatchTheRegexp_RC1(t *testing.T) {
 	cases := []string{
 		"",
 		"no end at all but long enough",
