@@ -3,7 +3,6 @@ package session
 import (
 	"fmt"
 	"runtime"
-	"sync"
 )
 
 // Verification is the integrity report of a session file (`soba-lsp
@@ -89,51 +88,66 @@ func VerifyFile(path string) (*Verification, error) {
 		start = end
 	}
 	bounds = append(bounds, len(metas))
-	workers := runtime.GOMAXPROCS(0)
 	type chunkResult struct {
 		decoded []Entry
 		errs    []error
 		err     error
+		buf     *[]byte
 	}
-	results := make([]chunkResult, workers)
-	bufs := make([][]byte, workers)
-	for round := 0; round < len(bounds)-1; round += workers {
-		var wg sync.WaitGroup
-		for w := range min(workers, len(bounds)-1-round) {
-			wg.Go(func() {
-				chunk := metas[bounds[round+w]:bounds[round+w+1]]
-				results[w] = chunkResult{}
+	n := len(bounds) - 1
+	workers := runtime.GOMAXPROCS(0)
+	// The cores read and check chunks ahead while this goroutine checks
+	// the links of the chunks before, in order; at most workers+1 chunks
+	// are read and not yet linked, so memory stays bounded.
+	results := make([]chan chunkResult, n)
+	for k := range results {
+		results[k] = make(chan chunkResult, 1)
+	}
+	bufs := make(chan *[]byte, workers+1)
+	for range workers + 1 {
+		bufs <- new([]byte)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for k := range n {
+			var pb *[]byte
+			select {
+			case pb = <-bufs:
+			case <-done:
+				return
+			}
+			go func() {
+				chunk := metas[bounds[k]:bounds[k+1]]
 				from, to := chunk[0].Offset, chunk[len(chunk)-1].Offset+int64(chunk[len(chunk)-1].Len)
-				if int64(cap(bufs[w])) < to-from {
-					bufs[w] = make([]byte, to-from)
+				if int64(cap(*pb)) < to-from {
+					*pb = make([]byte, to-from)
 				}
-				buf := bufs[w][:to-from]
+				buf := (*pb)[:to-from]
 				if _, err := s.f.ReadAt(buf, from); err != nil {
-					results[w].err = fmt.Errorf("%s: read at offset %d: %w", path, from, err)
+					results[k] <- chunkResult{err: fmt.Errorf("%s: read at offset %d: %w", path, from, err), buf: pb}
 					return
 				}
-				r := chunkResult{decoded: make([]Entry, len(chunk)), errs: make([]error, len(chunk))}
-				for k, m := range chunk {
+				r := chunkResult{decoded: make([]Entry, len(chunk)), errs: make([]error, len(chunk)), buf: pb}
+				for i, m := range chunk {
 					line := buf[m.Offset-from : m.Offset-from+int64(m.Len)]
 					var ok bool
-					if r.decoded[k], ok = quickCheck(line); !ok {
-						r.decoded[k], r.errs[k] = DecodeLine(line)
+					if r.decoded[i], ok = quickCheck(line); !ok {
+						r.decoded[i], r.errs[i] = DecodeLine(line)
 					}
 				}
-				results[w] = r
-			})
+				results[k] <- r
+			}()
 		}
-		wg.Wait()
-		for w := range min(workers, len(bounds)-1-round) {
-			r := results[w]
-			if r.err != nil {
-				return nil, r.err
-			}
-			first := bounds[round+w]
-			for k := range r.decoded {
-				v.checkEntry(s, int32(first+k), &r.decoded[k], r.errs[k], callAt)
-			}
-			results[w] = chunkResult{}
+	}()
+	for k := range n {
+		r := <-results[k]
+		bufs <- r.buf
+		if r.err != nil {
+			return nil, r.err
+		}
+		for i := range r.decoded {
+			v.checkEntry(s, int32(bounds[k]+i), &r.decoded[i], r.errs[i], callAt)
 		}
 	}
 	return v, nil
