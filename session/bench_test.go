@@ -323,21 +323,12 @@ func BenchmarkVerifyFile(b *testing.B) {
 // commands (`budget`, `verify`, `compact`) on one file.
 func BenchmarkOpenReadOnly(b *testing.B) {
 	path := benchSessionFile(b, 20_000)
-	for _, c := range []struct {
-		name    string
-		segment int64
-	}{{"segmented", scanSegmentBytes}, {"sequential", 1 << 40}} {
-		b.Run(c.name, func(b *testing.B) {
-			defer func(old int64) { scanSegmentBytes = old }(scanSegmentBytes)
-			scanSegmentBytes = c.segment
-			b.ReportAllocs()
-			for b.Loop() {
-				s, rep, err := OpenReadOnly(path, Options{CacheEntries: -1})
-				if err != nil || rep.ProblemCount != 0 {
-					b.Fatal(err, rep.Problems)
-				}
-				s.Close()
-			}
-		})
+	b.ReportAllocs()
+	for b.Loop() {
+		s, rep, err := OpenReadOnly(path, Options{CacheEntries: -1})
+		if err != nil || rep.ProblemCount != 0 {
+			b.Fatal(err, rep.Problems)
+		}
+		s.Close()
 	}
 }
