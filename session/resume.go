@@ -114,14 +114,6 @@ func (r *OpenReport) String() string {
 func (s *Store) resume(f *os.File) (*OpenReport, error) {
 	start := time.Now()
 	rep := &OpenReport{Path: s.path}
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-		// A first guess at the entry count (lines average well over 500
-		// bytes) spares most of the regrowth of the index.
-		guess := int(fi.Size()/1024) + 16
-		s.metas = make([]Meta, 0, guess)
-		s.parents = make([]int32, 0, guess)
-		s.index = make(map[string]int32, guess)
-	}
 	lineNo := 0
 	bad := func(off int64, err error, problem string) {
 		rep.BadLineCount++
@@ -146,6 +138,18 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 		}
 		if seg.eof {
 			tornOff, tornLen = seg.tornOff, seg.tornLen
+		}
+		if cap(s.metas) == 0 && len(seg.recs) > 0 {
+			// The index's size, from the first segment's lines: exact for
+			// a file of one segment, within a few percent for the rest,
+			// so the index is neither regrown nor much too large.
+			guess := len(seg.recs) + 16
+			if last := seg.recs[len(seg.recs)-1]; !seg.eof && last.off > seg.startOff {
+				guess = int(float64(len(seg.recs))*float64(size)/float64(last.off+int64(last.n)+1-seg.startOff)*1.05) + 16
+			}
+			s.metas = make([]Meta, 0, guess)
+			s.parents = make([]int32, 0, guess)
+			s.index = make(map[string]int32, guess)
 		}
 		for k := range seg.recs {
 			r := &seg.recs[k]
