@@ -22,7 +22,7 @@ import (
 // error and its words. So verify classifies every line as Load does.
 func quickCheck(line []byte) (e Entry, ok bool) {
 	q := quickParser{p: line}
-	if !q.object(q.top(&e)) || q.i != len(line) || e.Type == "" {
+	if !q.object(func(name []byte, seen *uint32) bool { return q.topMember(&e, name, seen) }) || q.i != len(line) || e.Type == "" {
 		return Entry{}, false
 	}
 	return e, true
@@ -36,7 +36,7 @@ func quickCheck(line []byte) (e Entry, ok bool) {
 // instructions and copied once.
 func quickDecode(line []byte) (e Entry, ok bool) {
 	q := quickParser{p: line, full: true}
-	if !q.object(q.top(&e)) || q.i != len(line) || e.Type == "" {
+	if !q.object(func(name []byte, seen *uint32) bool { return q.topMember(&e, name, seen) }) || q.i != len(line) || e.Type == "" {
 		return Entry{}, false
 	}
 	return e, true
@@ -94,202 +94,196 @@ func once(seen *uint32, bit uint32) bool {
 // payloadBits are the bits of top's seen set for the payloads it reads.
 const payloadBits = 1<<5 | 1<<6 | 1<<7 | 1<<8
 
-// top parses the members of an entry line.
-func (q *quickParser) top(e *Entry) func([]byte, *uint32) bool {
-	return func(name []byte, seen *uint32) bool {
-		switch string(name) {
-		case "id":
-			return once(seen, 1<<0) && q.str(&e.ID)
-		case "parentId":
-			if !once(seen, 1<<1) {
-				return false
-			}
-			if q.literal("null") {
-				return true
-			}
-			var p string
-			if !q.str(&p) {
-				return false
-			}
-			if q.full {
-				e.ParentID = &p
-			}
+// topMember parses a member of an entry line. (Members are parsed by
+// methods called from closures written at the call, which the compiler
+// keeps on the stack: a closure returned by a method would be allocated.)
+func (q *quickParser) topMember(e *Entry, name []byte, seen *uint32) bool {
+	switch string(name) {
+	case "id":
+		return once(seen, 1<<0) && q.str(&e.ID)
+	case "parentId":
+		if !once(seen, 1<<1) {
+			return false
+		}
+		if q.literal("null") {
 			return true
-		case "type":
-			t, ok := q.plainString()
-			if !ok || !once(seen, 1<<2) {
-				return false
-			}
-			switch string(t) {
-			case TypeSession, TypeUser, TypeAssistant, TypeToolResult:
-				e.Type = internType(string(t))
-				return true
-			}
-			return false // other types are few: the full decoder reads them
-		case "timestamp":
-			ts, ok := q.plainString()
-			// The same strict RFC 3339 parser as time.Time's UnmarshalJSON.
-			return ok && once(seen, 1<<3) && e.Timestamp.UnmarshalText(ts) == nil
-		case "tokens":
-			return once(seen, 1<<4) && q.int(&e.Tokens)
-		case "session":
-			if !once(seen, 1<<5) || *seen&payloadBits != 1<<5 {
-				return false
-			}
-			e.Session = &SessionHeader{}
-			return q.object(q.sessionHeader(e.Session))
-		case "user":
-			if !once(seen, 1<<6) || *seen&payloadBits != 1<<6 {
-				return false
-			}
-			e.User = &UserMessage{}
-			return q.object(func(name []byte, seen *uint32) bool {
-				return string(name) == "text" && once(seen, 1) && q.str(&e.User.Text)
-			})
-		case "assistant":
-			if !once(seen, 1<<7) || *seen&payloadBits != 1<<7 {
-				return false
-			}
-			e.Assistant = &Assistant{}
-			return q.object(q.assistant(e.Assistant))
-		case "toolResult":
-			if !once(seen, 1<<8) || *seen&payloadBits != 1<<8 {
-				return false
-			}
-			e.ToolResult = &ToolResult{}
-			return q.object(q.toolResult(e.ToolResult))
 		}
-		return false
+		var p string
+		if !q.str(&p) {
+			return false
+		}
+		if q.full {
+			e.ParentID = &p
+		}
+		return true
+	case "type":
+		t, ok := q.plainString()
+		if !ok || !once(seen, 1<<2) {
+			return false
+		}
+		switch string(t) {
+		case TypeSession, TypeUser, TypeAssistant, TypeToolResult:
+			e.Type = internType(string(t))
+			return true
+		}
+		return false // other types are few: the full decoder reads them
+	case "timestamp":
+		ts, ok := q.plainString()
+		// The same strict RFC 3339 parser as time.Time's UnmarshalJSON.
+		return ok && once(seen, 1<<3) && e.Timestamp.UnmarshalText(ts) == nil
+	case "tokens":
+		return once(seen, 1<<4) && q.int(&e.Tokens)
+	case "session":
+		if !once(seen, 1<<5) || *seen&payloadBits != 1<<5 {
+			return false
+		}
+		e.Session = &SessionHeader{}
+		return q.object(func(name []byte, seen *uint32) bool { return q.sessionMember(e.Session, name, seen) })
+	case "user":
+		if !once(seen, 1<<6) || *seen&payloadBits != 1<<6 {
+			return false
+		}
+		e.User = &UserMessage{}
+		return q.object(func(name []byte, seen *uint32) bool {
+			return string(name) == "text" && once(seen, 1) && q.str(&e.User.Text)
+		})
+	case "assistant":
+		if !once(seen, 1<<7) || *seen&payloadBits != 1<<7 {
+			return false
+		}
+		e.Assistant = &Assistant{}
+		return q.object(func(name []byte, seen *uint32) bool { return q.assistantMember(e.Assistant, name, seen) })
+	case "toolResult":
+		if !once(seen, 1<<8) || *seen&payloadBits != 1<<8 {
+			return false
+		}
+		e.ToolResult = &ToolResult{}
+		return q.object(func(name []byte, seen *uint32) bool { return q.toolResultMember(e.ToolResult, name, seen) })
 	}
+	return false
 }
 
-func (q *quickParser) sessionHeader(h *SessionHeader) func([]byte, *uint32) bool {
-	return func(name []byte, seen *uint32) bool {
-		switch string(name) {
-		case "version":
-			return once(seen, 1) && q.int(&h.Version)
-		case "sessionId":
-			return once(seen, 2) && q.str(&h.SessionID)
-		case "workspace":
-			return once(seen, 4) && q.str(&h.Workspace)
-		case "importedFrom":
-			return once(seen, 8) && q.str(&h.ImportedFrom)
-		}
-		return false
+func (q *quickParser) sessionMember(h *SessionHeader, name []byte, seen *uint32) bool {
+	switch string(name) {
+	case "version":
+		return once(seen, 1) && q.int(&h.Version)
+	case "sessionId":
+		return once(seen, 2) && q.str(&h.SessionID)
+	case "workspace":
+		return once(seen, 4) && q.str(&h.Workspace)
+	case "importedFrom":
+		return once(seen, 8) && q.str(&h.ImportedFrom)
 	}
+	return false
 }
 
-func (q *quickParser) assistant(a *Assistant) func([]byte, *uint32) bool {
-	return func(name []byte, seen *uint32) bool {
-		switch string(name) {
-		case "text":
-			return once(seen, 1) && q.str(&a.Text)
-		case "provider":
-			return once(seen, 2) && q.str(&a.Provider)
-		case "model":
-			return once(seen, 4) && q.str(&a.Model)
-		case "stopReason":
-			return once(seen, 8) && q.str(&a.StopReason)
-		case "error":
-			return once(seen, 16) && q.str(&a.Error)
-		case "toolCalls":
-			if !once(seen, 32) {
-				return false
-			}
-			a.ToolCalls = []ToolCall{} // an empty array decodes to an empty slice
-			return q.array(func() bool {
-				var c ToolCall
-				ok := q.object(func(name []byte, seen *uint32) bool {
-					switch string(name) {
-					case "id":
-						// verify reads it: plain in either mode
-						id, ok := q.plainString()
-						c.ID = string(id)
-						return ok && once(seen, 1)
-					case "name":
-						return once(seen, 2) && q.str(&c.Name)
-					case "arguments":
-						start := q.i
-						if !once(seen, 4) || !q.raw() {
-							return false
-						}
-						if q.full {
-							c.Arguments = bytes.Clone(q.p[start:q.i])
-						}
-						return true
-					}
-					return false
-				})
-				a.ToolCalls = append(a.ToolCalls, c)
-				return ok
-			})
-		case "usage":
-			if !once(seen, 64) {
-				return false
-			}
-			u := &Usage{}
-			a.Usage = u
-			return q.object(func(name []byte, seen *uint32) bool {
+func (q *quickParser) assistantMember(a *Assistant, name []byte, seen *uint32) bool {
+	switch string(name) {
+	case "text":
+		return once(seen, 1) && q.str(&a.Text)
+	case "provider":
+		return once(seen, 2) && q.str(&a.Provider)
+	case "model":
+		return once(seen, 4) && q.str(&a.Model)
+	case "stopReason":
+		return once(seen, 8) && q.str(&a.StopReason)
+	case "error":
+		return once(seen, 16) && q.str(&a.Error)
+	case "toolCalls":
+		if !once(seen, 32) {
+			return false
+		}
+		a.ToolCalls = []ToolCall{} // an empty array decodes to an empty slice
+		return q.array(func() bool {
+			var c ToolCall
+			ok := q.object(func(name []byte, seen *uint32) bool {
 				switch string(name) {
-				case "inputTokens":
-					return once(seen, 1) && q.int(&u.InputTokens)
-				case "outputTokens":
-					return once(seen, 2) && q.int(&u.OutputTokens)
-				case "cachedTokens":
-					return once(seen, 4) && q.int(&u.CachedTokens)
-				}
-				return false
-			})
-		}
-		return false // native continuation state: the full decoder
-	}
-}
-
-func (q *quickParser) toolResult(r *ToolResult) func([]byte, *uint32) bool {
-	return func(name []byte, seen *uint32) bool {
-		switch string(name) {
-		case "toolCallId":
-			// verify reads it: plain in either mode
-			id, ok := q.plainString()
-			r.ToolCallID = string(id)
-			return ok && once(seen, 1)
-		case "toolName":
-			return once(seen, 2) && q.str(&r.ToolName)
-		case "ok":
-			return once(seen, 4) && q.bool(&r.OK)
-		case "content":
-			return once(seen, 8) && q.str(&r.Content)
-		case "artifacts":
-			if !once(seen, 16) {
-				return false
-			}
-			a := &Artifacts{}
-			r.Artifacts = a
-			return q.object(func(name []byte, seen *uint32) bool {
-				switch string(name) {
-				case "filesRead":
-					return once(seen, 1) && q.strings(&a.FilesRead)
-				case "filesModified":
-					return once(seen, 2) && q.strings(&a.FilesModified)
-				case "command":
-					return once(seen, 4) && q.str(&a.Command)
-				case "exitCode":
-					var n int
-					if !once(seen, 8) || !q.int(&n) {
+				case "id":
+					// verify reads it: plain in either mode
+					id, ok := q.plainString()
+					c.ID = string(id)
+					return ok && once(seen, 1)
+				case "name":
+					return once(seen, 2) && q.str(&c.Name)
+				case "arguments":
+					start := q.i
+					if !once(seen, 4) || !q.raw() {
 						return false
 					}
-					a.ExitCode = &n
+					if q.full {
+						c.Arguments = bytes.Clone(q.p[start:q.i])
+					}
 					return true
-				case "pipefail":
-					return once(seen, 16) && q.bool(&a.Pipefail)
-				case "skill":
-					return once(seen, 32) && q.str(&a.Skill)
 				}
 				return false
 			})
+			a.ToolCalls = append(a.ToolCalls, c)
+			return ok
+		})
+	case "usage":
+		if !once(seen, 64) {
+			return false
 		}
-		return false
+		u := &Usage{}
+		a.Usage = u
+		return q.object(func(name []byte, seen *uint32) bool {
+			switch string(name) {
+			case "inputTokens":
+				return once(seen, 1) && q.int(&u.InputTokens)
+			case "outputTokens":
+				return once(seen, 2) && q.int(&u.OutputTokens)
+			case "cachedTokens":
+				return once(seen, 4) && q.int(&u.CachedTokens)
+			}
+			return false
+		})
 	}
+	return false // native continuation state: the full decoder
+}
+
+func (q *quickParser) toolResultMember(r *ToolResult, name []byte, seen *uint32) bool {
+	switch string(name) {
+	case "toolCallId":
+		// verify reads it: plain in either mode
+		id, ok := q.plainString()
+		r.ToolCallID = string(id)
+		return ok && once(seen, 1)
+	case "toolName":
+		return once(seen, 2) && q.str(&r.ToolName)
+	case "ok":
+		return once(seen, 4) && q.bool(&r.OK)
+	case "content":
+		return once(seen, 8) && q.str(&r.Content)
+	case "artifacts":
+		if !once(seen, 16) {
+			return false
+		}
+		a := &Artifacts{}
+		r.Artifacts = a
+		return q.object(func(name []byte, seen *uint32) bool {
+			switch string(name) {
+			case "filesRead":
+				return once(seen, 1) && q.strings(&a.FilesRead)
+			case "filesModified":
+				return once(seen, 2) && q.strings(&a.FilesModified)
+			case "command":
+				return once(seen, 4) && q.str(&a.Command)
+			case "exitCode":
+				var n int
+				if !once(seen, 8) || !q.int(&n) {
+					return false
+				}
+				a.ExitCode = &n
+				return true
+			case "pipefail":
+				return once(seen, 16) && q.bool(&a.Pipefail)
+			case "skill":
+				return once(seen, 32) && q.str(&a.Skill)
+			}
+			return false
+		})
+	}
+	return false
 }
 
 // strings parses an array of strings into *dst (in full mode).
