@@ -88,18 +88,57 @@ func isQuestionOrComplaint(s string) bool {
 	return false
 }
 
-// sentenceEnd ends a sentence: terminal punctuation followed by a blank (so
-// `AGENTS.md`, `v1.2` and `e.g.x` stay whole), or a line break.
-var sentenceEnd = regexp.MustCompile(`[.!?]+(?:["')\]]*)(?:[ \t]+|$)|\n+`)
+// nextSentenceEnd returns the end of the next sentence end in s at or after
+// i, or -1. A sentence ends with terminal punctuation followed by a blank
+// (so `AGENTS.md`, `v1.2` and `e.g.x` stay whole), or with a line break: the
+// leftmost match of the regular expression
+// [.!?]+(?:["')\]]*)(?:[ \t]+|$)|\n+ (sentenceEnd in the tests), found
+// without the regexp engine, since a compaction splits every request of
+// the history. A run of terminal punctuation matches only with
+// all of it and all the closing quotes after it (a shorter run would be
+// followed by punctuation or a quote, not a blank), so a failed run is
+// skipped whole.
+func nextSentenceEnd(s string, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case '.', '!', '?':
+			j := i
+			for j < len(s) && (s[j] == '.' || s[j] == '!' || s[j] == '?') {
+				j++
+			}
+			for j < len(s) && (s[j] == '"' || s[j] == '\'' || s[j] == ')' || s[j] == ']') {
+				j++
+			}
+			if j == len(s) {
+				return j
+			}
+			if s[j] == ' ' || s[j] == '\t' {
+				for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+					j++
+				}
+				return j
+			}
+			i = j // s[j] may start a match (a line break)
+		case '\n':
+			for i < len(s) && s[i] == '\n' {
+				i++
+			}
+			return i
+		default:
+			i++
+		}
+	}
+	return -1
+}
 
 // sentences splits text into sentences, each with its terminator kept (a
 // question keeps its "?"); fragments under 8 bytes are dropped.
 func sentences(s string) []string {
 	var out []string
 	start := 0
-	for _, loc := range sentenceEnd.FindAllStringIndex(s, -1) {
-		part := strings.TrimSpace(s[start:loc[1]])
-		start = loc[1]
+	for end := nextSentenceEnd(s, 0); end >= 0; end = nextSentenceEnd(s, end) {
+		part := strings.TrimSpace(s[start:end])
+		start = end
 		if len(part) >= 8 {
 			out = append(out, part)
 		}

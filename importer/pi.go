@@ -113,12 +113,17 @@ func convertPi(b *builder, data []byte) error {
 // convertPiLines converts pi's decoded lines, in file order.
 func convertPiLines(b *builder, lines iter.Seq[decodedLine[piLine]]) error {
 	tree := false
-	// alias maps a source entry (id in a tree; ordinal in v1) to the new id
-	// of the nearest written entry at or above it.
-	alias := map[string]string{}
-	ordOf := map[string]int{} // source id → ordinal (trees)
-	last := ""                // new id of the last written entry (v1 parent)
-	lastSource := ""          // alias of the last source entry: the leaf
+	// seen maps a source entry (id in a tree; ordinal in v1) to the new id
+	// of the nearest written entry at or above it and, in a tree, to its
+	// ordinal: one map, not two, since an import's memory is mostly these
+	// maps and the store's index.
+	seen := map[string]piSeen{}
+	ordOf := func(id string) (int, bool) {
+		s, ok := seen[id]
+		return s.ord, ok && tree
+	}
+	last := ""       // new id of the last written entry (v1 parent)
+	lastSource := "" // alias of the last source entry: the leaf
 	ord := -1
 	for d := range lines {
 		no, l := d.no, d.v
@@ -149,16 +154,18 @@ func convertPiLines(b *builder, lines iter.Seq[decodedLine[piLine]]) error {
 				continue
 			}
 			key = l.ID
-			ordOf[l.ID] = ord
 			parent = ""
 			if l.ParentID != nil && *l.ParentID != "" {
-				p, ok := alias[*l.ParentID]
+				p, ok := seen[*l.ParentID]
 				if !ok {
 					b.problem(no, "parent %q of entry %q is not earlier in the file: hung from the previous entry", *l.ParentID, l.ID)
-					p = last
+					p.id = last
 				}
-				parent = p
+				parent = p.id
 			}
+			// Known before its conversion, as it always was: an entry's
+			// ordinal for its own firstKeptEntryId.
+			seen[key] = piSeen{id: seen[key].id, ord: ord}
 		}
 		id := b.piEntry(no, ord, &l, parent, ordOf)
 		if id == "" {
@@ -166,7 +173,7 @@ func convertPiLines(b *builder, lines iter.Seq[decodedLine[piLine]]) error {
 		} else {
 			last = id
 		}
-		alias[key] = id
+		seen[key] = piSeen{id: id, ord: ord}
 		lastSource = id
 	}
 	if b.streamErr != nil {
@@ -188,7 +195,14 @@ func firstProblem(ps []Problem) string {
 
 // piEntry converts one entry and returns the new id of the last entry it
 // wrote ("" when it wrote none).
-func (b *builder) piEntry(no, ord int, l *piLine, parent string, ordOf map[string]int) string {
+// piSeen is what the pi converter remembers of a source entry: the new id of
+// the nearest written entry at or above it, and its ordinal.
+type piSeen struct {
+	id  string
+	ord int
+}
+
+func (b *builder) piEntry(no, ord int, l *piLine, parent string, ordOf func(string) (int, bool)) string {
 	ts := l.timestamp()
 	switch l.Type {
 	case "message":
@@ -206,7 +220,7 @@ func (b *builder) piEntry(no, ord int, l *piLine, parent string, ordOf map[strin
 		case l.FirstKeptEntryIndex != nil:
 			keep = *l.FirstKeptEntryIndex
 		case l.FirstKeptEntryID != "":
-			if o, ok := ordOf[l.FirstKeptEntryID]; ok {
+			if o, ok := ordOf(l.FirstKeptEntryID); ok {
 				keep = o
 			} else {
 				b.problem(no, "compaction's firstKeptEntryId %q is not earlier in the file: the capsule keeps nothing before it", l.FirstKeptEntryID)

@@ -10,7 +10,8 @@
 #           (see its README); its node_modules holds pi 1.6 and Node 22
 #   REPS    pairs per figure (default 7)
 #   SIZES   entries per session (default 1000 10000 80000 200000)
-# Environment: SOBA (a soba-lsp binary; default: built from this checkout),
+# Environment: SOBA (a soba-lsp binary; default: built from this checkout
+# as the VS Code extension bundles it),
 # WORK (scratch directory; default a new one under /tmp).
 set -euo pipefail
 
@@ -27,7 +28,8 @@ work=${WORK:-$(mktemp -d /tmp/soba-bench-pi.XXXXXX)}
 mkdir -p "$work"
 if [ -z "${SOBA:-}" ]; then
 	SOBA="$work/soba-lsp"
-	(cd "$(dirname "$0")/.." && go build -o "$SOBA" ./cmd/soba-lsp)
+	# Built as the editor extension bundles it (editors/vscode "bundle-server").
+	(cd "$(dirname "$0")/.." && CGO_ENABLED=0 go build -trimpath -o "$SOBA" ./cmd/soba-lsp)
 fi
 # Sessions are read from the page cache in every run, as a resume does.
 cd "$work"

@@ -295,3 +295,40 @@ func BenchmarkOpenUnestimated(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(stripped))/1e6, "file-MB")
 }
+
+// benchSessionFile is a session to benchmark the whole-file readers on: the
+// file named by SOBA_BENCH_SESSION (an imported pi session, say), or a
+// written one of n entries.
+func benchSessionFile(b *testing.B, n int) string {
+	if p := os.Getenv("SOBA_BENCH_SESSION"); p != "" {
+		return p
+	}
+	return buildSession(b, b.TempDir(), n)
+}
+
+// BenchmarkVerifyFile is `soba-lsp verify` without the process: the scan,
+// then every payload validated.
+func BenchmarkVerifyFile(b *testing.B) {
+	path := benchSessionFile(b, 20_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := VerifyFile(path)
+		if err != nil || v.ProblemCount != 0 {
+			b.Fatal(err, v.Problems)
+		}
+	}
+}
+
+// BenchmarkOpenReadOnly is the index scan of resume and the offline
+// commands (`budget`, `verify`, `compact`) on one file.
+func BenchmarkOpenReadOnly(b *testing.B) {
+	path := benchSessionFile(b, 20_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, rep, err := OpenReadOnly(path, Options{CacheEntries: -1})
+		if err != nil || rep.ProblemCount != 0 {
+			b.Fatal(err, rep.Problems)
+		}
+		s.Close()
+	}
+}

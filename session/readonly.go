@@ -134,12 +134,26 @@ func ScanFile(path string, est func(*Entry) int) (*Scan, error) {
 
 // payloadProblem says what is wrong with a known entry's payload, or "".
 func payloadProblem(e *Entry) string {
-	has := map[string]bool{
-		TypeSession: e.Session != nil, TypeUser: e.User != nil, TypeAssistant: e.Assistant != nil,
-		TypeToolResult: e.ToolResult != nil, TypeCapsule: e.Capsule != nil, TypeCheckpoint: e.Checkpoint != nil,
-		TypeCapsuleLoad: e.CapsuleLoad != nil, TypeSettings: e.Settings != nil,
+	var has bool
+	switch e.Type {
+	case TypeSession:
+		has = e.Session != nil
+	case TypeUser:
+		has = e.User != nil
+	case TypeAssistant:
+		has = e.Assistant != nil
+	case TypeToolResult:
+		has = e.ToolResult != nil
+	case TypeCapsule:
+		has = e.Capsule != nil
+	case TypeCheckpoint:
+		has = e.Checkpoint != nil
+	case TypeCapsuleLoad:
+		has = e.CapsuleLoad != nil
+	case TypeSettings:
+		has = e.Settings != nil
 	}
-	if !has[e.Type] {
+	if !has {
 		return fmt.Sprintf("%s entry without its %s payload", e.Type, e.Type)
 	}
 	return ""

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"runtime"
@@ -115,16 +114,7 @@ func (r *OpenReport) String() string {
 func (s *Store) resume(f *os.File) (*OpenReport, error) {
 	start := time.Now()
 	rep := &OpenReport{Path: s.path}
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-		// A first guess at the entry count (lines average well over 500
-		// bytes) spares most of the regrowth of the index.
-		guess := int(fi.Size()/1024) + 16
-		s.metas = make([]Meta, 0, guess)
-		s.parents = make([]int32, 0, guess)
-		s.index = make(map[string]int32, guess)
-	}
 	lineNo := 0
-	var long []byte // reused for lines longer than the scan buffer that need a full decode
 	bad := func(off int64, err error, problem string) {
 		rep.BadLineCount++
 		if len(rep.BadLines) < maxListed {
@@ -132,114 +122,99 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 		}
 		rep.problem(problem)
 	}
-	tornOff, tornLen, err := scanLines(f, func(ln rawLine) error {
-		lineNo++
-		data, last, n := ln.data, ln.last, ln.n
-		if ln.whole {
-			if last == '\r' { // a foreign writer's CRLF
-				data = data[:len(data)-1]
-				n--
-				if len(data) > 0 {
-					last = data[len(data)-1]
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	// The lines are read, split and their headers parsed on all cores
+	// (scanSegments); here, in file order, they are numbered and linked
+	// into the index.
+	var tornOff int64
+	var tornLen int
+	prevID := "" // the id of the previous line with a header
+	err := s.scanSegments(f, size, func(seg *segment) error {
+		if seg.err != nil {
+			return seg.err // os.File's errors and the scan's name the path already
+		}
+		if seg.eof {
+			tornOff, tornLen = seg.tornOff, seg.tornLen
+		}
+		if cap(s.metas) == 0 && len(seg.recs) > 0 {
+			// The index's size, from the first segment's lines: exact for
+			// a file of one segment, within a few percent for the rest,
+			// so the index is neither regrown nor much too large.
+			guess := len(seg.recs) + 16
+			if last := seg.recs[len(seg.recs)-1]; !seg.eof && last.off > seg.startOff {
+				guess = int(float64(len(seg.recs))*float64(size)/float64(last.off+int64(last.n)+1-seg.startOff)*1.05) + 16
+			}
+			s.metas = make([]Meta, 0, guess)
+			s.parents = make([]int32, 0, guess)
+			s.index = make(map[string]int32, guess)
+		}
+		for k := range seg.recs {
+			r := &seg.recs[k]
+			lineNo++
+			if r.blank {
+				continue
+			}
+			if r.err != nil {
+				bad(r.off, r.err, fmt.Sprintf("line %d: not an entry: %v", lineNo, r.err))
+				continue
+			}
+			parentID := r.parent
+			if r.parentPrev {
+				parentID = prevID
+			}
+			prevID = r.id
+			m := Meta{ID: r.id, Type: r.typ, Offset: r.off, Len: r.n, Tokens: r.tokens, Timestamp: r.ts, Line: lineNo,
+				MayHaveUsage: r.mayHaveUsage, Facts: r.facts}
+			// One map operation per entry: insert, and learn from the size
+			// whether the id was there already (rare; then the old index is
+			// restored).
+			before := len(s.index)
+			s.index[m.ID] = int32(len(s.metas))
+			if len(s.index) == before {
+				first := s.firstIndexOf(m.ID)
+				s.index[m.ID] = first
+				bad(r.off, fmt.Errorf("duplicate entry id %q", m.ID),
+					fmt.Sprintf("line %d: duplicate entry id %s (first at line %d): skipped", lineNo, m.ID, s.metas[first].Line))
+				continue
+			}
+			parent := int32(-1)
+			if r.hasParent {
+				// Our writer hangs almost every entry from the one before
+				// it: try that before the map.
+				last := int32(len(s.metas) - 1)
+				if last >= 0 && s.metas[last].ID == parentID {
+					parent = last
+				} else if i, ok := s.index[parentID]; ok && int(i) < len(s.metas) {
+					parent = i // (an entry naming itself as parent is not its own parent)
+				}
+				if parent >= 0 {
+					m.ParentID = s.metas[parent].ID // shared with the parent: no copy
+					m.Depth = s.metas[parent].Depth + 1
 				} else {
-					last = 0
+					m.ParentID = parentID
+					rep.MissingParentCount++
+					rep.problem(fmt.Sprintf("line %d: entry %s: parent %s is not earlier in the file", lineNo, m.ID, m.ParentID))
+					if len(rep.MissingParents) < maxListed {
+						rep.MissingParents = append(rep.MissingParents, m.ID)
+					}
 				}
 			}
-			if len(bytes.TrimSpace(data)) == 0 {
-				return nil
-			}
-		}
-		h, ok := fastHeader(data, last)
-		if !ok {
-			whole := data
-			if !ln.whole {
-				if cap(long) < ln.n {
-					long = make([]byte, ln.n)
+			if !knownTypes[m.Type] {
+				if rep.UnknownTypes == nil {
+					rep.UnknownTypes = map[string]int{}
 				}
-				whole = long[:ln.n]
-				if _, err := f.ReadAt(whole, ln.off); err != nil {
-					return fmt.Errorf("session %s: read line %d at offset %d: %w", s.path, lineNo, ln.off, err)
-				}
-				whole = bytes.TrimSuffix(whole, []byte("\r"))
-				n = len(whole)
+				rep.UnknownTypes[m.Type]++
 			}
-			var err error
-			if h, err = slowHeader(whole); err != nil {
-				bad(ln.off, err, fmt.Sprintf("line %d: not an entry: %v", lineNo, err))
-				return nil
-			}
+			s.metas = append(s.metas, m)
+			s.parents = append(s.parents, parent)
 		}
-		m := Meta{ID: string(h.id), Type: internType(string(h.typ)), Offset: ln.off, Len: n,
-			Tokens: h.tokens, Timestamp: h.ts, Line: lineNo}
-		// One map operation per entry: insert, and learn from the size whether
-		// the id was there already (rare; then the old index is restored).
-		before := len(s.index)
-		s.index[m.ID] = int32(len(s.metas))
-		if len(s.index) == before {
-			first := s.firstIndexOf(m.ID)
-			s.index[m.ID] = first
-			bad(ln.off, fmt.Errorf("duplicate entry id %q", h.id),
-				fmt.Sprintf("line %d: duplicate entry id %s (first at line %d): skipped", lineNo, h.id, s.metas[first].Line))
-			return nil
-		}
-		parent := int32(-1)
-		if len(h.parent) > 0 {
-			// Our writer hangs almost every entry from the one before it:
-			// try that before the map.
-			last := int32(len(s.metas) - 1)
-			if last >= 0 && s.metas[last].ID == string(h.parent) {
-				parent = last
-			} else if i, ok := s.index[string(h.parent)]; ok && int(i) < len(s.metas) {
-				parent = i // (an entry naming itself as parent is not its own parent)
-			}
-			if parent >= 0 {
-				i := parent
-				parent = i
-				m.ParentID = s.metas[i].ID // shared with the parent: no copy
-				m.Depth = s.metas[i].Depth + 1
-			} else {
-				m.ParentID = string(h.parent)
-				rep.MissingParentCount++
-				rep.problem(fmt.Sprintf("line %d: entry %s: parent %s is not earlier in the file", lineNo, m.ID, m.ParentID))
-				if len(rep.MissingParents) < maxListed {
-					rep.MissingParents = append(rep.MissingParents, m.ID)
-				}
-			}
-		}
-		if !knownTypes[m.Type] {
-			if rep.UnknownTypes == nil {
-				rep.UnknownTypes = map[string]int{}
-			}
-			rep.UnknownTypes[m.Type]++
-		}
-		whole := data
-		if !ln.whole {
-			whole = nil
-		}
-		if m.Type == TypeAssistant {
-			// Answers are many and mostly carry usage: they are not decoded
-			// here; the reader of the newest usage decodes newest first.
-			m.MayHaveUsage = whole == nil || mayName(whole, "usage")
-		} else if factsNeeded(m.Type, whole) {
-			if whole == nil {
-				if cap(long) < ln.n {
-					long = make([]byte, ln.n)
-				}
-				whole = long[:ln.n]
-				if _, err := f.ReadAt(whole, ln.off); err != nil {
-					return fmt.Errorf("session %s: read line %d at offset %d: %w", s.path, lineNo, ln.off, err)
-				}
-			}
-			if e, err := DecodeLine(whole); err == nil {
-				m.Facts = FactsOf(&e)
-			} // else: reported when the entry is first loaded (LoadLenient)
-		}
-		s.metas = append(s.metas, m)
-		s.parents = append(s.parents, parent)
 		return nil
 	})
 	if err != nil {
-		return rep, err // os.File's errors and visit's name the path already
+		return rep, err
 	}
 	if err := s.estimateMissing(f, rep); err != nil {
 		return rep, err

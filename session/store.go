@@ -590,6 +590,15 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // its header fields and gets a copy of the line in Raw (R-T3).
 func DecodeLine(line []byte) (Entry, error) {
 	line = bytes.TrimSuffix(line, []byte("\r"))
+	if e, ok := quickDecode(line); ok {
+		return e, nil
+	}
+	return decodeLineFull(line)
+}
+
+// decodeLineFull is DecodeLine by the JSON decoder alone: any layout, and
+// the error that names what is wrong.
+func decodeLineFull(line []byte) (Entry, error) {
 	var e Entry
 	if err := jsondec.Unmarshal(line, &e); err != nil {
 		return Entry{}, err
@@ -749,6 +758,13 @@ func syncDir(dir string) error {
 // loadManySpan bounds the bytes LoadMany reads in one go.
 const loadManySpan = 8 << 20
 
+// loadManyBufs are LoadMany's read buffers, kept between calls: a reader
+// of a long path (a compaction's deterministic capsule, verify) calls it
+// once per few thousand entries, and a new buffer each time was as much
+// garbage as the file, most of what made the collector run. No decoded
+// entry refers to a buffer (DecodeLine copies what it keeps).
+var loadManyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 // LoadMany is LoadLenient for a run of entries read in order (a path, a
 // range of it): their lines are read with few reads, bypassing the line
 // cache (a long scan would only evict the live tail from it), and decoded on
@@ -764,7 +780,9 @@ func (s *Store) LoadMany(metas []Meta) ([]Entry, error) {
 	s.mu.Unlock()
 	out := make([]Entry, len(metas))
 	errs := make([]error, len(metas))
-	var buf []byte
+	pooled := loadManyBufs.Get().(*[]byte)
+	defer loadManyBufs.Put(pooled)
+	buf := *pooled
 	for start := 0; start < len(metas); {
 		// A span of lines that lie close together in the file: one read.
 		end := start + 1
@@ -780,6 +798,7 @@ func (s *Store) LoadMany(metas []Meta) ([]Entry, error) {
 		}
 		if int64(cap(buf)) < to-from {
 			buf = make([]byte, to-from)
+			*pooled = buf
 		}
 		buf = buf[:to-from]
 		if _, err := f.ReadAt(buf, from); err != nil {

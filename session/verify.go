@@ -3,7 +3,6 @@ package session
 import (
 	"fmt"
 	"runtime"
-	"sync"
 )
 
 // Verification is the integrity report of a session file (`soba-lsp
@@ -75,40 +74,81 @@ func VerifyFile(path string) (*Verification, error) {
 	}
 
 	callAt := map[string]int32{} // tool call id → the entry that made it
-	buf := make([]byte, 0, verifyChunkBytes)
+	// Chunks of consecutive entries up to verifyChunkBytes (at least one
+	// entry each), each read in one pass over its byte range. The cores
+	// take one chunk each, read and validate it; then the chunks' entries
+	// are checked in file order (tool calls before their results).
+	var bounds []int
 	for start := 0; start < len(metas); {
-		// One chunk: consecutive entries up to verifyChunkBytes (at least
-		// one), read in one pass over their byte range.
 		end := start + 1
 		for end < len(metas) && metas[end].Offset+int64(metas[end].Len)-metas[start].Offset <= verifyChunkBytes {
 			end++
 		}
-		from, to := metas[start].Offset, metas[end-1].Offset+int64(metas[end-1].Len)
-		if int64(cap(buf)) < to-from {
-			buf = make([]byte, to-from)
-		}
-		buf = buf[:to-from]
-		if _, err := s.f.ReadAt(buf, from); err != nil {
-			return nil, fmt.Errorf("%s: read at offset %d: %w", path, from, err)
-		}
-		chunk := metas[start:end]
-		decoded := make([]Entry, len(chunk))
-		errs := make([]error, len(chunk))
-		var wg sync.WaitGroup
-		workers := runtime.GOMAXPROCS(0)
-		for w := range workers {
-			wg.Go(func() {
-				for k := w; k < len(chunk); k += workers {
-					m := chunk[k]
-					decoded[k], errs[k] = DecodeLine(buf[m.Offset-from : m.Offset-from+int64(m.Len)])
-				}
-			})
-		}
-		wg.Wait()
-		for k := range chunk {
-			v.checkEntry(s, int32(start+k), &decoded[k], errs[k], callAt)
-		}
+		bounds = append(bounds, start)
 		start = end
+	}
+	bounds = append(bounds, len(metas))
+	type chunkResult struct {
+		decoded []Entry
+		errs    []error
+		err     error
+		buf     *[]byte
+	}
+	n := len(bounds) - 1
+	workers := runtime.GOMAXPROCS(0)
+	// The cores read and check chunks ahead while this goroutine checks
+	// the links of the chunks before, in order; at most workers+1 chunks
+	// are read and not yet linked, so memory stays bounded.
+	results := make([]chan chunkResult, n)
+	for k := range results {
+		results[k] = make(chan chunkResult, 1)
+	}
+	bufs := make(chan *[]byte, workers+1)
+	for range workers + 1 {
+		bufs <- new([]byte)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for k := range n {
+			var pb *[]byte
+			select {
+			case pb = <-bufs:
+			case <-done:
+				return
+			}
+			go func() {
+				chunk := metas[bounds[k]:bounds[k+1]]
+				from, to := chunk[0].Offset, chunk[len(chunk)-1].Offset+int64(chunk[len(chunk)-1].Len)
+				if int64(cap(*pb)) < to-from {
+					*pb = make([]byte, to-from)
+				}
+				buf := (*pb)[:to-from]
+				if _, err := s.f.ReadAt(buf, from); err != nil {
+					results[k] <- chunkResult{err: fmt.Errorf("%s: read at offset %d: %w", path, from, err), buf: pb}
+					return
+				}
+				r := chunkResult{decoded: make([]Entry, len(chunk)), errs: make([]error, len(chunk)), buf: pb}
+				for i, m := range chunk {
+					line := buf[m.Offset-from : m.Offset-from+int64(m.Len)]
+					var ok bool
+					if r.decoded[i], ok = quickCheck(line); !ok {
+						r.decoded[i], r.errs[i] = DecodeLine(line)
+					}
+				}
+				results[k] <- r
+			}()
+		}
+	}()
+	for k := range n {
+		r := <-results[k]
+		bufs <- r.buf
+		if r.err != nil {
+			return nil, r.err
+		}
+		for i := range r.decoded {
+			v.checkEntry(s, int32(bounds[k]+i), &r.decoded[i], r.errs[i], callAt)
+		}
 	}
 	return v, nil
 }

@@ -42,6 +42,7 @@ func offlineFlags(fs *flag.FlagSet) (ws, cfg *string) {
 // configuration as the server does (PROTOCOL.md "Configuration": defaults,
 // the user file, the workspace file or --config).
 func openOffline(sessionPath, wsFlag, cfgFlag string, warn io.Writer) (*offline, error) {
+	counter := startCounter()
 	root := wsFlag
 	if root == "" {
 		// <root>/.soba/sessions/<id>.jsonl is the usual place.
@@ -77,7 +78,7 @@ func openOffline(sessionPath, wsFlag, cfgFlag string, warn io.Writer) (*offline,
 	if err := ec.Validate(); err != nil {
 		return nil, err
 	}
-	return &offline{root: root, config: ec, counter: newCounter(), provider: cfg.Model.Provider, model: cfg.Model.Name}, nil
+	return &offline{root: root, config: ec, counter: counter, provider: cfg.Model.Provider, model: cfg.Model.Name}, nil
 }
 
 // systemTokens is the system prompt and tool schemas as the server counts

@@ -10,11 +10,13 @@ import (
 )
 
 // newBackend creates the backend the server drives: the agent of the
-// workspace, configured from its layers.
-var newBackend = func() lsp.BackendFactory {
+// workspace, configured from its layers. It is built when the server
+// starts, not when the process does: the other commands do not pay for
+// the token counter's vocabulary unless they count.
+func newBackend() lsp.BackendFactory {
 	c := newCounter()
 	return app.LSPBackendFactory(app.LoadSettings, c, entryTokens(c))
-}()
+}
 
 func runServe(ctx context.Context, env *cmdEnv, args []string) int {
 	fs := subcommandFlags(env, "serve")
@@ -22,7 +24,7 @@ func runServe(ctx context.Context, env *cmdEnv, args []string) int {
 	if !parseExact(fs, args, 0) {
 		return 2
 	}
-	server := lsp.NewServer(newBackend, lsp.WithVersion(versionString()), lsp.WithLogger(env.log))
+	server := lsp.NewServer(newBackend(), lsp.WithVersion(versionString()), lsp.WithLogger(env.log))
 	env.log.Info("serving LSP on stdin/stdout", "version", versionString())
 	code := server.Serve(ctx, stdio{in: env.stdin, out: env.stdout})
 	env.log.Info("server exited", "code", code)
