@@ -338,7 +338,7 @@ func TestCapsuleExportRefusesReceipts_RW2(t *testing.T) {
 		t.Errorf("an ordinary export was refused: %v", err)
 	}
 	f.prompt(t, "still answering")
-	if _, err := session.ScanFile(info.Path, nil); err != nil {
+	if _, err := session.VerifyFile(info.Path); err != nil {
 		t.Errorf("transcript no longer scans: %v", err)
 	}
 }

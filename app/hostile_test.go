@@ -130,7 +130,7 @@ func stillServing(t *testing.T, e *lsptest.Editor, outside string) {
 	})
 	var info protocol.SessionInfo
 	if err := e.Command(protocol.CommandSessionInfo, nil, &info); err == nil && info.Path != "" {
-		sc, err := session.ScanFile(info.Path, nil)
+		sc, err := session.VerifyFile(info.Path)
 		if err != nil {
 			t.Errorf("verify: %v", err)
 		} else if len(sc.Problems) > 0 {
@@ -437,7 +437,7 @@ func TestPoisonedEntriesReportedOnResume_RT3(t *testing.T) {
 	if all := strings.Join(texts, "\n"); !strings.Contains(all, "an honest question") || !strings.Contains(all, "go on") {
 		t.Errorf("the model input lost the decodable entries: %q", all)
 	}
-	sc, err := session.ScanFile(filepath.Join(dir, "s_poison.jsonl"), nil)
+	sc, err := session.VerifyFile(filepath.Join(dir, "s_poison.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

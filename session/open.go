@@ -120,7 +120,7 @@ func (s *Store) LineOf(offset int64) (int, error) {
 // Undecodable loads each entry of metas and returns, for each one whose
 // line does not decode as an entry (a valid header with a payload of the
 // wrong shape, such as "user":{"text":123}), a BadLine naming its line and
-// why. The same decoder (DecodeLine) serves Load, ScanFile and verify, so an
+// why. The same decoder (DecodeLine) serves Load and verify, so an
 // entry reported here is the one verify calls not an entry.
 func (s *Store) Undecodable(metas []Meta) []BadLine {
 	var out []BadLine

@@ -53,7 +53,7 @@ func TestHostileSessionFiles_RW1(t *testing.T) {
 					}
 					return err
 				}},
-				{"ScanFile", func() error { _, err := ScanFile(p, nil); return err }},
+				{"VerifyFile", func() error { _, err := VerifyFile(p); return err }},
 			} {
 				done := make(chan error, 1)
 				go func() { done <- op.f() }()
