@@ -54,56 +54,73 @@ const maxHistoryText = 200
 // HistoryPoints lists the user requests and checkpoints of the leaf path,
 // root first. Only those entries and tool results are decoded.
 func (a *Agent) HistoryPoints() ([]HistoryPoint, error) {
-	var out []HistoryPoint
-	var ferr error
-	err := a.do(func(st *state) {
+	// The path's headers are read under the lock; the entries are decoded
+	// outside it (Load is safe from any goroutine), so a long session's
+	// picker never holds up the budget or a prompt.
+	var (
+		store *session.Store
+		picks []session.Meta
+		at    []int // path index of picks[i]
+		n     int
+	)
+	if err := a.do(func(st *state) {
+		store = st.store
 		path := st.store.Path()
-		type pointAt struct {
-			point HistoryPoint
-			from  int // the first path index after RewindTo
-		}
-		var points []pointAt
-		modified := make([][]string, len(path))
+		n = len(path)
 		for i, m := range path {
 			switch m.Type {
 			case session.TypeUser, session.TypeCheckpoint, session.TypeToolResult:
-			default:
-				continue
-			}
-			e, err := st.store.Load(m.ID)
-			if err != nil {
-				ferr = err
-				return
-			}
-			switch {
-			case e.User != nil && strings.TrimSpace(e.User.Text) != "":
-				points = append(points, pointAt{HistoryPoint{EntryID: e.ID, Kind: "user", Text: text.Clip(e.User.Text, maxHistoryText),
-					CreatedAt: e.Timestamp, RewindTo: e.Parent()}, i})
-			case e.Checkpoint != nil:
-				points = append(points, pointAt{HistoryPoint{EntryID: e.ID, Kind: "checkpoint", Text: text.Clip(checkpointText(e.Checkpoint), maxHistoryText),
-					CreatedAt: e.Timestamp, RewindTo: e.ID}, i + 1})
-			case e.ToolResult != nil && e.ToolResult.Artifacts != nil:
-				modified[i] = e.ToolResult.Artifacts.FilesModified
+				picks = append(picks, m)
+				at = append(at, i)
 			}
 		}
-		for _, p := range points {
-			if p.point.RewindTo == "" { // a request at the root: nothing before it
-				continue
-			}
-			set := map[string]bool{}
-			for _, files := range modified[p.from:] {
-				for _, f := range files {
-					set[f] = true
-				}
-			}
-			p.point.FilesModifiedAfter = slices.Sorted(maps.Keys(set))
-			out = append(out, p.point)
-		}
-	})
+	}); err != nil {
+		return nil, err
+	}
+	entries, err := store.LoadMany(picks)
 	if err != nil {
 		return nil, err
 	}
-	return out, ferr
+	type pointAt struct {
+		point HistoryPoint
+		from  int // the first path index after RewindTo
+	}
+	var points []pointAt
+	modified := make([][]string, n)
+	for k := range entries {
+		e, i := &entries[k], at[k]
+		switch {
+		case e.User != nil && strings.TrimSpace(e.User.Text) != "":
+			points = append(points, pointAt{HistoryPoint{EntryID: e.ID, Kind: "user", Text: text.Clip(e.User.Text, maxHistoryText),
+				CreatedAt: e.Timestamp, RewindTo: e.Parent()}, i})
+		case e.Checkpoint != nil:
+			points = append(points, pointAt{HistoryPoint{EntryID: e.ID, Kind: "checkpoint", Text: text.Clip(checkpointText(e.Checkpoint), maxHistoryText),
+				CreatedAt: e.Timestamp, RewindTo: e.ID}, i + 1})
+		case e.ToolResult != nil && e.ToolResult.Artifacts != nil:
+			modified[i] = e.ToolResult.Artifacts.FilesModified
+		}
+	}
+	// The files modified after each point, gathered once from the end of
+	// the path back (points are in path order): linear in the path, not in
+	// points × path.
+	set := map[string]bool{}
+	next := n // modified[next:] is in set
+	var out []HistoryPoint
+	for k := len(points) - 1; k >= 0; k-- {
+		p := points[k]
+		for ; next > p.from; next-- {
+			for _, f := range modified[next-1] {
+				set[f] = true
+			}
+		}
+		if p.point.RewindTo == "" { // a request at the root: nothing before it
+			continue
+		}
+		p.point.FilesModifiedAfter = slices.Sorted(maps.Keys(set))
+		out = append(out, p.point)
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 // checkpointText is how a checkpoint reads in a picker: its kind and note
