@@ -339,8 +339,12 @@ export class SidebarModel {
    * applyEarlier shows the requests a reopened session already holds, before
    * anything new, under one line that says where the answers are.
    */
-  applyEarlier(points: { text: string; createdAt: string }[]): void {
+  applyEarlier(points: { text: string; createdAt: string; filesModifiedAfter?: string[] }[]): void {
     if (points.length === 0 || this.stream.some((s) => s.kind === 'user')) return;
+    // What the path's tool calls modified after its first request is what the
+    // session modified: the reopened session's list is not empty (R-C6: the
+    // server lists only successful writes).
+    for (const f of points[0].filesModifiedAfter ?? []) this.filesModified.add(f);
     const earlier: StreamItem[] = [
       { kind: 'status', key: this.key('s'), turnId: '', text: `Earlier in this session: ${points.length} request${points.length === 1 ? '' : 's'} (the answers are in the transcript)` },
       ...points.map((p): StreamItem => ({ kind: 'user', key: this.key('u'), turnId: '', text: p.text, at: Date.parse(p.createdAt) || 0 })),

@@ -95,6 +95,17 @@ describe('SidebarModel reduces the notifications', () => {
     expect(edit).toMatchObject({ path: 'main.go', writes: true });
   });
 
+  it('a reopened session lists its earlier requests and the files its path modified (R-C6)', () => {
+    const m = new SidebarModel();
+    m.applyEarlier([
+      { text: 'write a.txt', createdAt: '2026-12-03T08:00:00Z', filesModifiedAfter: ['a.txt', 'b.txt'] },
+      { text: 'write b.txt', createdAt: '2026-12-03T08:01:00Z', filesModifiedAfter: ['b.txt'] },
+    ]);
+    const s = m.snapshot();
+    expect(s.filesModified).toEqual(['a.txt', 'b.txt']);
+    expect(s.stream.filter((i) => i.kind === 'user').map((i) => (i as { text: string }).text)).toEqual(['write a.txt', 'write b.txt']);
+  });
+
   it('lists only the files of calls that happened (R-C6)', () => {
     const m = new SidebarModel();
     const call = (id: string, name: string, path: string) =>
