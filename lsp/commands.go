@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
@@ -12,11 +13,15 @@ import (
 // executeCommandProvider.commands.
 var Commands = protocol.Commands
 
+// knownCommands are the commands the server answers: PROTOCOL.md's, then
+// the additions of docs/protocol.md, which are not advertised.
+var knownCommands = append(slices.Clip(Commands), protocol.Additions...)
+
 // commandFunc runs one command: decode arguments[0], call the backend,
 // return the result to encode.
 type commandFunc func(ctx context.Context, b Backend, name string, arguments []json.RawMessage) (any, error)
 
-// commandTable maps each command of Commands to its handler.
+// commandTable maps each command of knownCommands to its handler.
 var commandTable = map[string]commandFunc{
 	protocol.CommandPrompt:         withArgs(Backend.Prompt),
 	protocol.CommandCancel:         noArgs(Backend.Cancel),

@@ -376,7 +376,7 @@ func (s *Server) executeCommand(ctx context.Context, b Backend, raw jsonrpc2.Raw
 	}
 	run, ok := commandTable[p.Command]
 	if !ok {
-		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "unknown command %s (soba-lsp knows %s)", echo(json.RawMessage(strconv.Quote(p.Command))), strings.Join(Commands, ", "))
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "unknown command %s (soba-lsp knows %s)", echo(json.RawMessage(strconv.Quote(p.Command))), strings.Join(knownCommands, ", "))
 	}
 	if p.Command == protocol.CommandCompact && len(p.WorkDoneToken) > 0 && !isJSONNull(p.WorkDoneToken) {
 		// The client brought its own progress token: the barrier of this

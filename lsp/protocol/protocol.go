@@ -29,23 +29,29 @@ const (
 	CommandSessionNew    = "soba.session.new"
 	CommandSessionResume = "soba.session.resume"
 	CommandSessionRewind = "soba.session.rewind"
-	// CommandSessionHistory is an addition to PROTOCOL.md (docs/protocol.md):
-	// the points of the current path a rewind can go back to.
-	CommandSessionHistory = "soba.session.history"
 )
 
+// CommandSessionHistory is an addition to PROTOCOL.md (docs/protocol.md): the
+// points of the current path a rewind can go back to. It is declared apart
+// from PROTOCOL.md's commands because it is answered but not advertised.
+const CommandSessionHistory = "soba.session.history"
+
 // Commands lists every command of PROTOCOL.md in its order. The server
-// advertises exactly these in executeCommandProvider.commands.
+// advertises exactly these in executeCommandProvider.commands: PROTOCOL.md's
+// table is the advertised list, so a client that compares the two finds
+// nothing missing and nothing extra.
 var Commands = []string{
 	CommandPrompt, CommandRun, CommandCancel, CommandBudget, CommandCompact, CommandAutoCompact,
 	CommandCheckpoint, CommandCapsuleCreate, CommandCapsuleExport, CommandCapsuleLoad, CommandCapsuleList,
 	CommandCapsuleShow, CommandSessionInfo, CommandSessionList, CommandSessionNew, CommandSessionResume,
-	CommandSessionRewind, CommandSessionHistory,
+	CommandSessionRewind,
 }
 
-// PROTOCOLCommands is how many of Commands PROTOCOL.md's table lists, in
-// its order; the ones after are this server's additions (docs/protocol.md).
-const PROTOCOLCommands = 17
+// Additions lists the commands this server answers besides PROTOCOL.md's
+// (docs/protocol.md). SOBA's own front ends call them through
+// workspace/executeCommand; they are not advertised, so the advertised list
+// stays PROTOCOL.md's table exactly.
+var Additions = []string{CommandSessionHistory}
 
 // Notifications of PROTOCOL.md that are SOBA's own.
 const (

@@ -58,12 +58,13 @@ type tsInterface struct {
 }
 
 var (
-	tsComment   = regexp.MustCompile(`(?s)/\*.*?\*/|//[^\n]*`)
-	tsInterfRe  = regexp.MustCompile(`(?s)export interface (\w+)(?:\s+extends\s+([^{]+?))?\s*\{(.*?)\}`)
-	tsFieldRe   = regexp.MustCompile(`(\w+)(\??):\s*([^;\n]+)`)
-	tsUnionRe   = regexp.MustCompile(`(?s)export type (\w+) =(.*?);`)
-	tsLiteralRe = regexp.MustCompile(`'([^']*)'`)
-	tsCommandRe = regexp.MustCompile(`(?s)export const ServerCommand = \{(.*?)\}`)
+	tsComment    = regexp.MustCompile(`(?s)/\*.*?\*/|//[^\n]*`)
+	tsInterfRe   = regexp.MustCompile(`(?s)export interface (\w+)(?:\s+extends\s+([^{]+?))?\s*\{(.*?)\}`)
+	tsFieldRe    = regexp.MustCompile(`(\w+)(\??):\s*([^;\n]+)`)
+	tsUnionRe    = regexp.MustCompile(`(?s)export type (\w+) =(.*?);`)
+	tsLiteralRe  = regexp.MustCompile(`'([^']*)'`)
+	tsCommandRe  = regexp.MustCompile(`(?s)export const ServerCommand = \{(.*?)\}`)
+	tsAdditionRe = regexp.MustCompile(`(?s)export const ServerAddition = \{(.*?)\}`)
 )
 
 func readTypeScript(t *testing.T) string {
@@ -192,11 +193,16 @@ func TestTypeScriptEnumerations(t *testing.T) {
 	if cmd == nil {
 		t.Fatal("no `export const ServerCommand = {…}`")
 	}
+	add := tsAdditionRe.FindStringSubmatch(src)
+	if add == nil {
+		t.Fatal("no `export const ServerAddition = {…}`")
+	}
 	tests := []struct {
 		what     string
 		ts, want []string
 	}{
 		{"ServerCommand", literals(cmd[1]), strs(Commands...)},
+		{"ServerAddition", literals(add[1]), strs(Additions...)},
 		{"type Trigger", literals(unions["Trigger"]), of(func(i int) string { return string(Triggers[i]) }, len(Triggers))},
 		{"type Outcome", literals(unions["Outcome"]), of(func(i int) string { return string(Outcomes[i]) }, len(Outcomes))},
 		{"Budget.state", literals(ifaces["Budget"].fields["state"].typ), of(func(i int) string { return string(States[i]) }, len(States))},

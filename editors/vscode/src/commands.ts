@@ -31,6 +31,7 @@ import {
 } from './args';
 import { budgetSummary, compactionMarkerText, outcomeWords, sessionListLines } from './format';
 import {
+  ServerAddition,
   ServerCommand,
   type Budget,
   type CancelResult,
@@ -316,7 +317,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       if (typed === undefined) return undefined;
       const args = runArgs(typed);
       // A typed /rewind <id>: the points before it, to know what the chat keeps (see ran).
-      const before = rewindIdOf(args.text) ? await server.execute<HistoryPoint[]>(ServerCommand.sessionHistory, {}).catch(() => undefined) : undefined;
+      const before = rewindIdOf(args.text) ? await server.execute<HistoryPoint[]>(ServerAddition.sessionHistory, {}).catch(() => undefined) : undefined;
       const r = await server.execute<RunResult>(ServerCommand.run, args);
       if (r.kind === 'command') {
         await ran(args.text, r, before);
@@ -537,7 +538,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       const userKey = typeof arg === 'object' && arg !== null && typeof (arg as { userKey?: unknown }).userKey === 'string' ? (arg as { userKey: string }).userKey : undefined;
       let points: HistoryPoint[] | undefined;
       try {
-        points = await server.execute<HistoryPoint[]>(ServerCommand.sessionHistory, {});
+        points = await server.execute<HistoryPoint[]>(ServerAddition.sessionHistory, {});
       } catch (err) {
         // A server without soba.session.history (docs/protocol.md): the entry id is asked for.
         output.appendLine(`SOBA: soba.session.history is not available (${errorMessage(err)}); asking for an entry id`);
@@ -608,7 +609,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
  * soba.session.history shows nothing earlier.
  */
 export async function showEarlier(ctx: Pick<CommandContext, 'server' | 'model' | 'changed'>): Promise<void> {
-  const points = await ctx.server.execute<HistoryPoint[]>(ServerCommand.sessionHistory, {}).catch(() => undefined);
+  const points = await ctx.server.execute<HistoryPoint[]>(ServerAddition.sessionHistory, {}).catch(() => undefined);
   if (!points) return;
   ctx.model.applyEarlier(points.filter((p) => p.kind === 'user'));
   ctx.changed();

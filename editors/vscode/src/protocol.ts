@@ -21,13 +21,23 @@ export const ServerCommand = {
   sessionNew: 'soba.session.new',
   sessionResume: 'soba.session.resume',
   sessionRewind: 'soba.session.rewind',
-  /** An addition to PROTOCOL.md (docs/protocol.md): the rewind picker's points. */
+} as const;
+
+/**
+ * Commands the server answers besides PROTOCOL.md's (docs/protocol.md). They
+ * are not advertised in executeCommandProvider.commands, which is
+ * PROTOCOL.md's table exactly; the extension calls them all the same.
+ */
+export const ServerAddition = {
+  /** The rewind picker's points. */
   sessionHistory: 'soba.session.history',
 } as const;
 
-export type ServerCommandId = (typeof ServerCommand)[keyof typeof ServerCommand];
+export type ServerCommandId =
+  | (typeof ServerCommand)[keyof typeof ServerCommand]
+  | (typeof ServerAddition)[keyof typeof ServerAddition];
 
-/** SERVER_COMMANDS lists every server command ID. */
+/** SERVER_COMMANDS lists the advertised server command IDs, PROTOCOL.md's table. */
 export const SERVER_COMMANDS: readonly ServerCommandId[] = Object.values(ServerCommand);
 
 /** Notification methods the server sends besides the standard LSP ones. */

@@ -4,7 +4,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { fake, window, workspace, Uri } from '../fake/vscode';
 import { CAPSULE_SCHEME, CapsuleDocuments } from '../../src/capsules';
 import { guarded, PaletteCommand, paletteHandlers, registerPaletteCommands, type CommandContext } from '../../src/commands';
-import { SERVER_COMMANDS, ServerCommand, type Budget, type ServerCommandId } from '../../src/protocol';
+import { SERVER_COMMANDS, ServerAddition, ServerCommand, type Budget, type ServerCommandId } from '../../src/protocol';
 import { SidebarModel } from '../../src/sidebar/model';
 
 const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
@@ -252,7 +252,7 @@ describe('palette commands render their results', () => {
   });
 
   it('rewind picks from the current path (text, time to the second, files after), confirms that files are not reverted, and keeps the history before (R-T4)', async () => {
-    const { ctx, sent } = recordingContext({ ...answers, [ServerCommand.sessionHistory]: history });
+    const { ctx, sent } = recordingContext({ ...answers, [ServerAddition.sessionHistory]: history });
     chat(ctx);
     fake.answers.quickPick.push((items: { value: { entryId: string } }[]) => items.find((i) => i.value.entryId === 'u2'));
     fake.answers.message.push('Rewind');
@@ -271,7 +271,7 @@ describe('palette commands render their results', () => {
   });
 
   it('"Rewind to here" on a chat message goes to that message; declining the confirmation changes nothing', async () => {
-    const { ctx, sent } = recordingContext({ ...answers, [ServerCommand.sessionHistory]: history });
+    const { ctx, sent } = recordingContext({ ...answers, [ServerAddition.sessionHistory]: history });
     chat(ctx);
     const first = ctx.model.userMessages()[0];
     await paletteHandlers(ctx)[PaletteCommand.rewindSession]({ userKey: first.key });
@@ -291,7 +291,7 @@ describe('palette commands render their results', () => {
       { sessionId: 's1', path: 'a', updatedAt: '2025-01-01T00:00:02Z', entries: 40, title: 'fix the login bug', bytes: 12_600 },
       { sessionId: 's2', path: 'b', updatedAt: '2024-12-31T23:00:00Z', entries: 1, title: '', bytes: 300 },
     ];
-    const { ctx, sent } = recordingContext({ ...answers, [ServerCommand.sessionList]: list, [ServerCommand.sessionHistory]: history });
+    const { ctx, sent } = recordingContext({ ...answers, [ServerCommand.sessionList]: list, [ServerAddition.sessionHistory]: history });
     fake.answers.quickPick.push((items: unknown[]) => items[1]);
     await paletteHandlers(ctx)[PaletteCommand.resumeSession]();
     expect(fake.asked.quickPick[0]).toMatchObject([
@@ -448,7 +448,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
   it('/session resume typed in the chat lists the resumed session\'s requests, as at start', async () => {
     const t = recordingContext({
       ...ran(ServerCommand.sessionResume, answers[ServerCommand.sessionResume], ['resumed session s1 at e4']),
-      [ServerCommand.sessionHistory]: [{ entryId: 'u1', kind: 'user', text: 'fix the login bug', createdAt: '2025-01-01T00:00:00Z', rewindTo: 'h0', filesModifiedAfter: [] }],
+      [ServerAddition.sessionHistory]: [{ entryId: 'u1', kind: 'user', text: 'fix the login bug', createdAt: '2025-01-01T00:00:00Z', rewindTo: 'h0', filesModifiedAfter: [] }],
     });
     t.ctx.model.applyUserPrompt('t9', 'from the other session');
     await ask(t.ctx, '/session resume s1');
@@ -475,7 +475,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
     const t = recordingContext({
       ...ran(ServerCommand.sessionRewind, { leafId: 'e99' }, [`rewound to ${id}`]),
       // Before the rewind the whole path; after it (e77 an entry of the first answer, u1 the first request) the first request.
-      [ServerCommand.sessionHistory]: () => (calls++ === 0 ? history : history.slice(0, 1)),
+      [ServerAddition.sessionHistory]: () => (calls++ === 0 ? history : history.slice(0, 1)),
     });
     chat(t.ctx);
     await ask(t.ctx, typed);
@@ -485,7 +485,7 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
   });
 
   it('/rewind alone lists the points and changes nothing in the chat', async () => {
-    const t = recordingContext({ [ServerCommand.run]: { kind: 'command', command: ServerCommand.sessionHistory, result: history, lines: ['3 points to rewind to, most recent first'] } });
+    const t = recordingContext({ [ServerCommand.run]: { kind: 'command', command: ServerAddition.sessionHistory, result: history, lines: ['3 points to rewind to, most recent first'] } });
     chat(t.ctx);
     await ask(t.ctx, '/rewind');
     expect(t.sent.map((x) => x.command)).toEqual(['soba.run']);
