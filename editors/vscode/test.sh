@@ -208,14 +208,19 @@ elif ! locked install ensure_code_server; then
   fail "e2e in VS Code: code-server install"
 else
   note "e2e in VS Code (code-server $("$cs" --version | head -1 | cut -d' ' -f1)) against $e2e_label"
-  # Screenshots and logs of the last run stay in the cache for a look afterwards.
-  shots=${SOBA_E2E_OUT:-$cache/vscode-e2e-last}
-  rm -rf "$shots"
-  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots timeout 300 "$here/e2e/run-e2e.sh"; then
+  # Screenshots and logs of the last run stay in the cache for a look
+  # afterwards. Each run writes its own directory, moved into place at the
+  # end, so two runs at once do not delete each other's.
+  last=${SOBA_E2E_OUT:-$cache/vscode-e2e-last}
+  mkdir -p "$(dirname "$last")"
+  shots=$(mktemp -d "$last.XXXXXX")
+  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots timeout 300 "$here/e2e/run-e2e.sh"; then e2e_ok=1; else e2e_ok=; fi
+  rm -rf "$last" && mv -T "$shots" "$last" 2>/dev/null && shots=$last
+  if [ -n "$e2e_ok" ]; then
     pass "e2e: chat, compaction, capsule, approval diff and rewind in VS Code against $e2e_label (screenshots in $shots)"
   else
     [ -f "$shots/code-server.log" ] && tail -20 "$shots/code-server.log"
-    fail "e2e: chat, compaction, capsule, approval diff and rewind in VS Code against $e2e_label"
+    fail "e2e: chat, compaction, capsule, approval diff and rewind in VS Code against $e2e_label (screenshots in $shots)"
   fi
 fi
 

@@ -22,6 +22,11 @@ cat >"$W/data/User/settings.json" <<JSON
   "extensions.autoUpdate": false, "update.mode": "none", "workbench.tips.enabled": false,
   "security.workspace.trust.enabled": false, "soba.serverPath": "$SOBA_LSP" }
 JSON
+# The server path is a fact of this machine: it is also a Machine (remote)
+# setting, which the extension host reads on the server side, so a reloaded
+# window finds it even while the browser's user settings are still loading.
+mkdir -p "$W/data/Machine"
+printf '{ "soba.serverPath": "%s" }\n' "$SOBA_LSP" >"$W/data/Machine/settings.json"
 model=""
 if [ -n "${FAKE_MODEL_URL:-}" ]; then
   model="\"model\": { \"provider\": \"openai\", \"baseURL\": \"$FAKE_MODEL_URL\", \"name\": \"fake-model\", \"apiKeyEnv\": \"SOBA_TEST_API_KEY\", \"contextWindow\": 65000, \"maxOutputTokens\": 8000 },"
@@ -46,6 +51,8 @@ cspid=$!
 cleanup() {
   kill "$cspid" 2>/dev/null || true
   wait "$cspid" 2>/dev/null || true
+  # The settings as the run left them, for a look after a failure.
+  cp "$W/data/User/settings.json" "$OUT/user-settings.json" 2>/dev/null || true
   rm -rf "$W"
 }
 trap cleanup EXIT
