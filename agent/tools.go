@@ -610,11 +610,12 @@ func (env *toolEnv) bash(ctx context.Context, raw json.RawMessage) toolRun {
 	if exit >= 0 {
 		art.ExitCode = &exit
 	}
-	out := buf.String()
+	output := buf.String()
+	out := output
 	if exit != 0 {
 		out += fmt.Sprintf("\n[exit code %d]", exit)
 	}
-	return toolRun{ok: exit == 0, content: out, summary: bashSummary(exit, buf.String()), artifacts: art}
+	return toolRun{ok: exit == 0, content: out, summary: bashSummary(exit, output), artifacts: art}
 }
 
 // grepSummary counts a search's matches and the files they are in.

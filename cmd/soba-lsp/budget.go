@@ -29,6 +29,9 @@ type offline struct {
 	// provider and model are the configured model's, whose native
 	// continuation the server would send (R-N2).
 	provider, model string
+	// systemPrompt is the workspace's AGENTS.md and Project Memory summary,
+	// read once per process (systemPromptOf).
+	systemPrompt string
 }
 
 // offlineFlags registers --workspace and --config on fs.
@@ -78,26 +81,34 @@ func openOffline(sessionPath, wsFlag, cfgFlag string, warn io.Writer) (*offline,
 	if err := ec.Validate(); err != nil {
 		return nil, err
 	}
-	return &offline{root: root, config: ec, counter: counter, provider: cfg.Model.Provider, model: cfg.Model.Name}, nil
+	return &offline{root: root, config: ec, counter: counter, provider: cfg.Model.Provider, model: cfg.Model.Name,
+		systemPrompt: systemPromptOf(root)}, nil
+}
+
+// systemPromptOf is the system prompt text a server session in the
+// workspace at root carries besides tools and skills: AGENTS.md and Project
+// Memory's summary (app.SystemPrompt), as the server has them.
+func systemPromptOf(root string) string {
+	r, err := workspace.NewRoot(root)
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	memory := ""
+	if _, err := os.Stat(filepath.Join(root, workspace.SobaDirName, "memory")); err == nil {
+		if m, err := workspace.OpenMemory(r); err == nil {
+			memory = m.Summary()
+		}
+	}
+	prompt, _ := app.SystemPrompt(r, memory)
+	return prompt
 }
 
 // systemTokens is the system prompt and tool schemas as the server counts
 // them for a session in this workspace whose system prompt carries the
-// bodies of skills (agent.Restored's PromptSkills), Project Memory's
-// summary and AGENTS.md included as the server has them (app.SystemPrompt).
+// bodies of skills (agent.Restored's PromptSkills) and o.systemPrompt.
 func (o *offline) systemTokens(skills []string) int {
-	prompt := ""
-	if r, err := workspace.NewRoot(o.root); err == nil {
-		memory := ""
-		if _, err := os.Stat(filepath.Join(o.root, workspace.SobaDirName, "memory")); err == nil {
-			if m, err := workspace.OpenMemory(r); err == nil {
-				memory = m.Summary()
-			}
-		}
-		prompt, _ = app.SystemPrompt(r, memory)
-		r.Close()
-	}
-	return agent.SystemTokens(o.counter, o.root, prompt, skills)
+	return agent.SystemTokens(o.counter, o.root, o.systemPrompt, skills)
 }
 
 // restoreState reads what the leaf path restores (R-T4) with the server's
