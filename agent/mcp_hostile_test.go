@@ -196,7 +196,10 @@ func TestMCPHTTPTransports(t *testing.T) {
 		return s
 	}
 	sse := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return newServer() }, nil))
-	t.Cleanup(sse.Close)
+	t.Cleanup(func() {
+		sse.CloseClientConnections() // the SSE stream would hold Close open
+		sse.Close()
+	})
 	notMCP := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(notMCP.Close)
 	tests := []struct {

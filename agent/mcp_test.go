@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,8 +35,14 @@ func mcpTestServer(t *testing.T) string {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it broke"}}}, nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "never answers"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		<-ctx.Done()
-		return nil, nil, ctx.Err()
+		// Until the client cancels; the bound only keeps a lost
+		// cancellation from holding the test server's Close forever.
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(20 * time.Second):
+			return nil, nil, errors.New("not cancelled within 20 s")
+		}
 	})
 	type citeArgs struct {
 		URIs []string `json:"uris"`
@@ -54,7 +61,12 @@ func mcpTestServer(t *testing.T) string {
 	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		// The client's standing GET stream may outlive its session: Close
+		// waits for every request, so the connections are cut first.
+		srv.CloseClientConnections()
+		srv.Close()
+	})
 	return srv.URL
 }
 

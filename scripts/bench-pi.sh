@@ -86,18 +86,20 @@ echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for n in "${sizes[@]}"; do
 	pi="$work/pi-$n.jsonl" s="$work/s-$n.jsonl" c="$work/c-$n.jsonl"
 	[ -f "$pi" ] || "$node" "$pi_dir/gen.mjs" "$n" "$pi"
-	rm -f "$s"
-	"$SOBA" import -o "$s" "$pi" >/dev/null 2>&1
+	rm -f "$s" "$s.index" "$c" "$c.index" "$work/n-$n.jsonl"
+	"$SOBA" import -o "$s" "$pi" >/dev/null 2>&1 # writes s-N.jsonl.index too
 	cp "$s" "$c"
-	"$SOBA" compact "$c" >/dev/null 2>&1 # the same session with a capsule
+	"$SOBA" compact "$c" >/dev/null 2>&1 # the same session with a capsule (and its index file)
+	ln "$s" "$work/n-$n.jsonl" # the same file under a name without an index file: resume scans it
 	pair "resume + first model input" "$n" -- "$node" "$pi_dir/pi-open-min.mjs" "$pi" -- "$SOBA" budget --input "$s"
 	pair "resume + first model input, after a compaction" "$n" -- "$node" "$pi_dir/pi-open-min.mjs" "$pi" -- "$SOBA" budget --input "$c"
 	pair "\`budget\` (resume)" "$n" -- "$node" "$pi_dir/pi-open-min.mjs" "$pi" -- "$SOBA" budget "$s"
 	pair "\`verify\`" "$n" -- "$node" "$pi_dir/pi-open-min.mjs" "$pi" -- "$SOBA" verify "$s"
 	pair "\`compact --dry-run\`" "$n" -- "$node" "$pi_dir/pi-prep-min.mjs" "$pi" -- "$SOBA" compact --dry-run "$s"
 	pair "resume vs \`cat\`" "$n" -- cat "$s" -- "$SOBA" budget "$s"
-	rm -f "$work/i-$n.jsonl"
+	pair "resume without the index file vs \`cat\`" "$n" -- cat "$s" -- "$SOBA" budget "$work/n-$n.jsonl"
+	rm -f "$work/i-$n.jsonl" "$work/i-$n.jsonl.index"
 	read -r ti mi < <(run "$SOBA" import -o "$work/i-$n.jsonl" "$pi")
 	awk -v s="$n" -v t="$ti" -v m="$mi" 'BEGIN { printf "| `import` (one run) | %s | | %.3f s | | | %.0f MiB |\n", s, t / 1e6, m / 1024 }'
-	rm -f "$work/i-$n.jsonl"
+	rm -f "$work/i-$n.jsonl" "$work/i-$n.jsonl.index"
 done

@@ -50,6 +50,9 @@ type OpenReport struct {
 	ProblemCount int
 	// Duration is the time the scan took.
 	Duration time.Duration
+	// FromIndexFile says the index came from the session's index file, not
+	// from reading the transcript (indexfile.go).
+	FromIndexFile bool
 }
 
 // TornLine is the position of a torn last line.
@@ -121,6 +124,11 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 			rep.BadLines = append(rep.BadLines, BadLine{Line: lineNo, Offset: off, Err: err})
 		}
 		rep.problem(problem)
+	}
+	if s.readIndexFile(f, rep) {
+		s.finishResume()
+		rep.Duration = time.Since(start)
+		return rep, nil
 	}
 	var size int64
 	if fi, err := f.Stat(); err == nil {
@@ -227,24 +235,35 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 		s.heal = true
 	}
 	rep.Entries = len(s.metas)
-	if len(s.metas) > 0 {
-		if last := len(s.metas) - 1; s.metas[last].Depth == last {
-			// The leaf has every entry as an ancestor: the session is one
-			// line of entries and its path is the index itself, shared
-			// (capacity clipped, so an append copies it) rather than
-			// copied.
-			s.leafPath = s.metas[: last+1 : last+1]
-		} else {
-			s.leafPath = s.pathThrough(int32(last))
-		}
-		if first := s.metas[0]; first.Type == TypeSession {
-			if e, err := s.Load(first.ID); err == nil && e.Session != nil {
-				s.header = e.Session
-			}
-		}
-	}
+	// Only a file that is all entries of known types, each with its
+	// estimate, gets an index file: resume from it reports nothing, and
+	// must have nothing to report.
+	s.cleanIndex = rep.Clean() && rep.Estimated == 0 && rep.ProblemCount == 0
+	s.finishResume()
 	rep.Duration = time.Since(start)
 	return rep, nil
+}
+
+// finishResume sets the leaf path to the last entry and reads the session
+// header, from the index however it was made.
+func (s *Store) finishResume() {
+	if len(s.metas) == 0 {
+		return
+	}
+	if last := len(s.metas) - 1; s.metas[last].Depth == last {
+		// The leaf has every entry as an ancestor: the session is one
+		// line of entries and its path is the index itself, shared
+		// (capacity clipped, so an append copies it) rather than
+		// copied.
+		s.leafPath = s.metas[: last+1 : last+1]
+	} else {
+		s.leafPath = s.pathThrough(int32(last))
+	}
+	if first := s.metas[0]; first.Type == TypeSession {
+		if e, err := s.Load(first.ID); err == nil && e.Session != nil {
+			s.header = e.Session
+		}
+	}
 }
 
 // firstIndexOf finds the entry that holds id by a linear scan; only resume's

@@ -79,6 +79,9 @@ type Options struct {
 	// CacheEntries and CacheBytes bound the cache of recent lines used by Load
 	// (defaults DefaultCacheEntries and DefaultCacheBytes; negative disables).
 	CacheEntries, CacheBytes int
+	// FullScan makes resume read every line of the transcript even when a
+	// valid index file would spare it (verify).
+	FullScan bool
 }
 
 // Meta is the header of one entry, kept in memory for every entry of the
@@ -115,14 +118,16 @@ type Store struct {
 
 	// mu guards every field below, the file offset bookkeeping and the cache.
 	// ReadAt in Load runs outside it (pread needs no lock).
-	mu       sync.Mutex
-	f        *os.File
-	closed   bool
-	broken   error // a failed fsync: durability is unknown, appends refuse
-	size     int64 // bytes in the file
-	heal     bool  // the file ends in a torn line: the next write ends it first
-	metas    []Meta
-	parents  []int32 // parents[i] is the index of metas[i]'s parent, -1 for a root
+	mu      sync.Mutex
+	f       *os.File
+	closed  bool
+	broken  error // a failed fsync: durability is unknown, appends refuse
+	size    int64 // bytes in the file
+	heal    bool  // the file ends in a torn line: the next write ends it first
+	metas   []Meta
+	parents []int32 // parents[i] is the index of metas[i]'s parent, -1 for a root
+	// index maps ids to metas; nil after a resume from the index file until
+	// a lookup needs it (ids, find).
 	index    map[string]int32
 	leafPath []Meta // leaf path, root first; see Path for the sharing rule
 	cache    *lineCache
@@ -135,6 +140,10 @@ type Store struct {
 	// (LoadLenient) to onUndecodable.
 	undecodable   map[string]bool
 	onUndecodable func(BadLine)
+	// cleanIndex says every line of the file is an entry of a known type,
+	// so the index file may be written; indexFileValid says the index file
+	// on disk is that of the file as it is (indexfile.go).
+	cleanIndex, indexFileValid bool
 }
 
 func btoi(b bool) int {
@@ -168,6 +177,7 @@ func Create(dir string, header SessionHeader, opts Options) (*Store, error) {
 		f.Close()
 		return nil, err
 	}
+	s.cleanIndex = true
 	if opts.Sync == SyncEveryAppend {
 		// The new name must survive a power cut too, not only its contents.
 		if err := syncDir(dir); err != nil {
@@ -323,7 +333,7 @@ func (s *Store) All() []Meta {
 func (s *Store) Meta(id string) (Meta, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := s.index[id]
+	i, ok := s.find(id)
 	if !ok {
 		return Meta{}, false
 	}
@@ -376,7 +386,7 @@ func (s *Store) Append(e Entry) (Entry, error) {
 	}
 	parent := int32(-1)
 	if e.ParentID != nil {
-		i, ok := s.index[*e.ParentID]
+		i, ok := s.find(*e.ParentID)
 		if !ok {
 			return e, fmt.Errorf("session: append: parent entry %q is not in the session", *e.ParentID)
 		}
@@ -384,11 +394,11 @@ func (s *Store) Append(e Entry) (Entry, error) {
 	} else if n := len(s.leafPath); n > 0 {
 		p := s.leafPath[n-1].ID
 		e.ParentID = &p
-		parent = s.index[p]
+		parent, _ = s.find(p)
 	}
 	if e.ID == "" {
 		e.ID = s.newID()
-	} else if _, dup := s.index[e.ID]; dup {
+	} else if _, dup := s.ids()[e.ID]; dup {
 		return e, fmt.Errorf("session: append: entry id %q is already in the session", e.ID)
 	}
 	if e.Timestamp.IsZero() {
@@ -417,6 +427,7 @@ func (s *Store) Append(e Entry) (Entry, error) {
 
 	n, err := s.f.Write(buf)
 	if err != nil {
+		s.cleanIndex = false // a partial line: the file is no longer all entries
 		s.size += int64(n)
 		if n > 0 {
 			s.heal = true
@@ -480,7 +491,7 @@ func (s *Store) Load(id string) (Entry, error) {
 		s.mu.Unlock()
 		return Entry{}, ErrClosed
 	}
-	i, ok := s.index[id]
+	i, ok := s.find(id)
 	if !ok {
 		s.mu.Unlock()
 		return Entry{}, fmt.Errorf("session: load: entry %q is not in the session", id)
@@ -522,7 +533,8 @@ func (s *Store) LoadLenient(id string) (e Entry, bad *BadLine, err error) {
 		return Entry{}, nil, err
 	}
 	s.mu.Lock()
-	m := s.metas[s.index[id]]
+	i, _ := s.find(id)
+	m := s.metas[i]
 	first := !s.undecodable[id]
 	if first {
 		if s.undecodable == nil {
@@ -664,7 +676,43 @@ func checkPayload(e *Entry) error {
 
 // newID returns a random entry id not yet used in the session.
 func (s *Store) newID() string {
-	return id.Entry(func(e string) bool { _, dup := s.index[e]; return dup })
+	ids := s.ids()
+	return id.Entry(func(e string) bool { _, dup := ids[e]; return dup })
+}
+
+// ids is the map from entry ids to metas, built from the index when a
+// resume from the index file left it out. The caller holds s.mu.
+func (s *Store) ids() map[string]int32 {
+	if s.index == nil {
+		s.index = make(map[string]int32, len(s.metas)+64)
+		for i, m := range s.metas {
+			s.index[m.ID] = int32(i) // a clean file has no duplicate ids
+		}
+	}
+	return s.index
+}
+
+// findRecent bounds how far find looks back through the newest entries
+// before it builds the map.
+const findRecent = 512
+
+// find returns the position of entry id. Without the map (after a resume
+// from the index file) it looks at the newest entries and the first, which
+// are what resume, the budget and the model input after a capsule load,
+// and builds the map only for an older one. The caller holds s.mu.
+func (s *Store) find(id string) (int32, bool) {
+	if s.index == nil {
+		for i := len(s.metas) - 1; i >= 0 && i >= len(s.metas)-findRecent; i-- {
+			if s.metas[i].ID == id {
+				return int32(i), true
+			}
+		}
+		if len(s.metas) > 0 && s.metas[0].ID == id {
+			return 0, true
+		}
+	}
+	i, ok := s.ids()[id]
+	return i, ok
 }
 
 // linear reports whether the leaf path is the whole index, shared with it,
@@ -681,7 +729,10 @@ func (s *Store) linear(parent int32) bool {
 
 // add registers a new entry in the index.
 func (s *Store) add(m Meta, parent int32) {
-	s.index[m.ID] = int32(len(s.metas))
+	if s.index != nil {
+		s.index[m.ID] = int32(len(s.metas))
+	}
+	s.indexFileValid = false
 	s.metas = append(s.metas, m)
 	s.parents = append(s.parents, parent)
 }
@@ -734,6 +785,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.lock != nil {
+		// While the lock is held nobody else appends: the index file
+		// describes the file as it is.
+		_ = s.writeIndexFile() // a cache; resume scans without it
+	}
 	err := s.f.Close()
 	if s.lock != nil {
 		if uerr := s.lock.Close(); err == nil {

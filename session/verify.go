@@ -44,7 +44,7 @@ const verifyChunkBytes = 4 << 20
 // type without its payload, the session header first, every tool result's
 // call on its path, every capsule's firstKeptEntryId on its path.
 func VerifyFile(path string) (*Verification, error) {
-	s, rep, err := OpenReadOnly(path, Options{CacheEntries: -1})
+	s, rep, err := OpenReadOnly(path, Options{CacheEntries: -1, FullScan: true})
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +186,7 @@ func (v *Verification) checkEntry(s *Store, i int32, e *Entry, err error, callAt
 		if fk == "" {
 			return
 		}
-		j, ok := s.index[fk]
+		j, ok := s.find(fk)
 		if ok && s.isAncestor(j, i) {
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -140,6 +141,10 @@ func (o *offline) budget(st agent.Restored) compaction.Budget {
 // runBudget prints a session's Budget as JSON.
 func runBudget(_ context.Context, env *cmdEnv, args []string) int {
 	defer boundMemory()()
+	// budget keeps what it allocates (the index) to the end and allocates
+	// little else: a collection would only scan the index. The soft memory
+	// limit still bounds the heap.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	fs := subcommandFlags(env, "budget")
 	ws, cfg := offlineFlags(fs)
 	input := fs.Bool("input", false, "also build the model input the next request would carry, as the server does, and print its size on stderr")
@@ -207,7 +212,13 @@ func (o *offline) printInput(w io.Writer, path compaction.Transcript, b compacti
 // undecodable later, as warnings. A file that is another agent's transcript
 // is refused with the import that converts it.
 func (o *offline) openSession(file string, warn io.Writer) (*session.Store, error) {
+	// Everything resume allocates but its read buffers is the index, live
+	// until the command ends: a collection during it finds nothing to free
+	// and costs a seventh of a resume from the index file. The soft memory
+	// limit (boundMemory) still bounds the heap.
+	gc := debug.SetGCPercent(-1)
 	s, rep, err := session.OpenReadOnly(file, session.Options{Estimate: entryTokens(o.counter)})
+	debug.SetGCPercent(gc)
 	if err != nil {
 		return nil, err
 	}

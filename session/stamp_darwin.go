@@ -1,0 +1,16 @@
+package session
+
+import (
+	"os"
+	"syscall"
+)
+
+// stampOf is fi's stamp; ok is false when fi does not come from stat(2).
+func stampOf(fi os.FileInfo) (fileStamp, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileStamp{}, false
+	}
+	return fileStamp{dev: uint64(st.Dev), ino: st.Ino, size: uint64(fi.Size()),
+		mtimeNs: st.Mtimespec.Nano(), ctimeNs: st.Ctimespec.Nano()}, true
+}
