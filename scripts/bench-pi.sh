@@ -90,7 +90,7 @@ for n in "${sizes[@]}"; do
 	"$SOBA" import -o "$s" "$pi" >/dev/null 2>&1 # writes s-N.jsonl.index too
 	cp "$s" "$c"
 	"$SOBA" compact "$c" >/dev/null 2>&1 # the same session with a capsule (and its index file)
-	ln "$s" "$work/n-$n.jsonl" # the same file under a name without an index file: resume scans it
+	cp "$s" "$work/n-$n.jsonl" # the same transcript without an index file: resume scans it (a link would change the change time of both)
 	pair "resume + first model input" "$n" -- "$node" "$pi_dir/pi-open-min.mjs" "$pi" -- "$SOBA" budget --input "$s"
 	pair "resume + first model input, after a compaction" "$n" -- "$node" "$pi_dir/pi-open-min.mjs" "$pi" -- "$SOBA" budget --input "$c"
 	pair "\`budget\` (resume)" "$n" -- "$node" "$pi_dir/pi-open-min.mjs" "$pi" -- "$SOBA" budget "$s"
