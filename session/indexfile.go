@@ -80,8 +80,8 @@ func stampFile(f *os.File) (fileStamp, bool) {
 	return st, true
 }
 
-// entryTypeCodes numbers the known entry types for the index file (a clean
-// file holds no other).
+// entryTypeCodes lists the entry types this version knows, in the order
+// that numbers them in the index file (a clean file holds no other).
 var entryTypeCodes = []string{TypeSession, TypeUser, TypeAssistant, TypeToolResult, TypeCapsule, TypeCheckpoint,
 	TypeCapsuleLoad, TypeSettings}
 

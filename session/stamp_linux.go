@@ -1,16 +1,6 @@
 package session
 
-import (
-	"os"
-	"syscall"
-)
+import "syscall"
 
-// stampOf is fi's stamp; ok is false when fi does not come from stat(2).
-func stampOf(fi os.FileInfo) (fileStamp, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileStamp{}, false
-	}
-	return fileStamp{dev: uint64(st.Dev), ino: st.Ino, size: uint64(fi.Size()),
-		mtimeNs: st.Mtim.Nano(), ctimeNs: st.Ctim.Nano()}, true
-}
+// statTimes are the modification and change times of st in nanoseconds.
+func statTimes(st *syscall.Stat_t) (mtime, ctime int64) { return st.Mtim.Nano(), st.Ctim.Nano() }

@@ -624,8 +624,13 @@ func decodeLineFull(line []byte) (Entry, error) {
 // KnownType reports whether t is an entry type this version writes.
 func KnownType(t string) bool { return knownTypes[t] }
 
-var knownTypes = map[string]bool{TypeSession: true, TypeUser: true, TypeAssistant: true, TypeToolResult: true,
-	TypeCapsule: true, TypeCheckpoint: true, TypeCapsuleLoad: true, TypeSettings: true}
+var knownTypes = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range entryTypeCodes {
+		m[t] = true
+	}
+	return m
+}()
 
 // internType returns the shared constant for a known type, so that 100k
 // metas do not hold 100k copies of "assistant"; other types are copied.
@@ -655,23 +660,41 @@ func internType(t string) string {
 // the payload its type names: the file must not hold entries that readers
 // cannot interpret.
 func checkPayload(e *Entry) error {
-	set := map[string]bool{
-		TypeSession: e.Session != nil, TypeUser: e.User != nil, TypeAssistant: e.Assistant != nil,
-		TypeToolResult: e.ToolResult != nil, TypeCapsule: e.Capsule != nil, TypeCheckpoint: e.Checkpoint != nil,
-		TypeCapsuleLoad: e.CapsuleLoad != nil, TypeSettings: e.Settings != nil,
-	}
-	if _, ok := set[e.Type]; !ok {
+	if !knownTypes[e.Type] {
 		return fmt.Errorf("session: append: unknown entry type %q", e.Type)
 	}
-	if !set[e.Type] {
+	if !hasPayload(e, e.Type) {
 		return fmt.Errorf("session: append %s entry: its %s payload is missing", e.Type, e.Type)
 	}
-	for t, has := range set {
-		if has && t != e.Type {
+	for _, t := range entryTypeCodes {
+		if t != e.Type && hasPayload(e, t) {
 			return fmt.Errorf("session: append %s entry: it also carries a %s payload", e.Type, t)
 		}
 	}
 	return nil
+}
+
+// hasPayload reports whether e carries the payload of entry type typ.
+func hasPayload(e *Entry, typ string) bool {
+	switch typ {
+	case TypeSession:
+		return e.Session != nil
+	case TypeUser:
+		return e.User != nil
+	case TypeAssistant:
+		return e.Assistant != nil
+	case TypeToolResult:
+		return e.ToolResult != nil
+	case TypeCapsule:
+		return e.Capsule != nil
+	case TypeCheckpoint:
+		return e.Checkpoint != nil
+	case TypeCapsuleLoad:
+		return e.CapsuleLoad != nil
+	case TypeSettings:
+		return e.Settings != nil
+	}
+	return false
 }
 
 // newID returns a random entry id not yet used in the session.

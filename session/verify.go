@@ -215,26 +215,7 @@ func (s *Store) isAncestor(a, i int32) bool {
 
 // payloadProblem says what is wrong with a known entry's payload, or "".
 func payloadProblem(e *Entry) string {
-	var has bool
-	switch e.Type {
-	case TypeSession:
-		has = e.Session != nil
-	case TypeUser:
-		has = e.User != nil
-	case TypeAssistant:
-		has = e.Assistant != nil
-	case TypeToolResult:
-		has = e.ToolResult != nil
-	case TypeCapsule:
-		has = e.Capsule != nil
-	case TypeCheckpoint:
-		has = e.Checkpoint != nil
-	case TypeCapsuleLoad:
-		has = e.CapsuleLoad != nil
-	case TypeSettings:
-		has = e.Settings != nil
-	}
-	if !has {
+	if !hasPayload(e, e.Type) {
 		return fmt.Sprintf("%s entry without its %s payload", e.Type, e.Type)
 	}
 	return ""
