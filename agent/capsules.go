@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -259,7 +259,7 @@ func writeNew(abs string, data []byte, overwrite bool) error {
 	return os.Rename(tmp.Name(), abs)
 }
 
-var slugUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
+var slugUnsafe = lazyregexp.New(`[^a-z0-9]+`)
 
 func slug(title string) string {
 	s := strings.Trim(slugUnsafe.ReplaceAllString(strings.ToLower(title), "-"), "-")

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sourcegraph/conc"
 
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
 	"github.com/soba-agent/soba-lsp/workspace"
@@ -80,7 +80,7 @@ type mcpRoute struct {
 	approval string
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+var unsafeName = lazyregexp.New(`[^A-Za-z0-9_-]`)
 
 // MCPToolName is the name the model sees for a server's tool: characters
 // outside [A-Za-z0-9_-] become _, and the name is cut to 64 (the providers'

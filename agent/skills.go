@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
@@ -60,7 +60,7 @@ type skillSet struct {
 // skillsDir is where skills live, relative to the workspace root.
 const skillsDir = ".soba/skills"
 
-var skillName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var skillName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (s *skillSet) load(name string) (Skill, error) {
 	if !skillName.MatchString(name) {

@@ -3,7 +3,6 @@ package capsule
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	sobatext "github.com/soba-agent/soba-lsp/internal/text"
 )
 
@@ -185,10 +185,10 @@ type frontMatter struct {
 }
 
 var (
-	keyLine      = regexp.MustCompile(`^([a-z][a-z0-9_-]*)[ \t]*:(.*)$`)
-	checkpointID = regexp.MustCompile(`^ck_[A-Za-z0-9_-]{1,64}$`)
-	checksumForm = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	sectionsForm = regexp.MustCompile(`^[a-z-]+=[0-9a-f]{1,64}$`)
+	keyLine      = lazyregexp.New(`^([a-z][a-z0-9_-]*)[ \t]*:(.*)$`)
+	checkpointID = lazyregexp.New(`^ck_[A-Za-z0-9_-]{1,64}$`)
+	checksumForm = lazyregexp.New(`^sha256:[0-9a-f]{64}$`)
+	sectionsForm = lazyregexp.New(`^[a-z-]+=[0-9a-f]{1,64}$`)
 )
 
 // frontMatter reads the "---" block at the top of data and sets p.src to

@@ -2,12 +2,12 @@ package compaction
 
 import (
 	"encoding/json"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
@@ -484,7 +484,7 @@ func isAgentCommand(text string) bool {
 	return agentCommand.MatchString(t)
 }
 
-var agentCommand = regexp.MustCompile(`^/[a-z][a-z0-9-]*(\s+\S+){0,2}$`)
+var agentCommand = lazyregexp.New(`^/[a-z][a-z0-9-]*(\s+\S+){0,2}$`)
 
 // rollKeepingGoal rolls a capsule built without a model into prev: the
 // deterministic goal is only the range's first request, so the goal that
@@ -935,7 +935,7 @@ func isTurnItem(d string) bool {
 // toolFailure matches the blockers BuildDeterministic writes for a failed
 // tool call ("`edit_file` failed: …"), and not a summary's own ("build
 // failed: …").
-var toolFailure = regexp.MustCompile("^`[^`]+` failed: ")
+var toolFailure = lazyregexp.New("^`[^`]+` failed: ")
 
 // lastReplyNote starts the note BuildDeterministic writes about the
 // model's last reply.
@@ -997,9 +997,9 @@ func pointsAtPaste(intro string) bool {
 }
 
 // reviewSeverity is the severity line of a code-review bot's comment.
-var reviewSeverity = regexp.MustCompile(`^\s*(Low|Medium|High|Critical) Severity\s*$`)
+var reviewSeverity = lazyregexp.New(`^\s*(Low|Medium|High|Critical) Severity\s*$`)
 
-var diffGutter = regexp.MustCompile(`^\s*[+-]\s+\d+\b`)
+var diffGutter = lazyregexp.New(`^\s*[+-]\s+\d+\b`)
 
 // ownWords is a user message without what it pastes: fenced code blocks and
 // quoted lines. A rule is in the user's words; "must" in a pasted error or
@@ -1092,7 +1092,7 @@ func hasOpaqueID(s string) bool {
 
 // leadingAside matches parenthesised asides that open a sentence, such as
 // "(step 3)", so a rule repeated across messages is recognised as one.
-var leadingAside = regexp.MustCompile(`^(\([^)]{0,40}\)\s*)+`)
+var leadingAside = lazyregexp.New(`^(\([^)]{0,40}\)\s*)+`)
 
 // dedupeFold removes later duplicates that differ only in case and
 // surrounding space or punctuation, keeping the first spelling.

@@ -1,7 +1,6 @@
 package compaction
 
 import (
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/internal/text"
 )
 
@@ -139,7 +139,7 @@ var quietFilters = map[string]bool{
 // failureText matches lines that only a failing tool prints: npm's and
 // pnpm's errors, TypeScript's diagnostics, Go's and Jest's/Vitest's FAIL, a
 // panic, rustc's errors, pytest's and bun's failure counts, make's error.
-var failureText = regexp.MustCompile(`(?m)^.*(?:\bnpm (?:error|ERR!)|\bERR_PNPM_\w+|\berror TS\d+:|^--- FAIL:|^FAIL\b|^ FAIL |^panic: |^error\[E\d+\]|^error: could not compile|^make(?:\[\d+\])?: \*\*\*|\bELIFECYCLE\b|(?:^|\s)[1-9]\d* (?:failed|fail|errors?)\b(?:[,;.]|\s|$)|^error: script ".*" exited with code [1-9]|Found [1-9]\d* errors?\b).*$`)
+var failureText = lazyregexp.New(`(?m)^.*(?:\bnpm (?:error|ERR!)|\bERR_PNPM_\w+|\berror TS\d+:|^--- FAIL:|^FAIL\b|^ FAIL |^panic: |^error\[E\d+\]|^error: could not compile|^make(?:\[\d+\])?: \*\*\*|\bELIFECYCLE\b|(?:^|\s)[1-9]\d* (?:failed|fail|errors?)\b(?:[,;.]|\s|$)|^error: script ".*" exited with code [1-9]|Found [1-9]\d* errors?\b).*$`)
 
 // failureLine returns the first line of out that shows a failure of the
 // tool, trimmed.

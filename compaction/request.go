@@ -3,6 +3,8 @@ package compaction
 import (
 	"regexp"
 	"strings"
+
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 )
 
 // Context is not a request (R-C8). Editors and agents wrap what they add
@@ -20,18 +22,18 @@ var contextTags = []string{
 	"bash-input", "bash-stdout", "bash-stderr", "task-notification", "INSTRUCTIONS", "context",
 }
 
-var contextTagPattern = func() *regexp.Regexp {
+var contextTagPattern = func() *lazyregexp.Regexp {
 	alts := make([]string, len(contextTags))
 	for i, t := range contextTags {
 		alts[i] = regexp.QuoteMeta(t)
 	}
 	names := strings.Join(alts, "|")
 	// An element, or an opening tag left unclosed (the rest is context).
-	return regexp.MustCompile(`(?s)<(` + names + `)(\s[^>]*)?>.*?</(` + names + `)>|<(` + names + `)(\s[^>]*)?>.*$`)
+	return lazyregexp.New(`(?s)<(` + names + `)(\s[^>]*)?>.*?</(` + names + `)>|<(` + names + `)(\s[^>]*)?>.*$`)
 }()
 
 // interruptMarker matches Claude Code's interrupt markers and the like.
-var interruptMarker = regexp.MustCompile(`\[Request interrupted by user[^\]]*\]`)
+var interruptMarker = lazyregexp.New(`\[Request interrupted by user[^\]]*\]`)
 
 // codexIDEContext is the preamble Codex's IDE extension puts before the
 // user's request; the request follows "## My request for Codex:".

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/capsule"
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -185,12 +185,12 @@ var ErrUnusableSummary = errors.New("the summary model's answer has none of the 
 // title and a colon, as Claude Code numbers its nine sections ("7. Pending
 // Tasks:"). The last two count only when they name a section.
 var (
-	headingPattern     = regexp.MustCompile(`^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$`)
-	boldHeadingPattern = regexp.MustCompile(`^\s{0,3}\*\*([^*]{2,60}?)\s*:?\s*\*\*\s*:?\s*$`)
-	numberedHeading    = regexp.MustCompile(`^\s{0,3}\d{1,2}\.\s+([A-Z][^:]{2,60}):\s*$`)
+	headingPattern     = lazyregexp.New(`^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$`)
+	boldHeadingPattern = lazyregexp.New(`^\s{0,3}\*\*([^*]{2,60}?)\s*:?\s*\*\*\s*:?\s*$`)
+	numberedHeading    = lazyregexp.New(`^\s{0,3}\d{1,2}\.\s+([A-Z][^:]{2,60}):\s*$`)
 	// A title alone on its line with a colon ("Remaining work:"), as a
 	// Codex handoff may head its parts.
-	plainHeading = regexp.MustCompile(`^\s{0,3}([A-Z][A-Za-z /&,()-]{2,60}):\s*$`)
+	plainHeading = lazyregexp.New(`^\s{0,3}([A-Z][A-Za-z /&,()-]{2,60}):\s*$`)
 )
 
 // CodexSummaryPrefix opens the handoff summary Codex puts in a compacted
@@ -254,7 +254,7 @@ func withoutCodexPrefix(md string) string {
 	return ""
 }
 
-var bulletPattern = regexp.MustCompile(`^\s*([-*+]|\d+[.)])\s+(.*)$`)
+var bulletPattern = lazyregexp.New(`^\s*([-*+]|\d+[.)])\s+(.*)$`)
 
 // ParseSummary reads the summary model's Markdown into the narrative fields
 // of a capsule. It is tolerant: headings in any level or bold, bullets of any
@@ -383,7 +383,7 @@ func appendItem(st capsule.State, section, text string) capsule.State {
 
 // Markdown tables, which models (and pi's own summaries) use for work
 // packages: each body row is one item, its cells joined by " · ".
-var tableSeparator = regexp.MustCompile(`^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$`)
+var tableSeparator = lazyregexp.New(`^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$`)
 
 func isTableRow(line string) bool {
 	t := strings.TrimSpace(line)

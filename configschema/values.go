@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/internal/text"
 )
 
@@ -132,7 +132,7 @@ func (k Key) PlannedChoice(v any) string {
 	return ""
 }
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func num(v any) float64 {
 	switch v := v.(type) {

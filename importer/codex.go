@@ -3,7 +3,6 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/configschema"
 	"github.com/soba-agent/soba-lsp/internal/jsondec"
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -240,7 +240,7 @@ func (c *codexState) line(no, ord int, typ string, ts time.Time, it *codexItem) 
 }
 
 // codexRunning is how exec_command reports a command still running.
-var codexRunning = regexp.MustCompile(`(?m)^Process running with session ID (\d+)`)
+var codexRunning = lazyregexp.New(`(?m)^Process running with session ID (\d+)`)
 
 // joinSession joins a command that outlived its exec_command call to the
 // write_stdin polls of its session: the exec_command result of a running

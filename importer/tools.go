@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/internal/jsondec"
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
 )
@@ -309,13 +309,13 @@ func marshal(v any) json.RawMessage {
 
 // Exit codes in tool output text.
 var (
-	piExitPattern     = regexp.MustCompile(`(?:Command exited with code|exit code:?)\s+(-?\d+)\s*$`)
-	claudeExitPattern = regexp.MustCompile(`(?m)^(?:Error: )?Exit code (-?\d+)\b`)
-	codexExitPattern  = regexp.MustCompile(`(?m)^(?:Exit code:|Process exited with code)\s*(-?\d+)\b`)
+	piExitPattern     = lazyregexp.New(`(?:Command exited with code|exit code:?)\s+(-?\d+)\s*$`)
+	claudeExitPattern = lazyregexp.New(`(?m)^(?:Error: )?Exit code (-?\d+)\b`)
+	codexExitPattern  = lazyregexp.New(`(?m)^(?:Exit code:|Process exited with code)\s*(-?\d+)\b`)
 )
 
 // exitFrom returns the first submatch of pattern in s as a number.
-func exitFrom(pattern *regexp.Regexp, s string) (int, bool) {
+func exitFrom(pattern *lazyregexp.Regexp, s string) (int, bool) {
 	m := pattern.FindStringSubmatch(s)
 	if m == nil {
 		return 0, false
@@ -378,11 +378,11 @@ func (b *builder) patchPaths(patch string) []string {
 	return out
 }
 
-var patchOp = regexp.MustCompile(`(?m)^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)\s*$`)
+var patchOp = lazyregexp.New(`(?m)^\*\*\* (Add File|Update File|Delete File|Move to): (.+?)\s*$`)
 
 // patchFiles lists the files an apply_patch input adds, updates, deletes or
 // moves to.
-var patchFilePattern = regexp.MustCompile(`(?m)^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$`)
+var patchFilePattern = lazyregexp.New(`(?m)^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$`)
 
 func patchFiles(patch string) []string {
 	var out []string

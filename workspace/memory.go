@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gofrs/flock"
+
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 )
 
 // SobaDirName is soba's directory under the workspace root.
@@ -97,7 +98,7 @@ func OpenMemory(root *Root) (*Memory, error) {
 // IndexPath is MEMORY.md's absolute path.
 func (m *Memory) IndexPath() string { return filepath.Join(m.dir, "MEMORY.md") }
 
-var checkpointIDPattern = regexp.MustCompile(`^ck_[A-Za-z0-9_-]{1,128}$`)
+var checkpointIDPattern = lazyregexp.New(`^ck_[A-Za-z0-9_-]{1,128}$`)
 
 // maxTitleRunes bounds a title in the index, which is one line per capsule.
 const maxTitleRunes = 200
@@ -190,7 +191,7 @@ One line per capsule: checkpoint id — title — created (UTC) — file. soba-l
 `
 
 // indexLine matches one capsule line of MEMORY.md.
-var indexLine = regexp.MustCompile(`^- (ck_[A-Za-z0-9_-]+) — (.*) — (\S+) — \[[^\]]*\]\(([^)\s]+)\)$`)
+var indexLine = lazyregexp.New(`^- (ck_[A-Za-z0-9_-]+) — (.*) — (\S+) — \[[^\]]*\]\(([^)\s]+)\)$`)
 
 func renderIndex(items []MemoryItem) []byte {
 	sortItems(items)

@@ -7,11 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 )
 
 // OverflowError is a real context-overflow answer: the prompt (plus the
@@ -255,29 +256,29 @@ var rateLimitPhrases = []string{
 }
 
 var (
-	reLimit = []*regexp.Regexp{
-		regexp.MustCompile(`maximum context length (?:is|of) ([\d,]+)`),
-		regexp.MustCompile(`> ([\d,]+) maximum`),
-		regexp.MustCompile(`context length of only ([\d,]+)`),
-		regexp.MustCompile(`exceed context limit: [\d,]+ \+ [\d,]+ > ([\d,]+)`),
-		regexp.MustCompile(`context (?:length|window|size) (?:is |of )?([\d,]+)`),
-		regexp.MustCompile(`n_ctx[=: ]+([\d,]+)`),
+	reLimit = []*lazyregexp.Regexp{
+		lazyregexp.New(`maximum context length (?:is|of) ([\d,]+)`),
+		lazyregexp.New(`> ([\d,]+) maximum`),
+		lazyregexp.New(`context length of only ([\d,]+)`),
+		lazyregexp.New(`exceed context limit: [\d,]+ \+ [\d,]+ > ([\d,]+)`),
+		lazyregexp.New(`context (?:length|window|size) (?:is |of )?([\d,]+)`),
+		lazyregexp.New(`n_ctx[=: ]+([\d,]+)`),
 	}
-	reStated = []*regexp.Regexp{
-		regexp.MustCompile(`resulted in ([\d,]+) tokens`),
-		regexp.MustCompile(`your request has ([\d,]+) input tokens`),
-		regexp.MustCompile(`you requested ([\d,]+) tokens`),
-		regexp.MustCompile(`prompt is too long: ([\d,]+) tokens`),
-		regexp.MustCompile(`exceed context limit: ([\d,]+) \+`),
-		regexp.MustCompile(`first ([\d,]+) tokens`),
-		regexp.MustCompile(`n_prompt_tokens[=: ]+([\d,]+)`),
-		regexp.MustCompile(`\(([\d,]+) tokens?\) exceeds`),
-		regexp.MustCompile(`prompt \(([\d,]+) tokens\)`),
+	reStated = []*lazyregexp.Regexp{
+		lazyregexp.New(`resulted in ([\d,]+) tokens`),
+		lazyregexp.New(`your request has ([\d,]+) input tokens`),
+		lazyregexp.New(`you requested ([\d,]+) tokens`),
+		lazyregexp.New(`prompt is too long: ([\d,]+) tokens`),
+		lazyregexp.New(`exceed context limit: ([\d,]+) \+`),
+		lazyregexp.New(`first ([\d,]+) tokens`),
+		lazyregexp.New(`n_prompt_tokens[=: ]+([\d,]+)`),
+		lazyregexp.New(`\(([\d,]+) tokens?\) exceeds`),
+		lazyregexp.New(`prompt \(([\d,]+) tokens\)`),
 	}
 )
 
 // firstNumber returns the first capture of the first pattern that matches.
-func firstNumber(res []*regexp.Regexp, s string) int {
+func firstNumber(res []*lazyregexp.Regexp, s string) int {
 	for _, re := range res {
 		if m := re.FindStringSubmatch(s); m != nil {
 			n, err := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))

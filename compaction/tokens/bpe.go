@@ -2,93 +2,139 @@ package tokens
 
 import (
 	_ "embed"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
+	"math/bits"
 )
 
 // cl100kRanks is cl100k_base's vocabulary, copied out of the tokenizer
 // library (which keeps its table unexported) by TestRanksFileMatchesLibrary
-// -args -update, in the layout ranksFile describes. Reading it takes about a
-// millisecond; building a table through the library's Decode took about 30
-// (plus 17 for the library's own map), paid by every process that counts.
+// -args -update, as a ready hash table in the layout ranksMagic describes.
+// Opening it checks a header and allocates nothing: the table is used where
+// the binary holds it, and a process pays only for the pages its lookups
+// touch. (Building a hash table at start cost about 2 ms and 1.4 MB a
+// process; building one through the library's Decode about 30 ms.)
 //
 //go:embed cl100k_base.ranks
 var cl100kRanks string
 
-// ranksMagic starts a ranks file. The layout: the magic, the token count n
-// (uint32, little-endian), n token lengths (one byte each; 0 marks an id with
-// no token), then the tokens' bytes concatenated in rank order.
-const ranksMagic = "SOBA-BPE-RANKS-1\n"
+// ranksMagic starts a ranks file. The layout, integers little-endian: the
+// magic; the number of ids n, the number of slots (a power of two, at least
+// 2n) and the length of the token text, each a uint32; the slots, a uint64
+// each; then the tokens' bytes. A slot is 0 when empty, else it packs (low
+// bits first) the token's offset in the text, its length, its id + 1 and a
+// tag: the top bits of the token's tokenHash. A token sits at the first
+// empty slot from its hash's low bits on (linear probing); ids with no token
+// have no slot.
+const ranksMagic = "SOBA-BPE-RANKS-2\n"
+
+// The fields of a slot.
+const (
+	offsetBits, lengthBits, idBits = 20, 8, 17
+	lengthShift                    = offsetBits
+	idShift                        = lengthShift + lengthBits
+	tagShift                       = idShift + idBits
+	offsetMask                     = 1<<offsetBits - 1
+	idMask                         = 1<<idBits - 1
+	// keyMask selects what a lookup compares before the bytes: the tag and
+	// the length.
+	tagMask = 1<<64 - 1<<tagShift
+	keyMask = tagMask | (1<<lengthBits-1)<<lengthShift
+)
 
 // ranks maps each token's bytes to its rank (its id): the merge priority of
-// byte-pair encoding. It is an open-addressing hash table over one string
-// holding every token, so building it allocates three slices rather than a
-// string and a map entry per token.
+// byte-pair encoding.
 type ranks struct {
-	text  string   // the tokens' bytes, in rank order
-	start []uint32 // start[id]..start[id+1] is token id's bytes in text
-	slot  []uint32 // hash table: id+1, or 0 for an empty slot
-	mask  uint64
-	seed  maphash.Seed
+	ids   int    // n: ids 0..n-1, some with no token
+	slots string // the hash table, 8 bytes a slot
+	text  string // the tokens' bytes
+	mask  uint64 // slots - 1
 }
 
-// parseRanks builds the table from a ranks file.
+// parseRanks opens a ranks file. It checks the header and the sizes, not
+// each slot: the file is part of the binary, and TestRanksFileMatchesLibrary
+// checks every slot of it. A slot pointing outside the text would make a
+// lookup panic, not miscount.
 func parseRanks(file string) (*ranks, error) {
-	if len(file) < len(ranksMagic)+4 || file[:len(ranksMagic)] != ranksMagic {
+	const header = len(ranksMagic) + 12
+	if len(file) < header || file[:len(ranksMagic)] != ranksMagic {
 		return nil, errors.New("tokens: the embedded ranks file has no ranks header")
 	}
-	body := file[len(ranksMagic):]
-	n := int(binary.LittleEndian.Uint32([]byte(body[:4])))
-	body = body[4:]
-	if n <= 0 || n > len(body) {
-		return nil, fmt.Errorf("tokens: the embedded ranks file declares %d tokens in %d bytes", n, len(body))
+	n := int(le32(file[len(ranksMagic):]))
+	size := int(le32(file[len(ranksMagic)+4:]))
+	textLen := int(le32(file[len(ranksMagic)+8:]))
+	if n <= 0 || n > idMask || size < 2*n || size&(size-1) != 0 || textLen > offsetMask+1 {
+		return nil, fmt.Errorf("tokens: the embedded ranks file declares %d ids in %d slots over %d bytes of text", n, size, textLen)
 	}
-	lengths, text := body[:n], body[n:]
-	r := &ranks{text: text, start: make([]uint32, n+1), seed: maphash.MakeSeed()}
-	size := 1
-	for size < 2*n {
-		size <<= 1 // load factor at most 1/2: short probe runs
+	if want := header + 8*size + textLen; len(file) != want {
+		return nil, fmt.Errorf("tokens: the embedded ranks file is %d bytes, its header makes it %d", len(file), want)
 	}
-	r.slot, r.mask = make([]uint32, size), uint64(size-1)
-	at := 0
-	for id := range n {
-		r.start[id] = uint32(at)
-		at += int(lengths[id])
-	}
-	r.start[n] = uint32(at)
-	if at != len(text) {
-		return nil, fmt.Errorf("tokens: the embedded ranks file's lengths add up to %d bytes, its tokens are %d", at, len(text))
-	}
-	for id := range n {
-		tok := r.token(id)
-		if tok == "" {
-			continue // a hole in the id space
-		}
-		i := maphash.String(r.seed, tok) & r.mask
-		for r.slot[i] != 0 {
-			i = (i + 1) & r.mask
-		}
-		r.slot[i] = uint32(id + 1)
-	}
-	return r, nil
+	slots := file[header : header+8*size]
+	return &ranks{ids: n, slots: slots, text: file[header+8*size:], mask: uint64(size - 1)}, nil
 }
-
-func (r *ranks) token(id int) string { return r.text[r.start[id]:r.start[id+1]] }
 
 // rank returns the rank of the token whose bytes are s.
 func (r *ranks) rank(s string) (uint32, bool) {
-	for i := maphash.String(r.seed, s) & r.mask; ; i = (i + 1) & r.mask {
-		v := r.slot[i]
+	if len(s) == 0 || len(s) >= 1<<lengthBits {
+		return 0, false
+	}
+	h := tokenHash(s)
+	key := h&tagMask | uint64(len(s))<<lengthShift
+	for i := h & r.mask; ; i = (i + 1) & r.mask {
+		v := le64(r.slots[8*i:])
 		if v == 0 {
 			return 0, false
 		}
-		if r.token(int(v-1)) == s {
-			return v - 1, true
+		if v&keyMask == key {
+			if at := v & offsetMask; r.text[at:at+uint64(len(s))] == s {
+				return uint32(v>>idShift&idMask) - 1, true
+			}
 		}
 	}
+}
+
+// tokenHash is the ranks file's hash of a token: fixed, since the table is
+// built once and shipped, and cheap for the short strings BPE looks up
+// (wyhash's construction). The table cannot grow, so no input makes a
+// lookup probe further than the longest run built into it.
+func tokenHash(s string) uint64 {
+	const k0, k1, k2 = 0xa0761d6478bd642f, 0xe7037ed1a0b428db, 0x8ebc6af09c88c6e3
+	n := len(s)
+	var a, b uint64
+	switch {
+	case n > 16:
+		h := uint64(n) ^ k0
+		for p := s; len(p) > 16; p = p[16:] {
+			h = mix(le64(p)^k1, le64(p[8:])^h)
+		}
+		// The last 16 bytes, overlapping what was mixed.
+		a, b = le64(s[n-16:])^h, le64(s[n-8:])
+	case n >= 8:
+		a, b = le64(s), le64(s[n-8:])
+	case n >= 4:
+		a, b = uint64(le32(s)), uint64(le32(s[n-4:]))
+	case n > 0:
+		a, b = uint64(s[0])<<16|uint64(s[n>>1])<<8|uint64(s[n-1]), 0
+	}
+	return mix(k2^uint64(n), mix(a^k1, b^k0))
+}
+
+// mix is wyhash's mum: the 128-bit product of a and b folded to 64 bits.
+func mix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
+}
+
+func le32(s string) uint32 {
+	_ = s[3]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // pairRank is the rank of merging s[a:b] with s[b:c], MaxUint32 when the
