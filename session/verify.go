@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 )
 
 // Verification is the integrity report of a session file (`soba-lsp
@@ -44,7 +45,11 @@ const verifyChunkBytes = 4 << 20
 // type without its payload, the session header first, every tool result's
 // call on its path, every capsule's firstKeptEntryId on its path.
 func VerifyFile(path string) (*Verification, error) {
+	// The index is kept to the end: a collection while it is built finds
+	// nothing to free (as in the offline commands' resume).
+	gc := debug.SetGCPercent(-1)
 	s, rep, err := OpenReadOnly(path, Options{CacheEntries: -1, FullScan: true})
+	debug.SetGCPercent(gc)
 	if err != nil {
 		return nil, err
 	}
