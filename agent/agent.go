@@ -289,7 +289,7 @@ func (a *Agent) openExisting(path string) (*state, *session.OpenReport, error) {
 			if !isModelType(m.Type) && m.Type != session.TypeCapsule && m.Type != session.TypeCapsuleLoad {
 				continue
 			}
-			_, b, err := s.LoadLenient(m.ID)
+			_, b, err := s.LoadLenientMeta(m)
 			if err != nil {
 				s.Close()
 				return nil, rep, err

@@ -53,7 +53,7 @@ func capsuleRecords(s *session.Store, path []session.Meta) ([]capsuleRecord, err
 		default:
 			continue
 		}
-		e, err := s.Load(m.ID)
+		e, err := s.LoadMeta(m)
 		if err != nil {
 			return nil, err
 		}

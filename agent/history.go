@@ -18,7 +18,7 @@ func (a *Agent) History() ([]session.Entry, error) {
 	var ferr error
 	err := a.do(func(st *state) {
 		for _, m := range st.store.Path() {
-			e, err := st.store.Load(m.ID)
+			e, err := st.store.LoadMeta(m)
 			if err != nil {
 				ferr = err
 				return

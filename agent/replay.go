@@ -143,7 +143,7 @@ func readRecording(path string) (turns []recordedTurn, results map[string]sessio
 		default:
 			continue
 		}
-		e, err := s.Load(m.ID)
+		e, err := s.LoadMeta(m)
 		if err != nil {
 			return nil, nil, false, err
 		}

@@ -234,4 +234,15 @@ func TestPathViewReadAhead_RT2(t *testing.T) {
 	for _, i := range []int{600, 3, 599, 0, 700, 350, 351, 352} {
 		check(i)
 	}
+	// The batch after the window is decoded in the background: a reader
+	// that leaves the walk (a jump back, a jump past it) and walks again
+	// gets the right entries, and a background read still under way when
+	// the store closes is dropped.
+	for _, walk := range [][2]int{{100, 400}, {50, 60}, {390, 420}, {650, 701}, {10, 12}} {
+		for i := walk[0]; i < walk[1]; i++ {
+			check(i)
+		}
+	}
+	check(200)
+	check(201) // a new window and a background read of the next
 }

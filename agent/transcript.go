@@ -20,11 +20,24 @@ type pathView struct {
 
 	// A reader walking the path in order (the barrier's builder, the
 	// summarizer's input, an offline compaction) gets the entries ahead of
-	// it decoded in a batch on all cores; mu guards the window.
+	// it decoded in a batch on all cores, and the batch after that decoded
+	// in the background while it works through this one; mu guards the
+	// window.
 	mu        sync.Mutex
 	next      int // the index after the last one read
 	ahead     []session.Entry
 	aheadFrom int
+	// prefetch delivers the batch that starts at prefetchFrom (where ahead
+	// ends); nil when none is under way. A batch the reader does not come
+	// to is dropped: the channel has room for it.
+	prefetch     chan loadedBatch
+	prefetchFrom int
+}
+
+// loadedBatch is the result of one background LoadMany.
+type loadedBatch struct {
+	entries []session.Entry
+	err     error
 }
 
 // readAhead and readAheadBytes bound the entries decoded in one batch for a
@@ -56,27 +69,60 @@ func (v *pathView) Entry(i int) (*session.Entry, error) {
 		v.next = i + 1
 		return &e, nil
 	}
+	if v.prefetch != nil && i == v.prefetchFrom {
+		b := <-v.prefetch
+		v.prefetch = nil
+		if b.err == nil {
+			v.install(i, b.entries)
+			e := b.entries[0]
+			return &e, nil
+		}
+		// A failed background read: read again below, and say why.
+	}
 	if i == v.next && i > 0 && i+1 < len(v.path) {
 		// The second read in a row in order: batch the ones ahead.
-		end, size := i+1, v.path[i].Len
-		for end < min(i+readAhead, len(v.path)) && size+v.path[end].Len <= readAheadBytes {
-			size += v.path[end].Len
-			end++
-		}
-		es, err := v.store.LoadMany(v.path[i:end])
+		es, err := v.store.LoadMany(v.path[i:v.batchEnd(i)])
 		if err != nil {
 			return nil, err
 		}
-		v.ahead, v.aheadFrom, v.next = es, i, i+1
+		v.install(i, es)
 		e := es[0]
 		return &e, nil
 	}
 	v.next = i + 1
-	e, _, err := v.store.LoadLenient(v.path[i].ID)
+	e, _, err := v.store.LoadLenientMeta(v.path[i])
 	if err != nil {
 		return nil, err
 	}
 	return &e, nil
+}
+
+// batchEnd is the end of the batch read ahead from i: at most readAhead
+// entries and readAheadBytes (at least one entry).
+func (v *pathView) batchEnd(i int) int {
+	end, size := i+1, v.path[i].Len
+	for end < min(i+readAhead, len(v.path)) && size+v.path[end].Len <= readAheadBytes {
+		size += v.path[end].Len
+		end++
+	}
+	return end
+}
+
+// install makes es, the entries from i on, the window, and starts decoding
+// the batch after it in the background. v.mu is held.
+func (v *pathView) install(i int, es []session.Entry) {
+	v.ahead, v.aheadFrom, v.next = es, i, i+1
+	from := i + len(es)
+	if from >= len(v.path) {
+		return
+	}
+	metas := v.path[from:v.batchEnd(from)]
+	ch := make(chan loadedBatch, 1)
+	v.prefetch, v.prefetchFrom = ch, from
+	go func() {
+		es, err := v.store.LoadMany(metas)
+		ch <- loadedBatch{es, err}
+	}()
 }
 
 // LatestCapsule implements compaction.Transcript.

@@ -2,9 +2,11 @@ package compaction
 
 import (
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
@@ -951,17 +953,36 @@ func notesBefore(prev, next []string) []string {
 }
 
 func constraintsFrom(users []string) []string {
-	var out []string
-	for _, u := range users {
-		for _, s := range sentences(ownWords(u)) {
-			if s = leadingAside.ReplaceAllString(s, ""); isConstraint(s) && !hasOpaqueID(s) && !isQuestionOrComplaint(s) {
-				s = strings.TrimRight(s, ".")
-				out = append(out, text.Clip(s, maxItemChars))
-			}
-		}
+	// Each message is read alone, so a long history is split into one run
+	// of messages a core and the runs' findings joined in order: the same
+	// list, sooner (every request of the range is read: dedupeFold keeps
+	// first occurrences, so the newest items depend on the oldest).
+	parts := 1
+	if len(users) >= parallelConstraintsFrom {
+		parts = runtime.GOMAXPROCS(0)
 	}
-	return lastN(dedupeFold(out), maxListItems/2)
+	found := make([][]string, parts)
+	var wg sync.WaitGroup
+	for k := range parts {
+		run := users[k*len(users)/parts : (k+1)*len(users)/parts]
+		wg.Go(func() {
+			for _, u := range run {
+				for _, s := range sentences(ownWords(u)) {
+					if s = leadingAside.ReplaceAllString(s, ""); isConstraint(s) && !hasOpaqueID(s) && !isQuestionOrComplaint(s) {
+						s = strings.TrimRight(s, ".")
+						found[k] = append(found[k], text.Clip(s, maxItemChars))
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return lastN(dedupeFold(slices.Concat(found...)), maxListItems/2)
 }
+
+// parallelConstraintsFrom is the number of requests from which
+// constraintsFrom reads on all cores.
+const parallelConstraintsFrom = 256
 
 // isTerminalCopy reports whether a message's lines are a copy of a
 // terminal's screen rather than typed: most of at least four lines padded

@@ -1,6 +1,8 @@
 package compaction
 
 import (
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -154,5 +156,35 @@ func TestRollKeepsRecentTurnItems_RM4(t *testing.T) {
 	}
 	if slices.Contains(got, answered+"question a") {
 		t.Errorf("the oldest question survived: %q", got)
+	}
+}
+
+// TestConstraintsAlikeOnAllCores_RC1: a history long enough to be read on
+// all cores yields the constraints one core finds, in the same order (the
+// runs' findings are joined in message order before duplicates fold).
+func TestConstraintsAlikeOnAllCores_RC1(t *testing.T) {
+	rules := []string{"Never push to main.", "Keep the public API stable.", "Do not touch vendor/.",
+		"Always run the tests first.", "Use at most two dependencies.", "never push to main"}
+	var users []string
+	for i := range 3 * parallelConstraintsFrom {
+		u := fmt.Sprintf("Step %d: rename the handler in file%d.go.", i, i)
+		if i%37 == 0 {
+			u += " " + rules[(i/37)%len(rules)]
+		}
+		if i%101 == 0 {
+			u += fmt.Sprintf(" You must keep test %d green.", i)
+		}
+		users = append(users, u)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	one := constraintsFrom(users)
+	for _, procs := range []int{2, 3, 8} {
+		runtime.GOMAXPROCS(procs)
+		if got := constraintsFrom(users); !slices.Equal(got, one) {
+			t.Fatalf("on %d cores: %q\non one: %q", procs, got, one)
+		}
+	}
+	if len(one) < 5 {
+		t.Fatalf("only %d constraints found: %q", len(one), one)
 	}
 }

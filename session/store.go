@@ -486,33 +486,55 @@ func (s *Store) Rewind(id string) (Entry, error) {
 // header fields set and Raw holding the line (R-T3). Load is safe to call
 // from any goroutine.
 func (s *Store) Load(id string) (Entry, error) {
+	m, err := s.lookup(id, "load")
+	if err != nil {
+		return Entry{}, err
+	}
+	return s.load(m)
+}
+
+// lookup returns the header of entry id; op names the caller in the error.
+func (s *Store) lookup(id, op string) (Meta, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Meta{}, ErrClosed
+	}
+	i, ok := s.find(id)
+	if !ok {
+		return Meta{}, fmt.Errorf("session: %s: entry %q is not in the session", op, id)
+	}
+	return s.metas[i], nil
+}
+
+// LoadMeta is Load for the entry m, a header from this store's index (Path,
+// LeafPath, Meta): it is read where m says, without looking its id up, so a
+// reader that walks a path snapshot never makes the store build its id map.
+func (s *Store) LoadMeta(m Meta) (Entry, error) { return s.load(m) }
+
+// load reads and decodes the entry m indexes, through the cache.
+func (s *Store) load(m Meta) (Entry, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return Entry{}, ErrClosed
 	}
-	i, ok := s.find(id)
-	if !ok {
-		s.mu.Unlock()
-		return Entry{}, fmt.Errorf("session: load: entry %q is not in the session", id)
-	}
-	m := s.metas[i]
-	line, hit := s.cache.get(id)
+	line, hit := s.cache.get(m.ID)
 	f := s.f
 	s.mu.Unlock()
 
 	if !hit {
 		line = make([]byte, m.Len)
 		if _, err := f.ReadAt(line, m.Offset); err != nil {
-			return Entry{}, fmt.Errorf("session %s: load entry %q at offset %d: %w", s.path, id, m.Offset, err)
+			return Entry{}, fmt.Errorf("session %s: load entry %q at offset %d: %w", s.path, m.ID, m.Offset, err)
 		}
 		s.mu.Lock()
-		s.cache.put(id, line)
+		s.cache.put(m.ID, line)
 		s.mu.Unlock()
 	}
 	e, err := DecodeLine(line)
 	if err != nil {
-		return Entry{}, &DecodeError{Path: s.path, ID: id, Offset: m.Offset, Err: err}
+		return Entry{}, &DecodeError{Path: s.path, ID: m.ID, Offset: m.Offset, Err: err}
 	}
 	return e, nil
 }
@@ -524,7 +546,17 @@ func (s *Store) Load(id string) (Entry, error) {
 // describes it, naming its line, the first time only (nil after). err is
 // for a failure to read the file or a closed store.
 func (s *Store) LoadLenient(id string) (e Entry, bad *BadLine, err error) {
-	e, err = s.Load(id)
+	m, err := s.lookup(id, "load")
+	if err != nil {
+		return Entry{}, nil, err
+	}
+	return s.LoadLenientMeta(m)
+}
+
+// LoadLenientMeta is LoadLenient for the entry m, a header from this store's
+// index, read as LoadMeta reads it.
+func (s *Store) LoadLenientMeta(m Meta) (e Entry, bad *BadLine, err error) {
+	e, err = s.load(m)
 	if err == nil || errors.Is(err, ErrClosed) {
 		return e, nil, err
 	}
@@ -533,20 +565,18 @@ func (s *Store) LoadLenient(id string) (e Entry, bad *BadLine, err error) {
 		return Entry{}, nil, err
 	}
 	s.mu.Lock()
-	i, _ := s.find(id)
-	m := s.metas[i]
-	first := !s.undecodable[id]
+	first := !s.undecodable[m.ID]
 	if first {
 		if s.undecodable == nil {
 			s.undecodable = map[string]bool{}
 		}
-		s.undecodable[id] = true
+		s.undecodable[m.ID] = true
 	}
 	hook := s.onUndecodable
 	s.mu.Unlock()
 	e = HeaderOnly(m)
 	if first {
-		bad = &BadLine{Line: m.Line, Offset: m.Offset, Err: fmt.Errorf("entry %q cannot be decoded: %v", id, de.Err)}
+		bad = &BadLine{Line: m.Line, Offset: m.Offset, Err: fmt.Errorf("entry %q cannot be decoded: %v", m.ID, de.Err)}
 		if hook != nil {
 			hook(*bad)
 		}

@@ -325,13 +325,13 @@ func (q *quickParser) str(dst *string) bool {
 		return q.anyString()
 	}
 	start := q.i
-	end, plain, ok := scanString(q.p, q.i)
+	end, plain, ascii, ok := scanString(q.p, q.i)
 	if !ok {
 		return false
 	}
 	raw := q.p[start+1 : end-1]
 	if plain {
-		if !asciiOrValid(raw) {
+		if !ascii && !asciiOrValid(raw) {
 			return false // the decoder's U+FFFD rules
 		}
 		*dst = string(raw)
@@ -563,10 +563,13 @@ func (q *quickParser) number() bool {
 	return true
 }
 
-// plainString parses a string without escapes and returns its bytes.
+// plainString parses a string without escapes and returns its bytes; a
+// string that is not valid UTF-8 is left to the decoder, which reads each
+// invalid byte as U+FFFD (found by FuzzQuickCheck: a tool call id "\x8d"
+// was taken as it stood).
 func (q *quickParser) plainString() ([]byte, bool) {
-	end, plain, ok := scanString(q.p, q.i)
-	if !ok || !plain {
+	end, plain, ascii, ok := scanString(q.p, q.i)
+	if !ok || !plain || !ascii && !asciiOrValid(q.p[q.i+1:end-1]) {
 		return nil, false
 	}
 	s := q.p[q.i+1 : end-1]
@@ -576,7 +579,7 @@ func (q *quickParser) plainString() ([]byte, bool) {
 
 // anyString parses a string whose value is not needed.
 func (q *quickParser) anyString() bool {
-	end, _, ok := scanString(q.p, q.i)
+	end, _, _, ok := scanString(q.p, q.i)
 	if ok {
 		q.i = end
 	}
@@ -589,34 +592,61 @@ const (
 )
 
 // scanString checks the string that starts at p[i] (its opening quote) and
-// returns the index after its closing quote and whether it held no escape.
-// Bytes of 0x80 and above pass unchecked: the decoder accepts invalid UTF-8
-// (it becomes U+FFFD). The bytes of tools' outputs are most of what verify
-// reads: up to the first escape the quote and backslash are found with
-// bytes.IndexByte (vector instructions), after it (text with escaped
-// newlines has one every few dozen bytes) eight bytes are checked at a time.
-func scanString(p []byte, i int) (end int, plain, ok bool) {
+// returns the index after its closing quote, whether it held no escape
+// (plain) and whether it is moreover all printable ASCII (ascii: valid
+// UTF-8 as it stands, so a decoder need not check it again). Bytes of 0x80
+// and above pass unchecked: the decoder accepts invalid UTF-8 (it becomes
+// U+FFFD). The bytes of tools' outputs are most of what verify reads: up to
+// the first escape the quote and backslash are found with bytes.IndexByte
+// (vector instructions), after it (text with escaped newlines has one every
+// few dozen bytes) eight bytes are checked at a time.
+func scanString(p []byte, i int) (end int, plain, ascii, ok bool) {
 	if i >= len(p) || p[i] != '"' {
-		return 0, false, false
+		return 0, false, false, false
 	}
 	i++
 	j := bytes.IndexByte(p[i:], '"')
 	if j < 0 {
-		return 0, false, false
+		return 0, false, false, false
 	}
 	quote := i + j
 	b := bytes.IndexByte(p[i:quote], '\\')
 	if b < 0 {
-		if hasControl(p[i:quote]) {
-			return 0, false, false
+		if printableASCII(p[i:quote]) {
+			return quote + 1, true, true, true
 		}
-		return quote + 1, true, true
+		if hasControl(p[i:quote]) {
+			return 0, false, false, false
+		}
+		return quote + 1, true, false, true
 	}
 	if hasControl(p[i : i+b]) {
-		return 0, false, false
+		return 0, false, false, false
 	}
 	end, ok = scanEscaped(p, i+b)
-	return end, false, ok
+	return end, false, false, ok
+}
+
+// printableASCII reports whether every byte of p is in 0x20..0x7f: one
+// pass for what hasControl and asciiOrValid each check, sixteen bytes at a
+// time.
+func printableASCII(p []byte) bool {
+	i := 0
+	for ; i+16 <= len(p); i += 16 {
+		x, y := binary.LittleEndian.Uint64(p[i:]), binary.LittleEndian.Uint64(p[i+8:])
+		// A byte below 0x20 borrows into its top bit; a byte of 0x80 or
+		// more has it set. A borrow reaching a higher byte comes from a
+		// lower byte that is flagged itself, so the test is exact.
+		if ((x-lsb*0x20)|x|(y-lsb*0x20)|y)&msb != 0 {
+			return false
+		}
+	}
+	for ; i < len(p); i++ {
+		if c := p[i]; c < 0x20 || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // scanEscaped continues scanString from p[i], a backslash.

@@ -202,3 +202,37 @@ func BenchmarkQuickCheck(b *testing.B) {
 		})
 	}
 }
+
+// TestPrintableASCIIIsExact: the sixteen-byte test flags a string exactly
+// when one of its bytes is below 0x20 or above 0x7f, wherever that byte is
+// and whatever lies around it (a borrow must not hide or invent one).
+func TestPrintableASCIIIsExact(t *testing.T) {
+	edges := []byte{0x00, 0x1f, 0x20, 0x21, 0x5c, 0x7e, 0x7f, 0x80, 0xc3, 0xff}
+	want := func(p []byte) bool {
+		for _, c := range p {
+			if c < 0x20 || c >= 0x80 {
+				return false
+			}
+		}
+		return true
+	}
+	for n := range 40 {
+		for at := range n {
+			for _, c := range edges {
+				for _, fill := range []byte{' ', '~', 'a'} {
+					p := bytes.Repeat([]byte{fill}, n)
+					p[at] = c
+					if got := printableASCII(p); got != want(p) {
+						t.Fatalf("printableASCII(%q) = %v", p, got)
+					}
+					if at > 0 {
+						p[at-1] = 0x1f // a borrow next to the byte
+						if got := printableASCII(p); got != want(p) {
+							t.Fatalf("printableASCII(%q) = %v", p, got)
+						}
+					}
+				}
+			}
+		}
+	}
+}
