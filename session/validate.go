@@ -605,6 +605,21 @@ func scanString(p []byte, i int) (end int, plain, ascii, ok bool) {
 		return 0, false, false, false
 	}
 	i++
+	// Most strings are short (member names, ids, tool names): a byte loop
+	// ends them sooner than two calls of IndexByte and a word scan.
+	ascii = true
+	for k, n := i, min(len(p), i+shortString); k < n; k++ {
+		c := p[k]
+		if c == '"' {
+			return k + 1, true, ascii, true
+		}
+		if c == '\\' || c < 0x20 {
+			break // the long way below reads it
+		}
+		if c >= 0x80 {
+			ascii = false
+		}
+	}
 	j := bytes.IndexByte(p[i:], '"')
 	if j < 0 {
 		return 0, false, false, false
@@ -626,6 +641,10 @@ func scanString(p []byte, i int) (end int, plain, ascii, ok bool) {
 	end, ok = scanEscaped(p, i+b)
 	return end, false, false, ok
 }
+
+// shortString is how many bytes scanString reads one by one before it
+// looks for the closing quote with IndexByte.
+const shortString = 24
 
 // printableASCII reports whether every byte of p is in 0x20..0x7f: one
 // pass for what hasControl and asciiOrValid each check, sixteen bytes at a
