@@ -17,6 +17,8 @@ type pathView struct {
 	store  *session.Store
 	path   []session.Meta
 	latest int
+	// lean views decode as session.DecodeLineLean (Lean).
+	lean bool
 
 	// A reader walking the path in order (the barrier's builder, the
 	// summarizer's input, an offline compaction) gets the entries ahead of
@@ -81,7 +83,7 @@ func (v *pathView) Entry(i int) (*session.Entry, error) {
 	}
 	if i == v.next && i > 0 && i+1 < len(v.path) {
 		// The second read in a row in order: batch the ones ahead.
-		es, err := v.store.LoadMany(v.path[i:v.batchEnd(i)])
+		es, err := v.load(v.path[i:v.batchEnd(i)])
 		if err != nil {
 			return nil, err
 		}
@@ -120,9 +122,23 @@ func (v *pathView) install(i int, es []session.Entry) {
 	ch := make(chan loadedBatch, 1)
 	v.prefetch, v.prefetchFrom = ch, from
 	go func() {
-		es, err := v.store.LoadMany(metas)
+		es, err := v.load(metas)
 		ch <- loadedBatch{es, err}
 	}()
+}
+
+// load decodes the entries of metas, lean or in full as the view does.
+func (v *pathView) load(metas []session.Meta) ([]session.Entry, error) {
+	if v.lean {
+		return v.store.LoadManyLean(metas)
+	}
+	return v.store.LoadMany(metas)
+}
+
+// Lean implements compaction.LeanTranscript: a view of the same path whose
+// batches leave out the content session.DecodeLineLean leaves out.
+func (v *pathView) Lean() compaction.Transcript {
+	return &pathView{store: v.store, path: v.path, latest: v.latest, lean: true}
 }
 
 // LatestCapsule implements compaction.Transcript.

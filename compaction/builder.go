@@ -71,6 +71,9 @@ func isWordByte(c byte) bool {
 // entries in [from, to) and rolls the result into prev (R-M4). It is the
 // degraded fallback of R-F1 and the base a model summary is merged into.
 func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras Extras) (capsule.State, error) {
+	if l, ok := t.(LeanTranscript); ok {
+		t = l.Lean() // the content it leaves out is read nowhere below
+	}
 	arts := newArtifactSet()
 	calls := map[string]*session.ToolCall{}
 	var (

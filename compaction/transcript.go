@@ -35,6 +35,17 @@ type Transcript interface {
 	LatestCapsule() int
 }
 
+// LeanTranscript is a Transcript that can give a view of the same path
+// whose entries leave out the content of tool results that succeeded,
+// recorded their artifacts and ran no command (session.DecodeLineLean sets
+// ContentOmitted on them): the one thing BuildDeterministic, which reads
+// every entry of the range it summarises, never reads, and most of a long
+// session's bytes.
+type LeanTranscript interface {
+	Transcript
+	Lean() Transcript
+}
+
 // Entries is a Transcript over entries held in memory: a whole path, root
 // first. It is what tests, the offline CLI and importers use.
 type Entries []session.Entry

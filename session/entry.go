@@ -110,6 +110,9 @@ type ToolResult struct {
 	Content    string `json:"content"`
 	// Artifacts recorded by the tool for the capsule (R-C2).
 	Artifacts *Artifacts `json:"artifacts,omitempty"`
+	// ContentOmitted says that a lean decoding left a non-empty Content
+	// out (DecodeLineLean); never written.
+	ContentOmitted bool `json:"-"`
 }
 
 // Artifacts are the exact facts a tool call left: files it read or modified,

@@ -630,12 +630,32 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 // DecodeLine decodes one transcript line. An entry of an unknown type keeps
 // its header fields and gets a copy of the line in Raw (R-T3).
-func DecodeLine(line []byte) (Entry, error) {
+func DecodeLine(line []byte) (Entry, error) { return decodeLine(line, false) }
+
+// DecodeLineLean is DecodeLine leaving out what Lean describes. A line it
+// cannot decode so is decoded in full: lean is a saving, never a
+// different answer about whether the line decodes.
+func DecodeLineLean(line []byte) (Entry, error) { return decodeLine(line, true) }
+
+func decodeLine(line []byte, lean bool) (Entry, error) {
 	line = bytes.TrimSuffix(line, []byte("\r"))
-	if e, ok := quickDecode(line); ok {
+	if e, ok := quickDecode(line, lean); ok {
 		return e, nil
 	}
 	return decodeLineFull(line)
+}
+
+// leanOmits reports whether lean decoding leaves r's content out. Lean
+// decoding leaves out the content of a tool result that succeeded,
+// recorded its artifacts and ran no command: the text of a file read, a
+// listing, a search's matches. Such a result's artifacts say what it did,
+// and its content is most of a long session's bytes; the capsule's
+// deterministic builder, which reads every entry of the range it
+// summarises, never reads it (compaction.LeanTranscript). The result comes
+// back with ContentOmitted set and Content "". Every other field, and
+// every other entry, is decoded as DecodeLine decodes it.
+func leanOmits(r *ToolResult) bool {
+	return r.OK && r.Artifacts != nil && r.Artifacts.Command == ""
 }
 
 // decodeLineFull is DecodeLine by the JSON decoder alone: any layout, and
@@ -879,7 +899,12 @@ var loadManyBufs = sync.Pool{New: func() any { return new([]byte) }}
 // cache (a long scan would only evict the live tail from it), and decoded on
 // all cores. out[i] is metas[i]'s entry; one whose payload does not decode
 // is its header alone, reported once as LoadLenient does.
-func (s *Store) LoadMany(metas []Meta) ([]Entry, error) {
+func (s *Store) LoadMany(metas []Meta) ([]Entry, error) { return s.loadMany(metas, false) }
+
+// LoadManyLean is LoadMany decoding as DecodeLineLean does.
+func (s *Store) LoadManyLean(metas []Meta) ([]Entry, error) { return s.loadMany(metas, true) }
+
+func (s *Store) loadMany(metas []Meta, lean bool) ([]Entry, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -920,7 +945,7 @@ func (s *Store) LoadMany(metas []Meta) ([]Entry, error) {
 			wg.Go(func() {
 				for k := w; k < len(run); k += workers {
 					m := run[k]
-					out[start+k], errs[start+k] = DecodeLine(buf[m.Offset-from : m.Offset-from+int64(m.Len)])
+					out[start+k], errs[start+k] = decodeLine(buf[m.Offset-from:m.Offset-from+int64(m.Len)], lean)
 				}
 			})
 		}

@@ -34,8 +34,8 @@ func quickCheck(line []byte) (e Entry, ok bool) {
 // line with the decoder. It finds the structure with the same scanner as
 // quickCheck, so most of a line (a tool's output) is read with vector
 // instructions and copied once.
-func quickDecode(line []byte) (e Entry, ok bool) {
-	q := quickParser{p: line, full: true}
+func quickDecode(line []byte, lean bool) (e Entry, ok bool) {
+	q := quickParser{p: line, full: true, lean: lean}
 	if !q.object(func(name []byte, seen *uint32) bool { return q.topMember(&e, name, seen) }) || q.i != len(line) || e.Type == "" {
 		return Entry{}, false
 	}
@@ -49,6 +49,8 @@ type quickParser struct {
 	// full makes the parser fill in every field (quickDecode), not only
 	// what verify reads (quickCheck).
 	full bool
+	// lean (with full) leaves out the content that Lean describes.
+	lean bool
 }
 
 // maxQuickDepth bounds the nesting of raw values (tool call arguments) that
@@ -157,8 +159,35 @@ func (q *quickParser) topMember(e *Entry, name []byte, seen *uint32) bool {
 		if !once(seen, 1<<8) || *seen&payloadBits != 1<<8 {
 			return false
 		}
-		e.ToolResult = &ToolResult{}
-		return q.object(func(name []byte, seen *uint32) bool { return q.toolResultMember(e.ToolResult, name, seen) })
+		r := &ToolResult{}
+		e.ToolResult = r
+		if !q.lean {
+			return q.object(func(name []byte, seen *uint32) bool { return q.toolResultMember(r, name, seen) })
+		}
+		// The content is checked where it stands and made a string only
+		// when the rest of the result says a reader may want it (Lean).
+		var content [2]int
+		var plain, ascii bool
+		if !q.object(func(name []byte, seen *uint32) bool {
+			if string(name) != "content" {
+				return q.toolResultMember(r, name, seen)
+			}
+			var ok bool
+			content[0] = q.i
+			content[1], plain, ascii, ok = scanString(q.p, q.i)
+			q.i = content[1]
+			return ok && once(seen, 8)
+		}) {
+			return false
+		}
+		if content[1] == 0 {
+			return true // no content member
+		}
+		if leanOmits(r) {
+			r.ContentOmitted = content[1]-content[0] > 2 // more than ""
+			return true
+		}
+		return q.materialize(q.p[content[0]+1:content[1]-1], plain, ascii, &r.Content)
 	}
 	return false
 }
@@ -329,20 +358,29 @@ func (q *quickParser) str(dst *string) bool {
 	if !ok {
 		return false
 	}
-	raw := q.p[start+1 : end-1]
+	if !q.materialize(q.p[start+1:end-1], plain, ascii, dst) {
+		return false
+	}
+	q.i = end
+	return true
+}
+
+// materialize sets *dst to the string whose inside (between the quotes)
+// scanString read as raw, plain and ascii; false leaves the line to the
+// decoder.
+func (q *quickParser) materialize(raw []byte, plain, ascii bool, dst *string) bool {
 	if plain {
 		if !ascii && !asciiOrValid(raw) {
 			return false // the decoder's U+FFFD rules
 		}
 		*dst = string(raw)
-	} else {
-		s, ok := unquote(raw)
-		if !ok {
-			return false
-		}
-		*dst = s
+		return true
 	}
-	q.i = end
+	s, ok := unquote(raw)
+	if !ok {
+		return false
+	}
+	*dst = s
 	return true
 }
 

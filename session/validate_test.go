@@ -17,7 +17,7 @@ import (
 // another entry than the JSON decoder does.
 func quickDecodeAgrees(t *testing.T, line []byte) (accepted bool) {
 	t.Helper()
-	q, ok := quickDecode(line)
+	q, ok := quickDecode(line, false)
 	if !ok {
 		return false
 	}
@@ -29,6 +29,34 @@ func quickDecodeAgrees(t *testing.T, line []byte) (accepted bool) {
 		t.Fatalf("%q:\nquickDecode builds %s\nthe decoder     %s", line, dump(q), dump(e))
 	}
 	return true
+}
+
+// leanAgrees fails t unless DecodeLineLean decodes line as DecodeLine
+// does, but for the content Lean leaves out, and fails and succeeds alike.
+func leanAgrees(t *testing.T, line []byte) {
+	t.Helper()
+	full, ferr := DecodeLine(line)
+	lean, lerr := DecodeLineLean(line)
+	if (ferr == nil) != (lerr == nil) {
+		t.Fatalf("%q: DecodeLine: %v; DecodeLineLean: %v", line, ferr, lerr)
+	}
+	if ferr != nil {
+		return
+	}
+	if r := lean.ToolResult; r != nil && r.ContentOmitted {
+		if !leanOmits(full.ToolResult) || full.ToolResult.Content == "" || r.Content != "" {
+			t.Fatalf("%q: content %q omitted from %+v", line, full.ToolResult.Content, r)
+		}
+		r.Content, r.ContentOmitted = full.ToolResult.Content, false
+	} else if full.ToolResult != nil && leanOmits(full.ToolResult) && full.ToolResult.Content != "" && r != nil {
+		// Only a line the quick parser leaves to the decoder keeps it.
+		if _, quick := quickDecode(bytes.TrimSuffix(line, []byte("\r")), true); quick {
+			t.Fatalf("%q: the lean decoding kept content it leaves out", line)
+		}
+	}
+	if !reflect.DeepEqual(full, lean) {
+		t.Fatalf("%q:\nDecodeLineLean builds %s\nDecodeLine     %s", line, dump(lean), dump(full))
+	}
 }
 
 func dump(e Entry) string {
@@ -165,6 +193,7 @@ func FuzzQuickCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		quickAgrees(t, line)
 		quickDecodeAgrees(t, line)
+		leanAgrees(t, line)
 	})
 }
 
@@ -187,7 +216,7 @@ func BenchmarkQuickCheck(b *testing.B) {
 		f    func([]byte) bool
 	}{
 		{"quickCheck", func(l []byte) bool { _, ok := quickCheck(l); return ok }},
-		{"quickDecode", func(l []byte) bool { _, ok := quickDecode(l); return ok }},
+		{"quickDecode", func(l []byte) bool { _, ok := quickDecode(l, false); return ok }},
 		{"decoder", func(l []byte) bool { _, err := decodeLineFull(l); return err == nil }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -234,5 +263,48 @@ func TestPrintableASCIIIsExact(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestLeanDecodingLeavesOutOnlyUnreadContent_RC2: a lean decoding leaves
+// out the content of a successful result that recorded artifacts and ran no
+// command, and nothing else: a command's output, a failure's text and a
+// result without artifacts are decoded in full, as is every other field.
+func TestLeanDecodingLeavesOutOnlyUnreadContent_RC2(t *testing.T) {
+	exit := 1
+	for _, tc := range []struct {
+		name string
+		r    ToolResult
+		omit bool
+	}{
+		{"file read", ToolResult{ToolCallID: "c1", ToolName: "read_file", OK: true, Content: "package main\n\nfunc main() {}\n", Artifacts: &Artifacts{FilesRead: []string{"main.go"}}}, true},
+		{"listing, empty artifacts", ToolResult{ToolCallID: "c2", ToolName: "ls", OK: true, Content: "a.go\nb.go", Artifacts: &Artifacts{}}, true},
+		{"non-ASCII text", ToolResult{ToolCallID: "c3", ToolName: "read_file", OK: true, Content: "héllo — 日本", Artifacts: &Artifacts{FilesRead: []string{"x"}}}, true},
+		{"command output", ToolResult{ToolCallID: "c4", ToolName: "bash", OK: true, Content: "ok  \tpkg\t0.1s", Artifacts: &Artifacts{Command: "go test ./...", ExitCode: new(int)}}, false},
+		{"failed command", ToolResult{ToolCallID: "c5", ToolName: "bash", OK: false, Content: "--- FAIL: TestX", Artifacts: &Artifacts{Command: "go test", ExitCode: &exit}}, false},
+		{"failed edit", ToolResult{ToolCallID: "c6", ToolName: "edit_file", OK: false, Content: "old text not found", Artifacts: &Artifacts{}}, false},
+		{"denied", ToolResult{ToolCallID: "c7", ToolName: "write_file", OK: false, Content: "denied: the user said no"}, false},
+		{"no artifacts", ToolResult{ToolCallID: "c8", ToolName: "mcp_search", OK: true, Content: "3 results"}, false},
+		{"empty content", ToolResult{ToolCallID: "c9", ToolName: "write_file", OK: true, Artifacts: &Artifacts{FilesModified: []string{"y"}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.r
+			e := Entry{ID: "e1", Type: TypeToolResult, Timestamp: time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC), Tokens: 9, ToolResult: &r}
+			line, err := json.Marshal(&e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lean, err := DecodeLineLean(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := lean.ToolResult.ContentOmitted; got != tc.omit {
+				t.Fatalf("ContentOmitted = %v, want %v", got, tc.omit)
+			}
+			if !tc.omit && lean.ToolResult.Content != tc.r.Content {
+				t.Fatalf("content %q, want %q", lean.ToolResult.Content, tc.r.Content)
+			}
+			leanAgrees(t, line)
+		})
 	}
 }
