@@ -42,6 +42,9 @@ var scanSegmentBytes int64 = 16 << 20
 // segment is the outcome of scanning one segment.
 type segment struct {
 	recs []lineRec
+	// checks[k] is what verify learns of the line of recs[k] (onLinked
+	// set only).
+	checks []lineCheck
 	// eof says the scan reached the end of the file: tornOff and tornLen
 	// are then the bytes after the last newline.
 	eof              bool
@@ -51,13 +54,21 @@ type segment struct {
 	endOff, startOff int64
 }
 
+// add appends a line's record and, when lines are checked, its check.
+func (seg *segment) add(r lineRec, c lineCheck) {
+	seg.recs = append(seg.recs, r)
+	if seg.checks != nil {
+		seg.checks = append(seg.checks, c)
+	}
+}
+
 // errSegmentEnd stops a segment's scan at the first line of the next one.
 var errSegmentEnd = errors.New("end of segment")
 
 // scanSegment indexes the lines of f that start in [from, to) (to < 0: to
 // the end of the file, wherever it is by then).
-func (s *Store) scanSegment(f *os.File, from, to int64, recs []lineRec) segment {
-	seg := segment{recs: recs[:0]}
+func (s *Store) scanSegment(f *os.File, from, to int64, recs []lineRec, checks []lineCheck) segment {
+	seg := segment{recs: recs[:0], checks: checks[:0]}
 	start := from
 	if from > 0 {
 		// The segment's first line starts after the first newline at or
@@ -94,7 +105,7 @@ func (s *Store) scanSegment(f *os.File, from, to int64, recs []lineRec) segment 
 			}
 			if len(bytes.TrimSpace(data)) == 0 {
 				r.blank = true
-				seg.recs = append(seg.recs, r)
+				seg.add(r, lineCheck{})
 				return nil
 			}
 		}
@@ -113,7 +124,7 @@ func (s *Store) scanSegment(f *os.File, from, to int64, recs []lineRec) segment 
 				r.n = len(whole)
 			}
 			if h, r.err = slowHeader(whole); r.err != nil {
-				seg.recs = append(seg.recs, r)
+				seg.add(r, lineCheck{})
 				return nil
 			}
 		}
@@ -156,7 +167,21 @@ func (s *Store) scanSegment(f *os.File, from, to int64, recs []lineRec) segment 
 				r.facts = FactsOf(&e)
 			} // else: reported when the entry is first loaded (LoadLenient)
 		}
-		seg.recs = append(seg.recs, r)
+		var c lineCheck
+		if s.onLinked != nil {
+			if whole == nil {
+				if cap(long) < ln.n {
+					long = make([]byte, ln.n)
+				}
+				whole = long[:ln.n]
+				if _, err := f.ReadAt(whole, ln.off); err != nil {
+					return fmt.Errorf("session %s: read at offset %d: %w", s.path, ln.off, err)
+				}
+				whole = bytes.TrimSuffix(whole, []byte("\r"))
+			}
+			c = checkLine(whole)
+		}
+		seg.add(r, c)
 		return nil
 	})
 	switch {
@@ -194,8 +219,14 @@ func nextLineStart(f *os.File, off int64) (int64, error) {
 // ahead of the one in use. It stops at use's first error.
 func (s *Store) scanSegments(f *os.File, size int64, use func(*segment) error) error {
 	workers := runtime.GOMAXPROCS(0)
+	checks := func(n int64) []lineCheck {
+		if s.onLinked == nil {
+			return nil
+		}
+		return make([]lineCheck, 0, n)
+	}
 	if size < 2*scanSegmentBytes || workers < 2 {
-		seg := s.scanSegment(f, 0, -1, make([]lineRec, 0, size/512+16))
+		seg := s.scanSegment(f, 0, -1, make([]lineRec, 0, size/512+16), checks(size/512+16))
 		return use(&seg)
 	}
 	n := int((size + scanSegmentBytes - 1) / scanSegmentBytes)
@@ -206,9 +237,13 @@ func (s *Store) scanSegments(f *os.File, size int64, use func(*segment) error) e
 	slots := make(chan struct{}, workers+1) // segments scanned or scanning, not yet used
 	// The records of a used segment are reused for a later one; lines
 	// average over 1 KiB, so one allocation each usually does.
-	free := make(chan []lineRec, workers+2)
+	type buffers struct {
+		recs   []lineRec
+		checks []lineCheck
+	}
+	free := make(chan buffers, workers+2)
 	for range workers + 1 {
-		free <- make([]lineRec, 0, scanSegmentBytes/1024)
+		free <- buffers{make([]lineRec, 0, scanSegmentBytes/1024), checks(scanSegmentBytes / 1024)}
 	}
 	done := make(chan struct{})
 	defer close(done)
@@ -223,13 +258,13 @@ func (s *Store) scanSegments(f *os.File, size int64, use func(*segment) error) e
 			if k == n-1 {
 				to = -1 // the last one reads to the end, as it is by then
 			}
-			var recs []lineRec
+			var b buffers
 			select {
-			case recs = <-free:
+			case b = <-free:
 			case <-done:
 				return
 			}
-			go func() { results[k] <- s.scanSegment(f, from, to, recs) }()
+			go func() { results[k] <- s.scanSegment(f, from, to, b.recs, b.checks) }()
 		}
 	}()
 	for k := range n {
@@ -239,7 +274,8 @@ func (s *Store) scanSegments(f *os.File, size int64, use func(*segment) error) e
 			return err
 		}
 		clear(seg.recs) // drop the strings for the collector
-		free <- seg.recs[:0]
+		clear(seg.checks)
+		free <- buffers{seg.recs[:0], seg.checks[:0]}
 	}
 	return nil
 }

@@ -45,6 +45,12 @@ func TestSegmentedScanAgrees_RT3_RT5(t *testing.T) {
 		case 31: // a foreign writer's layout: decoded by the slow path
 			fmt.Fprintf(&b, `{"type":"user","id":"%s","parentId":"%s",%s,"user":{"text":"late id"}}`+"\n", id, prev, ts)
 			prev = id
+		case 33: // a capsule keeping an entry that is not on its path
+			fmt.Fprintf(&b, `{"id":"%s","parentId":"%s","type":"capsule",%s,"tokens":4,"capsule":{"checkpointId":"ck_%d","trigger":"user","firstKeptEntryId":"e%03d","tokensBefore":9,"tokensAfter":4,"summary":"s"}}`+"\n", id, prev, ts, i, i+5)
+			prev = id
+		case 37: // a payload that does not decode
+			fmt.Fprintf(&b, `{"id":"%s","parentId":"%s","type":"user",%s,"tokens":3,"user":{"text":42}}`+"\n", id, prev, ts)
+			prev = id
 		default:
 			fmt.Fprintf(&b, `{"id":"%s","parentId":"%s","type":"assistant",%s,"tokens":5,"assistant":{"text":"%s","usage":{"inputTokens":%d,"outputTokens":1}}}`+"\n", id, prev, ts, strings.Repeat("y", i*7), 100+i)
 			prev = id
@@ -67,7 +73,23 @@ func TestSegmentedScanAgrees_RT3_RT5(t *testing.T) {
 		rep.Duration = 0
 		return s, rep
 	}
+	verify := func(segment int64) *Verification {
+		t.Helper()
+		defer func(old int64) { scanSegmentBytes = old }(scanSegmentBytes)
+		scanSegmentBytes = segment
+		v, err := VerifyFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 	want, wantRep := open(1 << 40) // one segment: the sequential scan
+	wantV := verify(1 << 40)
+	for _, p := range []string{"cannot be decoded", "firstKeptEntryId", "no tool call"} {
+		if !strings.Contains(strings.Join(wantV.Problems, "\n"), p) {
+			t.Fatalf("verify does not find %q:\n%s", p, strings.Join(wantV.Problems, "\n"))
+		}
+	}
 	if wantRep.BadLineCount == 0 || wantRep.Torn == nil || wantRep.MissingParentCount == 0 || len(wantRep.UnknownTypes) == 0 {
 		t.Fatalf("the file lacks the damage under test: %v", wantRep)
 	}
@@ -79,6 +101,9 @@ func TestSegmentedScanAgrees_RT3_RT5(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got.metas, want.metas) || !reflect.DeepEqual(got.parents, want.parents) {
 				t.Fatalf("index in %d-byte segments differs from the sequential scan's", seg)
+			}
+			if v := verify(seg); !reflect.DeepEqual(v, wantV) {
+				t.Fatalf("verify in %d-byte segments:\n%v\nwant\n%v", seg, v.Problems, wantV.Problems)
 			}
 			if got.size != want.size || got.lines != want.lines || got.heal != want.heal || got.Leaf() != want.Leaf() {
 				t.Fatalf("size/lines/heal/leaf %d/%d/%v/%s, want %d/%d/%v/%s", got.size, got.lines, got.heal, got.Leaf(),

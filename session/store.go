@@ -144,6 +144,10 @@ type Store struct {
 	// so the index file may be written; indexFileValid says the index file
 	// on disk is that of the file as it is (indexfile.go).
 	cleanIndex, indexFileValid bool
+	// onLinked, set by VerifyFile, makes resume check every entry's line
+	// where the scan reads it and hand the findings over as the entry is
+	// linked, in file order (one read of the file for both).
+	onLinked func(i int32, c *lineCheck)
 }
 
 func btoi(b bool) int {

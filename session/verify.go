@@ -1,9 +1,11 @@
 package session
 
 import (
+	"cmp"
 	"fmt"
-	"runtime"
+	"os"
 	"runtime/debug"
+	"slices"
 )
 
 // Verification is the integrity report of a session file (`soba-lsp
@@ -32,28 +34,45 @@ func (v *Verification) problem(p string) {
 	}
 }
 
-// verifyChunkBytes bounds the lines decoded at a time: verify's memory is
-// the index and one chunk, whatever the session's length.
-const verifyChunkBytes = 4 << 20
-
 // VerifyFile checks a session file without locking or writing it. Lines are
 // classified by the store's own scan, so what verify calls a bad line is
-// what resume skips, and what it keeps is what resume keeps. Then every
-// indexed entry is decoded once, in file order and in parallel chunks, for
-// the checks resume leaves to the reader: a payload that does not decode
-// (resume keeps the entry and leaves it out of the model input), a known
-// type without its payload, the session header first, every tool result's
-// call on its path, every capsule's firstKeptEntryId on its path.
+// what resume skips, and what it keeps is what resume keeps. The same scan,
+// on all cores, checks each indexed entry's line where it reads it, and the
+// entries are checked in file order as they are linked, for what resume
+// leaves to the reader: a payload that does not decode (resume keeps the
+// entry and leaves it out of the model input), a known type without its
+// payload, the session header first, every tool result's call on its path
+// and every capsule's firstKeptEntryId on its path. The file is read once;
+// memory is the index and the scan's few segments.
 func VerifyFile(path string) (*Verification, error) {
+	f, err := openFile(path, os.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	s := newStore(path, f, Options{CacheEntries: -1, FullScan: true})
+	s.readOnly = true
+	defer s.Close()
+	// What the entries' checks find, by entry; capsules are checked once
+	// the index is whole (their first kept entry is looked up by id).
+	var found []entryProblem
+	var capsules []int32
+	caps := map[int32]*Capsule{}
+	callAt := map[string]int32{} // tool call id → the entry that made it
+	s.onLinked = func(i int32, c *lineCheck) {
+		found = c.checkLinks(s, i, callAt, found)
+		if c.capsule != nil {
+			capsules = append(capsules, i)
+			caps[i] = c.capsule
+		}
+	}
 	// The index is kept to the end: a collection while it is built finds
 	// nothing to free (as in the offline commands' resume).
 	gc := debug.SetGCPercent(-1)
-	s, rep, err := OpenReadOnly(path, Options{CacheEntries: -1, FullScan: true})
+	rep, err := s.resume(f)
 	debug.SetGCPercent(gc)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
 	v := &Verification{Path: path, Entries: rep.Entries}
 	for _, p := range rep.Problems {
 		v.problem(p)
@@ -77,130 +96,111 @@ func VerifyFile(path string) (*Verification, error) {
 	if unknown > maxListed {
 		v.Notes = append(v.Notes, fmt.Sprintf("%d more entries of unknown types", unknown-maxListed))
 	}
-
-	callAt := map[string]int32{} // tool call id → the entry that made it
-	// Chunks of consecutive entries up to verifyChunkBytes (at least one
-	// entry each), each read in one pass over its byte range. The cores
-	// take one chunk each, read and validate it; then the chunks' entries
-	// are checked in file order (tool calls before their results).
-	var bounds []int
-	for start := 0; start < len(metas); {
-		end := start + 1
-		for end < len(metas) && metas[end].Offset+int64(metas[end].Len)-metas[start].Offset <= verifyChunkBytes {
-			end++
+	for _, i := range capsules {
+		if p := s.capsuleProblem(i, caps[i]); p != "" {
+			found = append(found, entryProblem{i, p})
 		}
-		bounds = append(bounds, start)
-		start = end
 	}
-	bounds = append(bounds, len(metas))
-	type chunkResult struct {
-		decoded []Entry
-		errs    []error
-		err     error
-		buf     *[]byte
-	}
-	n := len(bounds) - 1
-	workers := runtime.GOMAXPROCS(0)
-	// The cores read and check chunks ahead while this goroutine checks
-	// the links of the chunks before, in order; at most workers+1 chunks
-	// are read and not yet linked, so memory stays bounded.
-	results := make([]chan chunkResult, n)
-	for k := range results {
-		results[k] = make(chan chunkResult, 1)
-	}
-	bufs := make(chan *[]byte, workers+1)
-	for range workers + 1 {
-		bufs <- new([]byte)
-	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		for k := range n {
-			var pb *[]byte
-			select {
-			case pb = <-bufs:
-			case <-done:
-				return
-			}
-			go func() {
-				chunk := metas[bounds[k]:bounds[k+1]]
-				from, to := chunk[0].Offset, chunk[len(chunk)-1].Offset+int64(chunk[len(chunk)-1].Len)
-				if int64(cap(*pb)) < to-from {
-					*pb = make([]byte, to-from)
-				}
-				buf := (*pb)[:to-from]
-				if _, err := s.f.ReadAt(buf, from); err != nil {
-					results[k] <- chunkResult{err: fmt.Errorf("%s: read at offset %d: %w", path, from, err), buf: pb}
-					return
-				}
-				r := chunkResult{decoded: make([]Entry, len(chunk)), errs: make([]error, len(chunk)), buf: pb}
-				for i, m := range chunk {
-					line := buf[m.Offset-from : m.Offset-from+int64(m.Len)]
-					var ok bool
-					if r.decoded[i], ok = quickCheck(line); !ok {
-						r.decoded[i], r.errs[i] = DecodeLine(line)
-					}
-				}
-				results[k] <- r
-			}()
-		}
-	}()
-	for k := range n {
-		r := <-results[k]
-		bufs <- r.buf
-		if r.err != nil {
-			return nil, r.err
-		}
-		for i := range r.decoded {
-			v.checkEntry(s, int32(bounds[k]+i), &r.decoded[i], r.errs[i], callAt)
-		}
+	// In file order; an entry's own problems in the order found.
+	slices.SortStableFunc(found, func(a, b entryProblem) int { return cmp.Compare(a.at, b.at) })
+	for _, p := range found {
+		v.problem(p.text)
 	}
 	return v, nil
 }
 
-// checkEntry checks entry i of s, decoded as e (or not: err).
-func (v *Verification) checkEntry(s *Store, i int32, e *Entry, err error, callAt map[string]int32) {
-	m := s.metas[i]
-	if err != nil {
-		v.problem(fmt.Sprintf("line %d: entry %q cannot be decoded: %v; resume keeps it and leaves it out of the model input", m.Line, m.ID, err))
-		return
+// entryProblem is a problem verify found with entry at.
+type entryProblem struct {
+	at   int32
+	text string
+}
+
+// lineCheck is what verify learns of one entry's line where the scan reads
+// it: whether it decodes, its type and payload, and the ids its links
+// name.
+type lineCheck struct {
+	err        error // the payload does not decode
+	typ        string
+	payload    string   // what is wrong with its payload (payloadProblem)
+	callIDs    []string // an answer's tool calls
+	result     bool     // a tool result
+	resultCall string   // the call it answers
+	capsule    *Capsule // a capsule's ids (checkpoint, first kept)
+}
+
+// checkLine decodes line as verify needs it: with the validating scanner
+// for our own layout, the JSON decoder for any other.
+func checkLine(line []byte) lineCheck {
+	e, ok := quickCheck(line)
+	if !ok {
+		var err error
+		if e, err = DecodeLine(line); err != nil {
+			return lineCheck{err: err}
+		}
 	}
+	c := lineCheck{typ: e.Type}
 	if !KnownType(e.Type) {
-		return
+		return c
 	}
-	if why := payloadProblem(e); why != "" {
-		v.problem(fmt.Sprintf("line %d: entry %s: %s", m.Line, m.ID, why))
-	}
+	c.payload = payloadProblem(&e)
 	switch {
 	case e.Assistant != nil:
-		for _, c := range e.Assistant.ToolCalls {
-			callAt[c.ID] = i
+		for _, tc := range e.Assistant.ToolCalls {
+			c.callIDs = append(c.callIDs, tc.ID)
 		}
 	case e.ToolResult != nil:
-		id := e.ToolResult.ToolCallID
-		j, ok := callAt[id]
+		c.result, c.resultCall = true, e.ToolResult.ToolCallID
+	case e.Capsule != nil:
+		if e.Capsule.FirstKeptEntryID != "" {
+			c.capsule = &Capsule{CheckpointID: e.Capsule.CheckpointID, FirstKeptEntryID: e.Capsule.FirstKeptEntryID}
+		}
+	}
+	return c
+}
+
+// checkLinks appends to found the problems of entry i of s, checked as c,
+// whose ancestors are all linked: its payload and, for a tool result, its
+// call on its path. callAt maps the calls seen so far to their entries.
+func (c *lineCheck) checkLinks(s *Store, i int32, callAt map[string]int32, found []entryProblem) []entryProblem {
+	m := s.metas[i]
+	if c.err != nil {
+		return append(found, entryProblem{i, fmt.Sprintf("line %d: entry %q cannot be decoded: %v; resume keeps it and leaves it out of the model input", m.Line, m.ID, c.err)})
+	}
+	if !KnownType(c.typ) {
+		return found
+	}
+	if c.payload != "" {
+		found = append(found, entryProblem{i, fmt.Sprintf("line %d: entry %s: %s", m.Line, m.ID, c.payload)})
+	}
+	for _, id := range c.callIDs {
+		callAt[id] = i
+	}
+	if c.result {
+		j, ok := callAt[c.resultCall]
 		switch {
 		case !ok:
-			v.problem(fmt.Sprintf("line %d: tool result %s: no tool call %q before it", m.Line, m.ID, id))
+			found = append(found, entryProblem{i, fmt.Sprintf("line %d: tool result %s: no tool call %q before it", m.Line, m.ID, c.resultCall)})
 		case !s.isAncestor(j, i):
-			c := s.metas[j]
-			v.problem(fmt.Sprintf("line %d: tool result %s: its call %q (entry %s, line %d) is not on its path", m.Line, m.ID, id, c.ID, c.Line))
+			cl := s.metas[j]
+			found = append(found, entryProblem{i, fmt.Sprintf("line %d: tool result %s: its call %q (entry %s, line %d) is not on its path", m.Line, m.ID, c.resultCall, cl.ID, cl.Line)})
 		}
-	case e.Capsule != nil:
-		fk := e.Capsule.FirstKeptEntryID
-		if fk == "" {
-			return
-		}
-		j, ok := s.find(fk)
-		if ok && s.isAncestor(j, i) {
-			return
-		}
-		where := "is not in the file"
-		if ok {
-			where = "is not on its path"
-		}
-		v.problem(fmt.Sprintf("line %d: capsule %s (entry %s): firstKeptEntryId %s %s", m.Line, e.Capsule.CheckpointID, m.ID, fk, where))
 	}
+	return found
+}
+
+// capsuleProblem checks that capsule c of entry i keeps an entry on its
+// path, once the whole file is indexed; "" when it does.
+func (s *Store) capsuleProblem(i int32, c *Capsule) string {
+	j, ok := s.find(c.FirstKeptEntryID)
+	if ok && s.isAncestor(j, i) {
+		return ""
+	}
+	where := "is not in the file"
+	if ok {
+		where = "is not on its path"
+	}
+	m := s.metas[i]
+	return fmt.Sprintf("line %d: capsule %s (entry %s): firstKeptEntryId %s %s", m.Line, c.CheckpointID, m.ID, c.FirstKeptEntryID, where)
 }
 
 // isAncestor reports whether entry a is a strict ancestor of entry i, by
