@@ -29,11 +29,21 @@ type pathView struct {
 	next      int // the index after the last one read
 	ahead     []session.Entry
 	aheadFrom int
-	// prefetch delivers the batch that starts at prefetchFrom (where ahead
-	// ends); nil when none is under way. A batch the reader does not come
-	// to is dropped: the channel has room for it.
-	prefetch     chan loadedBatch
-	prefetchFrom int
+	// prefetch are the batches after the window being decoded in the
+	// background, in path order, the first starting where ahead ends. A
+	// batch the reader does not come to is dropped: its channel has room
+	// for it.
+	prefetch []pendingBatch
+}
+
+// prefetchDepth is how many batches are decoded ahead of the window: two,
+// so that one batch's read from the file overlaps another's decoding.
+const prefetchDepth = 2
+
+// pendingBatch is a batch of entries from `from` on, being decoded.
+type pendingBatch struct {
+	from, end int
+	ch        chan loadedBatch
 }
 
 // loadedBatch is the result of one background LoadMany.
@@ -55,7 +65,7 @@ func (v *pathView) Len() int { return len(v.path) }
 
 // Node implements compaction.Transcript.
 func (v *pathView) Node(i int) compaction.Node {
-	m := v.path[i]
+	m := &v.path[i]
 	return compaction.Node{ID: m.ID, Type: m.Type, Tokens: m.Tokens, Facts: m.Facts, MayHaveUsage: m.MayHaveUsage}
 }
 
@@ -71,9 +81,9 @@ func (v *pathView) Entry(i int) (*session.Entry, error) {
 		v.next = i + 1
 		return &e, nil
 	}
-	if v.prefetch != nil && i == v.prefetchFrom {
-		b := <-v.prefetch
-		v.prefetch = nil
+	if len(v.prefetch) > 0 && i == v.prefetch[0].from {
+		b := <-v.prefetch[0].ch
+		v.prefetch = v.prefetch[1:]
 		if b.err == nil {
 			v.install(i, b.entries)
 			e := b.entries[0]
@@ -81,6 +91,7 @@ func (v *pathView) Entry(i int) (*session.Entry, error) {
 		}
 		// A failed background read: read again below, and say why.
 	}
+	v.prefetch = nil // the reader left the walk: what is under way is dropped
 	if i == v.next && i > 0 && i+1 < len(v.path) {
 		// The second read in a row in order: batch the ones ahead.
 		es, err := v.load(v.path[i:v.batchEnd(i)])
@@ -111,20 +122,25 @@ func (v *pathView) batchEnd(i int) int {
 }
 
 // install makes es, the entries from i on, the window, and starts decoding
-// the batch after it in the background. v.mu is held.
+// the batches after it in the background, up to prefetchDepth. v.mu is
+// held.
 func (v *pathView) install(i int, es []session.Entry) {
 	v.ahead, v.aheadFrom, v.next = es, i, i+1
 	from := i + len(es)
-	if from >= len(v.path) {
-		return
+	if n := len(v.prefetch); n > 0 {
+		from = v.prefetch[n-1].end
 	}
-	metas := v.path[from:v.batchEnd(from)]
-	ch := make(chan loadedBatch, 1)
-	v.prefetch, v.prefetchFrom = ch, from
-	go func() {
-		es, err := v.load(metas)
-		ch <- loadedBatch{es, err}
-	}()
+	for len(v.prefetch) < prefetchDepth && from < len(v.path) {
+		end := v.batchEnd(from)
+		metas := v.path[from:end]
+		ch := make(chan loadedBatch, 1)
+		v.prefetch = append(v.prefetch, pendingBatch{from: from, end: end, ch: ch})
+		go func() {
+			es, err := v.load(metas)
+			ch <- loadedBatch{es, err}
+		}()
+		from = end
+	}
 }
 
 // load decodes the entries of metas, lean or in full as the view does.
