@@ -332,7 +332,7 @@ func metaTokens(metas []session.Meta) int {
 	n := 0
 	for _, m := range metas {
 		if isModelType(m.Type) {
-			n += m.Tokens
+			n += int(m.Tokens)
 		}
 	}
 	return n

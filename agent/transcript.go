@@ -66,7 +66,7 @@ func (v *pathView) Len() int { return len(v.path) }
 // Node implements compaction.Transcript.
 func (v *pathView) Node(i int) compaction.Node {
 	m := &v.path[i]
-	return compaction.Node{ID: m.ID, Type: m.Type, Tokens: m.Tokens, Facts: m.Facts, MayHaveUsage: m.MayHaveUsage}
+	return compaction.Node{ID: m.ID, Type: m.Type, Tokens: int(m.Tokens), Facts: m.Facts, MayHaveUsage: m.MayHaveUsage}
 }
 
 // Entry implements compaction.Transcript.

@@ -46,7 +46,7 @@ func TestResumeIndexHoldsFacts_RT4(t *testing.T) {
 		if live[i].Type == TypeAssistant && live[i].MayHaveUsage && !resumed[i].MayHaveUsage {
 			t.Errorf("entry %d: usage lost on resume", i)
 		}
-		if live[i].Line != resumed[i].Line || resumed[i].Line != i+1 {
+		if live[i].Line != resumed[i].Line || int(resumed[i].Line) != i+1 {
 			t.Errorf("entry %d: line %d after Append, %d after Open", i, live[i].Line, resumed[i].Line)
 		}
 	}

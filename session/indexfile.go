@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/soba-agent/soba-lsp/internal/id"
@@ -145,8 +144,7 @@ func (s *Store) encodeIndex(st fileStamp) ([]byte, error) {
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("entry %s has type %q", m.ID, m.Type)
-		case len(m.ID) == 0 || len(m.ID) > math.MaxUint16 || m.Len < 0 || m.Len > math.MaxUint32 ||
-			m.Tokens < 0 || m.Tokens > math.MaxUint32 || m.Line <= 0 || m.Line > math.MaxUint32:
+		case len(m.ID) == 0 || len(m.ID) > math.MaxUint16 || m.Len < 0 || m.Tokens < 0 || m.Line <= 0 || m.tz == tzNone:
 			return nil, fmt.Errorf("entry %s does not fit the index file", m.ID)
 		}
 		var flags byte
@@ -161,9 +159,9 @@ func (s *Store) encodeIndex(st fileStamp) ([]byte, error) {
 				return nil, err
 			}
 		}
-		if m.Timestamp.Location() != time.UTC {
+		if m.tz != tzUTC {
 			flags |= ixZone
-			_, x.zone = m.Timestamp.Zone()
+			x.zone = int(m.tz)
 		}
 		if flags&(ixFacts|ixZone) != 0 {
 			extras = append(extras, x)
@@ -174,7 +172,7 @@ func (s *Store) encodeIndex(st fileStamp) ([]byte, error) {
 		b = le.AppendUint64(b, uint64(m.Offset))
 		b = le.AppendUint32(b, uint32(m.Len))
 		b = le.AppendUint32(b, uint32(m.Tokens))
-		b = le.AppendUint64(b, uint64(m.Timestamp.UnixNano()))
+		b = le.AppendUint64(b, uint64(m.ts))
 		b = le.AppendUint32(b, uint32(m.Line))
 	}
 	b = le.AppendUint64(b, uint64(len(extras)))
@@ -287,9 +285,12 @@ func (s *Store) decodeIndex(r io.Reader, total int64, st fileStamp) error {
 			m.ID = ids[idAt : idAt+idLen]
 			idAt += idLen
 			m.Type = entryTypeCodes[code]
-			m.Offset, m.Len, m.Line = off, int(ln), line
-			m.Tokens = int(le.Uint32(r[20:]))
-			m.Timestamp = time.Unix(0, int64(le.Uint64(r[24:]))).UTC()
+			tokens := le.Uint32(r[20:])
+			if ln > MaxEntryBytes || tokens > math.MaxInt32 || line > math.MaxInt32 {
+				return errIndexFile
+			}
+			m.Offset, m.Len, m.Line, m.Tokens = off, int32(ln), int32(line), int32(tokens)
+			m.ts, m.tz = int64(le.Uint64(r[24:])), tzUTC
 			m.MayHaveUsage = flags&ixUsage != 0
 			parents[i] = int32(parent)
 			if parent >= 0 {
@@ -332,7 +333,7 @@ func (s *Store) decodeIndex(r io.Reader, total int64, st fileStamp) error {
 			if zone < -24*3600 || zone > 24*3600 {
 				return errIndexFile
 			}
-			m.Timestamp = m.Timestamp.In(time.FixedZone("", int(zone)))
+			m.tz = zone
 		}
 		if flagsOf[k]&ixFacts != 0 {
 			m.Facts = new(Facts)

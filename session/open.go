@@ -126,7 +126,7 @@ func (s *Store) Undecodable(metas []Meta) []BadLine {
 	var out []BadLine
 	for _, m := range metas {
 		if _, err := s.Load(m.ID); err != nil && !errors.Is(err, ErrClosed) {
-			line := m.Line
+			line := int(m.Line)
 			if line == 0 {
 				line, _ = s.LineOf(m.Offset)
 			}

@@ -174,8 +174,14 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 				parentID = prevID
 			}
 			prevID = r.id
-			m := Meta{ID: r.id, Type: r.typ, Offset: r.off, Len: r.n, Tokens: r.tokens, Timestamp: r.ts, Line: lineNo,
+			if r.n > MaxEntryBytes {
+				bad(r.off, fmt.Errorf("a line of %d bytes, over the %d an entry may have", r.n, MaxEntryBytes),
+					fmt.Sprintf("line %d: %d bytes, over the %d an entry may have: skipped", lineNo, r.n, MaxEntryBytes))
+				continue
+			}
+			m := Meta{ID: r.id, Type: r.typ, Offset: r.off, Len: int32(r.n), Tokens: clamp32(r.tokens), Line: clamp32(lineNo),
 				MayHaveUsage: r.mayHaveUsage, Facts: r.facts}
+			m.setTimestamp(r.ts)
 			// One map operation per entry: insert, and learn from the size
 			// whether the id was there already (rare; then the old index is
 			// restored).
@@ -253,7 +259,7 @@ func (s *Store) finishResume() {
 	if len(s.metas) == 0 {
 		return
 	}
-	if last := len(s.metas) - 1; s.metas[last].Depth == last {
+	if last := len(s.metas) - 1; int(s.metas[last].Depth) == last {
 		// The leaf has every entry as an ancestor: the session is one
 		// line of entries and its path is the index itself, shared
 		// (capacity clipped, so an append copies it) rather than
@@ -291,7 +297,7 @@ func (s *Store) estimateMissing(f *os.File, rep *OpenReport) error {
 	}
 	var missing []int
 	for i := range s.metas {
-		if MissingEstimate(s.metas[i].Type, s.metas[i].Tokens) {
+		if MissingEstimate(s.metas[i].Type, int(s.metas[i].Tokens)) {
 			missing = append(missing, i)
 		}
 	}
@@ -308,7 +314,7 @@ func (s *Store) estimateMissing(f *os.File, rep *OpenReport) error {
 			var line []byte
 			for _, i := range chunk {
 				m := &s.metas[i] // each index is one goroutine's alone
-				line = slices.Grow(line[:0], m.Len)[:m.Len]
+				line = slices.Grow(line[:0], int(m.Len))[:m.Len]
 				if _, err := f.ReadAt(line, m.Offset); err != nil {
 					return fmt.Errorf("session %s: read entry %q at offset %d: %w", s.path, m.ID, m.Offset, err)
 				}
@@ -316,7 +322,7 @@ func (s *Store) estimateMissing(f *os.File, rep *OpenReport) error {
 				if err != nil {
 					continue // its header decoded; a payload that does not stays at 0
 				}
-				m.Tokens = s.opt.Estimate(&e)
+				m.Tokens = clamp32(s.opt.Estimate(&e))
 				estimated.Add(1)
 			}
 			return nil

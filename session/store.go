@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -87,22 +88,66 @@ type Options struct {
 // Meta is the header of one entry, kept in memory for every entry of the
 // session; payloads stay on disk until Load.
 type Meta struct {
-	ID        string
-	ParentID  string // "" for a root
-	Type      string
-	Offset    int64 // byte offset of the line in the file
-	Len       int   // line length without the newline
-	Tokens    int
-	Timestamp time.Time
-	Depth     int // 0 for a root; the entry's index on its root→leaf path
-	Line      int // 1-based line number in the file, for reports
+	ID       string
+	ParentID string // "" for a root
+	Type     string
+	Offset   int64 // byte offset of the line in the file
 	// Facts are the payload fields resume needs (settings, intents,
 	// activated skills), nil for most entries.
 	Facts *Facts
+	// ts and tz are Timestamp (metaTime): the index holds one Meta per
+	// entry, and a time.Time would make each a quarter larger.
+	ts     int64
+	Len    int32 // line length without the newline
+	Tokens int32
+	Depth  int32 // 0 for a root; the entry's index on its root→leaf path
+	Line   int32 // 1-based line number in the file, for reports
+	tz     int32
 	// MayHaveUsage is false when the entry certainly carries no provider
 	// usage, so a reader looking for the newest usage need not decode it.
 	MayHaveUsage bool
 }
+
+// Timestamp is the entry's timestamp, in the zone it was written with (a
+// fixed offset: zone names are not kept).
+func (m *Meta) Timestamp() time.Time {
+	switch m.tz {
+	case tzNone:
+		return time.Time{}
+	case tzUTC:
+		return time.Unix(0, m.ts).UTC()
+	}
+	return time.Unix(0, m.ts).In(time.FixedZone("", int(m.tz)))
+}
+
+// setTimestamp sets what Timestamp returns.
+func (m *Meta) setTimestamp(t time.Time) {
+	switch {
+	case t.IsZero():
+		m.ts, m.tz = 0, tzNone
+	case t.Location() == time.UTC:
+		m.ts, m.tz = t.UnixNano(), tzUTC
+	default:
+		_, off := t.Zone()
+		m.ts, m.tz = t.UnixNano(), int32(off)
+	}
+}
+
+// MaxEntryBytes is the longest line an entry may have (Meta.Len is 32 bits):
+// a longer line is refused by Append and reported as a bad line by resume,
+// never indexed, so no reader is asked to hold it.
+const MaxEntryBytes = math.MaxInt32
+
+// clamp32 is n in 32 bits, saturating: a token estimate or line number past
+// 2^31 (a hostile file) reads as the largest, never as a negative.
+func clamp32(n int) int32 { return int32(min(max(n, math.MinInt32), math.MaxInt32)) }
+
+// Meta.tz values beside a zone's offset east of UTC in seconds (at most a
+// day either way).
+const (
+	tzUTC  = math.MinInt32
+	tzNone = math.MinInt32 + 1
+)
 
 // Store is an open session file: the index of every entry, the current leaf
 // and its path, and the file held under an exclusive advisory lock.
@@ -425,6 +470,10 @@ func (s *Store) Append(e Entry) (Entry, error) {
 	}
 	buf := s.enc.Bytes()
 	lineLen := len(buf) - lead - 1 // Encode ends the line with "\n"
+	if lineLen > MaxEntryBytes {
+		s.enc.Truncate(lead)
+		return e, fmt.Errorf("session: append %s entry: %d bytes, over the %d an entry may have", e.Type, lineLen, MaxEntryBytes)
+	}
 
 	// Work out the new path before writing, so a failed write changes nothing.
 	newPath := s.pathThrough(parent)
@@ -448,9 +497,10 @@ func (s *Store) Append(e Entry) (Entry, error) {
 		}
 	}
 	m := Meta{ID: e.ID, ParentID: e.Parent(), Type: internType(e.Type), Offset: s.size + int64(lead),
-		Len: lineLen, Tokens: e.Tokens, Timestamp: e.Timestamp, Line: s.lines + 1 + btoi(s.heal),
+		Len: int32(lineLen), Tokens: clamp32(e.Tokens), Line: clamp32(s.lines + 1 + btoi(s.heal)),
 		Facts: FactsOf(&e), MayHaveUsage: HasUsage(&e)}
-	s.lines = m.Line
+	m.setTimestamp(e.Timestamp)
+	s.lines = int(m.Line)
 	s.size += int64(n)
 	s.heal = false
 	if parent >= 0 {
@@ -580,7 +630,7 @@ func (s *Store) LoadLenientMeta(m Meta) (e Entry, bad *BadLine, err error) {
 	s.mu.Unlock()
 	e = HeaderOnly(m)
 	if first {
-		bad = &BadLine{Line: m.Line, Offset: m.Offset, Err: fmt.Errorf("entry %q cannot be decoded: %v", m.ID, de.Err)}
+		bad = &BadLine{Line: int(m.Line), Offset: m.Offset, Err: fmt.Errorf("entry %q cannot be decoded: %v", m.ID, de.Err)}
 		if hook != nil {
 			hook(*bad)
 		}
@@ -610,7 +660,7 @@ func (s *Store) MarkUndecodable(id string) {
 // HeaderOnly is the entry of m without a payload: what readers see of an
 // entry whose payload does not decode.
 func HeaderOnly(m Meta) Entry {
-	e := Entry{ID: m.ID, Type: m.Type, Timestamp: m.Timestamp, Tokens: m.Tokens}
+	e := Entry{ID: m.ID, Type: m.Type, Timestamp: m.Timestamp(), Tokens: int(m.Tokens)}
 	if m.ParentID != "" {
 		p := m.ParentID
 		e.ParentID = &p
@@ -839,7 +889,7 @@ func (s *Store) pathThrough(parent int32) []Meta {
 	var walk []int32
 	keep := 0
 	for i := parent; i >= 0; i = s.parents[i] {
-		d := s.metas[i].Depth
+		d := int(s.metas[i].Depth)
 		if d < n && s.leafPath[d].ID == s.metas[i].ID {
 			keep = d + 1
 			break
@@ -973,7 +1023,7 @@ func (s *Store) loadMany(metas []Meta, lean bool) ([]Entry, error) {
 		hook := s.onUndecodable
 		s.mu.Unlock()
 		if first && hook != nil {
-			hook(BadLine{Line: m.Line, Offset: m.Offset, Err: fmt.Errorf("entry %q cannot be decoded: %v", m.ID, err)})
+			hook(BadLine{Line: int(m.Line), Offset: m.Offset, Err: fmt.Errorf("entry %q cannot be decoded: %v", m.ID, err)})
 		}
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -181,7 +182,7 @@ func TestIDsParentsAndPath_RT2(t *testing.T) {
 			t.Fatalf("path has %d entries from %q to %q, leaf %q; want %d to %q", len(p), p[0].ID, p[len(p)-1].ID, st.Leaf(), n+1, prev)
 		}
 		for i, m := range p {
-			if m.Depth != i || (i > 0 && m.ParentID != p[i-1].ID) {
+			if int(m.Depth) != i || (i > 0 && m.ParentID != p[i-1].ID) {
 				t.Fatalf("path[%d] = %+v is not the child of %q at depth %d", i, m, p[max(i-1, 0)].ID, i)
 			}
 		}
@@ -212,7 +213,7 @@ func TestExplicitIDAndClock(t *testing.T) {
 	if !b.Timestamp.After(a.Timestamp) || a.Timestamp.Location() != time.UTC {
 		t.Fatalf("timestamps %v, %v", a.Timestamp, b.Timestamp)
 	}
-	if m, _ := s.Meta("mine"); m.Tokens != 103 || !m.Timestamp.Equal(a.Timestamp) || m.Type != TypeUser {
+	if m, _ := s.Meta("mine"); m.Tokens != 103 || !m.Timestamp().Equal(a.Timestamp) || m.Type != TypeUser {
 		t.Fatalf("meta %+v", m)
 	}
 }
@@ -394,7 +395,7 @@ func TestRewindBranches_RT4(t *testing.T) {
 		t.Fatalf("path after rewind to the old branch = %v, want %v", got, want2)
 	}
 	for i, m := range s.Path() {
-		if m.Depth != i {
+		if int(m.Depth) != i {
 			t.Fatalf("path[%d] has depth %d", i, m.Depth)
 		}
 	}
@@ -793,7 +794,7 @@ func TestOpenEstimatesEntriesWithoutTokens_RG4(t *testing.T) {
 			defer s.Close()
 			got := map[string]int{}
 			for _, m := range s.Path() {
-				got[m.ID] = m.Tokens
+				got[m.ID] = int(m.Tokens)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("tokens %v, want %v", got, tc.want)
@@ -808,5 +809,52 @@ func TestOpenEstimatesEntriesWithoutTokens_RG4(t *testing.T) {
 	}
 	if !bytes.Equal(readFile(t, path), data) {
 		t.Fatal("Open changed the file")
+	}
+}
+
+// TestMetaTimestampKeepsInstantAndOffset: the index keeps an entry's
+// timestamp as its instant and its zone's offset (zone names are not
+// kept), and a missing one as missing; live, resumed by a scan and resumed
+// from the index file alike.
+func TestMetaTimestampKeepsInstantAndOffset(t *testing.T) {
+	for _, ts := range []time.Time{
+		time.Date(2026, 7, 1, 12, 0, 0, 123456789, time.UTC),
+		time.Date(2026, 7, 1, 12, 0, 0, 0, time.FixedZone("IST", 5*3600+1800)),
+		time.Date(1969, 12, 31, 23, 59, 59, 0, time.FixedZone("", -8*3600)),
+		{},
+	} {
+		var m Meta
+		m.setTimestamp(ts)
+		got := m.Timestamp()
+		_, gotOff := got.Zone()
+		_, wantOff := ts.Zone()
+		if !got.Equal(ts) || gotOff != wantOff || got.IsZero() != ts.IsZero() {
+			t.Errorf("%v: Timestamp() = %v", ts, got)
+		}
+		if ts.Location() == time.UTC && got.Location() != time.UTC {
+			t.Errorf("%v: UTC came back as %v", ts, got.Location())
+		}
+	}
+}
+
+// TestHugeTokenEstimateSaturates: a hand-edited or hostile line whose token
+// estimate does not fit 32 bits reads as the largest estimate, so the budget
+// errs on the side of compacting, never as a negative count.
+func TestHugeTokenEstimateSaturates(t *testing.T) {
+	const ts = `"timestamp":"2026-07-01T12:00:00Z"`
+	lines := `{"id":"h","parentId":null,"type":"session",` + ts + `,"session":{"version":1,"sessionId":"big"}}` + "\n" +
+		`{"id":"u1","parentId":"h","type":"user",` + ts + `,"tokens":99999999999,"user":{"text":"hi"}}` + "\n"
+	path := filepath.Join(t.TempDir(), "big.jsonl")
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := OpenReadOnly(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, ok := s.Meta("u1")
+	if !ok || m.Tokens != math.MaxInt32 {
+		t.Fatalf("u1: %v %+v; want %d tokens", ok, m, math.MaxInt32)
 	}
 }

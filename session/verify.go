@@ -89,7 +89,7 @@ func VerifyFile(path string) (*Verification, error) {
 				v.Notes = append(v.Notes, fmt.Sprintf("line %d: entry %s has type %q, unknown to this version: kept and skipped", m.Line, m.ID, m.Type))
 			}
 		}
-		if MissingEstimate(m.Type, m.Tokens) {
+		if MissingEstimate(m.Type, int(m.Tokens)) {
 			v.Unestimated++
 		}
 	}
