@@ -88,6 +88,14 @@ func Restore(path compaction.Transcript, base compaction.Base, counter compactio
 func capsulesAndFacts(path compaction.Transcript) iter.Seq2[int, compaction.Node] {
 	return func(yield func(int, compaction.Node) bool) {
 		if v, ok := path.(*pathView); ok {
+			if marked, ok := v.marked(); ok {
+				for _, i := range marked {
+					if int(i) >= len(v.path) || !yield(int(i), v.Node(int(i))) {
+						return
+					}
+				}
+				return
+			}
 			for i := range v.path {
 				if m := &v.path[i]; (m.Facts != nil || m.Type == session.TypeCapsule) && !yield(i, v.Node(i)) {
 					return

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -245,4 +246,70 @@ func TestPathViewReadAhead_RT2(t *testing.T) {
 	}
 	check(200)
 	check(201) // a new window and a background read of the next
+}
+
+// TestRestoreReadsMarkedEntriesAlike_RT4: resume finds the capsules and the
+// entries carrying facts through the store's list of them when the path is
+// the whole index, and by walking the path otherwise (a branch); both give
+// what walking every header gives.
+func TestRestoreReadsMarkedEntriesAlike_RT4(t *testing.T) {
+	dir := t.TempDir()
+	s, err := session.Create(dir, session.SessionHeader{SessionID: "s_marked"}, session.Options{Sync: session.SyncNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	off := false
+	var rewindTo string
+	for k := range 300 {
+		e := session.Entry{Type: session.TypeUser, User: &session.UserMessage{Text: fmt.Sprint("m", k)}}
+		switch k % 50 {
+		case 7:
+			e = session.Entry{Type: session.TypeSettings, Settings: &session.Settings{AutoCompact: &off, ConsumedIntents: []string{"milestone"}}}
+		case 19:
+			e = session.Entry{Type: session.TypeCheckpoint, Checkpoint: &session.Checkpoint{CheckpointID: fmt.Sprint("ck_", k), Kind: "milestone", Intent: "milestone"}}
+		case 31:
+			e = session.Entry{Type: session.TypeCapsule, Capsule: &session.Capsule{CheckpointID: fmt.Sprint("ck_c", k), Trigger: "user", Quality: "full"}}
+		}
+		got, err := s.Append(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 200 {
+			rewindTo = got.ID
+		}
+	}
+	type found struct {
+		i   int
+		typ string
+	}
+	walk := func(v compaction.Transcript) (out []found) {
+		for i, n := range capsulesAndFacts(struct{ compaction.Transcript }{v}) { // not a *pathView: every header
+			out = append(out, found{i, n.Type})
+		}
+		return out
+	}
+	marked := func(v compaction.Transcript) (out []found) {
+		for i, n := range capsulesAndFacts(v) {
+			out = append(out, found{i, n.Type})
+		}
+		return out
+	}
+	linear := StoreTranscript(s)
+	if _, ok := linear.(*pathView).marked(); !ok {
+		t.Fatal("a session without branches is not read through the store's list")
+	}
+	if got, want := marked(linear), walk(linear); !slices.Equal(got, want) || len(want) != 18 {
+		t.Fatalf("from the list %v, walking %v (want 18)", got, want)
+	}
+	if _, err := s.Rewind(rewindTo); err != nil {
+		t.Fatal(err)
+	}
+	branch := StoreTranscript(s)
+	if _, ok := branch.(*pathView).marked(); ok {
+		t.Fatal("a branch is read through the store's list")
+	}
+	if got, want := marked(branch), walk(branch); !slices.Equal(got, want) {
+		t.Fatalf("on a branch %v, walking %v", got, want)
+	}
 }

@@ -157,6 +157,18 @@ func (v *pathView) Lean() compaction.Transcript {
 	return &pathView{store: v.store, path: v.path, latest: v.latest, lean: true}
 }
 
+// marked returns the positions on the view's path of its capsules and the
+// entries carrying facts, from the store, when the path is the store's
+// index from its first entry on (a session without branches): then a
+// position in the index is one on the path.
+func (v *pathView) marked() ([]int32, bool) {
+	all := v.store.All()
+	if len(v.path) == 0 || len(all) < len(v.path) || &all[0] != &v.path[0] {
+		return nil, false
+	}
+	return v.store.Marked(), true
+}
+
 // LatestCapsule implements compaction.Transcript.
 func (v *pathView) LatestCapsule() int { return v.latest }
 

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"syscall"
 	"unsafe"
 
@@ -189,33 +190,22 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 var errIndexFile = errors.New("not a valid index file")
 
-// ixChunk is how many records decodeIndex reads at a time.
-const ixChunk = 2048
-
-// decodeIndex fills s.metas, s.parents and s.lines from the index file r of
-// total bytes, valid for st. It checks what the file's checksum cannot: that
+// decodeIndex fills s.metas, s.parents and s.lines from data, the bytes of
+// an index file valid for st. It checks what the file's checksum cannot: that
 // it is the index of this transcript as it is now, and that every record is
 // one resume could have made (entries in file order, inside the file,
 // parents before their children). Anything else is errIndexFile, and the
 // caller scans; nothing is kept unless the checksum at the end agrees.
-func (s *Store) decodeIndex(r io.Reader, total int64, st fileStamp) error {
+// data may be a mapping of the file (mapFile): nothing decoded refers to it.
+func (s *Store) decodeIndex(data []byte, st fileStamp) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverFault(&err)
 	le := binary.LittleEndian
-	crc := uint32(0)
-	read := func(p []byte) error {
-		if _, err := io.ReadFull(r, p); err != nil {
-			return errIndexFile
-		}
-		crc = crc32.Update(crc, castagnoli, p)
-		return nil
-	}
-	if total < int64(ixHead)+8+4 {
+	total := int64(len(data))
+	if total < int64(ixHead)+8+4 || !bytes.HasPrefix(data, indexMagic) {
 		return errIndexFile
 	}
-	head := make([]byte, ixHead)
-	if err := read(head); err != nil || !bytes.HasPrefix(head, indexMagic) {
-		return errIndexFile
-	}
-	p := head[len(indexMagic):]
+	p := data[len(indexMagic):ixHead]
 	for _, want := range []uint64{st.dev, st.ino, st.size, uint64(st.mtimeNs), uint64(st.ctimeNs), uint64(st.tail)} {
 		if le.Uint64(p) != want {
 			return errIndexFile // another file, or this one changed since
@@ -227,50 +217,58 @@ func (s *Store) decodeIndex(r io.Reader, total int64, st fileStamp) error {
 	if n > lines || lines > st.size || idBytes > rest || n > (rest-idBytes)/ixRecord {
 		return errIndexFile
 	}
-	idBuf := make([]byte, idBytes)
-	if err := read(idBuf); err != nil {
-		return err
-	}
-	// The buffer is never written again: the string shares it.
-	ids := unsafe.String(unsafe.SliceData(idBuf), len(idBuf))
+	// The checksum is summed on another core while this one decodes; the
+	// records are checked one by one meanwhile, and nothing is kept unless
+	// it agrees.
+	body, sum := data[:total-4], le.Uint32(data[total-4:])
+	summed := make(chan bool, 1)
+	idEnd := ixHead + int(idBytes) // within total: checked above
+	ids := string(data[ixHead:idEnd])
+	records := data[idEnd : idEnd+int(n)*ixRecord]
 	metas := make([]Meta, n, n+64)
 	parents := make([]int32, n, n+64)
 	// A large index is mostly new memory, and faulting it in is most of
-	// the cost: another core faults in the second half while this one
-	// fills the first.
+	// the cost: the other core faults in the second half while this one
+	// fills the first, then sums the checksum.
 	half := int(n)
-	touched := make(chan struct{})
 	if n >= 16384 && runtime.GOMAXPROCS(0) > 1 {
 		half = int(n) / 2
-		go func() {
-			defer close(touched)
-			per := 4096 / int(unsafe.Sizeof(Meta{}))
-			for i := half; i < len(metas); i += per {
-				metas[i].Line = 0 // one write per page
-			}
-		}()
-	} else {
-		close(touched)
 	}
+	touched := make(chan struct{})
+	// Every return waits for the other core, which reads data too.
+	var sumOK, waited bool
+	wait := func() bool {
+		if !waited {
+			sumOK, waited = <-summed, true
+		}
+		return sumOK
+	}
+	defer wait()
+	go func() {
+		ok := false
+		defer func() { summed <- ok }()
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer recoverFault(nil) // a mapping cut short: ok stays false
+		per := 4096 / int(unsafe.Sizeof(Meta{}))
+		for i := half; i < len(metas); i += per {
+			metas[i].Line = 0 // one write per page
+		}
+		close(touched)
+		ok = crc32.Checksum(body, castagnoli) == sum
+	}()
 	flagsOf := make([]byte, 0, 64) // flags of the entries with extras, by index in extrasAt
 	extrasAt := make([]int, 0, 64)
+	var capsules []int
 	size := int64(st.size)
 	var prevEnd int64
 	prevLine := 0
 	idAt := 0
-	buf := make([]byte, ixChunk*ixRecord)
-	for first := 0; first < int(n); first += ixChunk {
-		count := min(ixChunk, int(n)-first)
-		chunk := buf[:count*ixRecord]
-		if err := read(chunk); err != nil {
-			return err
-		}
-		if first+count > half {
-			<-touched
-		}
-		for k := range count {
-			i := first + k
-			r := chunk[k*ixRecord : (k+1)*ixRecord]
+	{
+		for i := range int(n) {
+			if i == half {
+				<-touched
+			}
+			r := records[i*ixRecord : (i+1)*ixRecord]
 			idLen := int(le.Uint16(r))
 			code, flags := r[2], r[3]
 			parent := int64(le.Uint32(r[4:])) - 1
@@ -300,22 +298,18 @@ func (s *Store) decodeIndex(r io.Reader, total int64, st fileStamp) error {
 			if flags&(ixFacts|ixZone) != 0 {
 				extrasAt, flagsOf = append(extrasAt, i), append(flagsOf, flags)
 			}
+			if m.Type == TypeCapsule {
+				capsules = append(capsules, i)
+			}
 			prevEnd, prevLine = off+ln+1, line
 		}
 	}
 	if idAt != len(ids) || prevEnd != size {
 		return errIndexFile // the entries must end where the file ends
 	}
-	tail := make([]byte, total-int64(ixHead)-int64(idBytes)-int64(n)*ixRecord)
-	if _, err := io.ReadFull(r, tail); err != nil {
-		return errIndexFile
-	}
-	body, sum := tail[:len(tail)-4], le.Uint32(tail[len(tail)-4:])
-	if crc32.Update(crc, castagnoli, body) != sum {
-		return errIndexFile
-	}
-	extras := le.Uint64(body)
-	p = body[8:]
+	tail := data[idEnd+int(n)*ixRecord : total-4]
+	extras := le.Uint64(tail)
+	p = tail[8:]
 	if extras != uint64(len(extrasAt)) {
 		return errIndexFile
 	}
@@ -343,10 +337,18 @@ func (s *Store) decodeIndex(r io.Reader, total int64, st fileStamp) error {
 		}
 		p = p[l:]
 	}
-	if len(p) != 0 {
+	if len(p) != 0 || !wait() {
 		return errIndexFile
 	}
 	s.metas, s.parents, s.lines = metas, parents, int(lines)
+	s.marked = s.marked[:0]
+	for _, i := range slices.Concat(capsules, extrasAt) {
+		s.marked = append(s.marked, int32(i))
+	}
+	slices.Sort(s.marked)
+	s.marked = slices.DeleteFunc(slices.Compact(s.marked), func(i int32) bool {
+		return metas[i].Facts == nil && metas[i].Type != TypeCapsule // a zone alone
+	})
 	return nil
 }
 
@@ -371,7 +373,13 @@ func (s *Store) readIndexFile(f *os.File, rep *OpenReport) bool {
 	if err != nil || xi.Size() > int64(st.size)+int64(len(indexMagic))+64 {
 		return false
 	}
-	if s.decodeIndex(x, xi.Size(), st) != nil {
+	data, unmap, err := mapFile(x, xi.Size())
+	if err != nil {
+		return false
+	}
+	err = s.decodeIndex(data, st)
+	unmap()
+	if err != nil {
 		return false
 	}
 	s.size = int64(st.size)
@@ -419,4 +427,21 @@ func (s *Store) writeIndexFile() error {
 	}
 	s.indexFileValid = true
 	return nil
+}
+
+// recoverFault, deferred by a reader of a mapped file that has called
+// debug.SetPanicOnFault, turns the fault of reading past the end of a file
+// cut short under the mapping into errIndexFile in *err (when err is not
+// nil); any other panic goes on.
+func recoverFault(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if _, fault := r.(interface{ Addr() uintptr }); !fault {
+		panic(r)
+	}
+	if err != nil {
+		*err = errIndexFile
+	}
 }

@@ -189,6 +189,9 @@ type Store struct {
 	// so the index file may be written; indexFileValid says the index file
 	// on disk is that of the file as it is (indexfile.go).
 	cleanIndex, indexFileValid bool
+	// marked are the entries that are capsules or carry facts, in index
+	// order (Marked).
+	marked []int32
 	// onLinked, set by VerifyFile, makes resume check every entry's line
 	// where the scan reads it and hand the findings over as the entry is
 	// linked, in file order (one read of the file for both).
@@ -862,6 +865,23 @@ func (s *Store) add(m Meta, parent int32) {
 	s.indexFileValid = false
 	s.metas = append(s.metas, m)
 	s.parents = append(s.parents, parent)
+	s.mark(len(s.metas) - 1)
+}
+
+// mark records entry i in s.marked if it is a capsule or carries facts.
+func (s *Store) mark(i int) {
+	if m := &s.metas[i]; m.Facts != nil || m.Type == TypeCapsule {
+		s.marked = append(s.marked, int32(i))
+	}
+}
+
+// Marked returns the positions in All of the entries that are capsules or
+// carry facts (what resume reads past the headers), in order: a few among
+// many, so a reader of the whole index need not walk it.
+func (s *Store) Marked() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.marked[:len(s.marked):len(s.marked)]
 }
 
 // pathThrough returns the root→parent path onto which a child of parent is
