@@ -106,7 +106,7 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("%d entries, path %d", s.Len(), len(p))
 		}
 		for i := 1; i < len(p); i++ {
-			if p[i].ParentID != p[i-1].ID || p[i].Depth != p[i-1].Depth+1 {
+			if s.parentOf(p[i]) != p[i-1].ID || p[i].Depth != p[i-1].Depth+1 {
 				t.Fatalf("path[%d] = %+v does not hang from %+v", i, p[i], p[i-1])
 			}
 		}

@@ -292,7 +292,6 @@ func (s *Store) decodeIndex(data []byte, st fileStamp) (err error) {
 			m.MayHaveUsage = flags&ixUsage != 0
 			parents[i] = int32(parent)
 			if parent >= 0 {
-				m.ParentID = metas[parent].ID // shared with the parent, as resume does
 				m.Depth = metas[parent].Depth + 1
 			}
 			if flags&(ixFacts|ixZone) != 0 {

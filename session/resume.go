@@ -205,12 +205,14 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 					parent = i // (an entry naming itself as parent is not its own parent)
 				}
 				if parent >= 0 {
-					m.ParentID = s.metas[parent].ID // shared with the parent: no copy
 					m.Depth = s.metas[parent].Depth + 1
 				} else {
-					m.ParentID = parentID
+					if s.dangling == nil {
+						s.dangling = map[int32]string{}
+					}
+					s.dangling[int32(len(s.metas))] = parentID
 					rep.MissingParentCount++
-					rep.problem(fmt.Sprintf("line %d: entry %s: parent %s is not earlier in the file", lineNo, m.ID, m.ParentID))
+					rep.problem(fmt.Sprintf("line %d: entry %s: parent %s is not earlier in the file", lineNo, m.ID, parentID))
 					if len(rep.MissingParents) < maxListed {
 						rep.MissingParents = append(rep.MissingParents, m.ID)
 					}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,10 +90,9 @@ type Options struct {
 // Meta is the header of one entry, kept in memory for every entry of the
 // session; payloads stay on disk until Load.
 type Meta struct {
-	ID       string
-	ParentID string // "" for a root
-	Type     string
-	Offset   int64 // byte offset of the line in the file
+	ID     string
+	Type   string
+	Offset int64 // byte offset of the line in the file
 	// Facts are the payload fields resume needs (settings, intents,
 	// activated skills), nil for most entries.
 	Facts *Facts
@@ -192,6 +193,9 @@ type Store struct {
 	// marked are the entries that are capsules or carry facts, in index
 	// order (Marked).
 	marked []int32
+	// dangling are the parent ids of resumed entries whose parent is not
+	// in the file (parentAt).
+	dangling map[int32]string
 	// onLinked, set by VerifyFile, makes resume check every entry's line
 	// where the scan reads it and hand the findings over as the entry is
 	// linked, in file order (one read of the file for both).
@@ -499,7 +503,7 @@ func (s *Store) Append(e Entry) (Entry, error) {
 			return e, fmt.Errorf("session %s: sync: %w", s.path, err)
 		}
 	}
-	m := Meta{ID: e.ID, ParentID: e.Parent(), Type: internType(e.Type), Offset: s.size + int64(lead),
+	m := Meta{ID: e.ID, Type: internType(e.Type), Offset: s.size + int64(lead),
 		Len: int32(lineLen), Tokens: clamp32(e.Tokens), Line: clamp32(s.lines + 1 + btoi(s.heal)),
 		Facts: FactsOf(&e), MayHaveUsage: HasUsage(&e)}
 	m.setTimestamp(e.Timestamp)
@@ -631,7 +635,7 @@ func (s *Store) LoadLenientMeta(m Meta) (e Entry, bad *BadLine, err error) {
 	}
 	hook := s.onUndecodable
 	s.mu.Unlock()
-	e = HeaderOnly(m)
+	e = s.headerOnly(m)
 	if first {
 		bad = &BadLine{Line: int(m.Line), Offset: m.Offset, Err: fmt.Errorf("entry %q cannot be decoded: %v", m.ID, de.Err)}
 		if hook != nil {
@@ -660,15 +664,38 @@ func (s *Store) MarkUndecodable(id string) {
 	s.mu.Unlock()
 }
 
-// HeaderOnly is the entry of m without a payload: what readers see of an
+// headerOnly is the entry of m without a payload: what readers see of an
 // entry whose payload does not decode.
-func HeaderOnly(m Meta) Entry {
+func (s *Store) headerOnly(m Meta) Entry {
 	e := Entry{ID: m.ID, Type: m.Type, Timestamp: m.Timestamp(), Tokens: int(m.Tokens)}
-	if m.ParentID != "" {
-		p := m.ParentID
+	if p := s.parentOf(m); p != "" {
 		e.ParentID = &p
 	}
 	return e
+}
+
+// parentOf returns the id of the parent of m, an entry of this store's
+// index ("" for a root). The index keeps parents as positions, not ids:
+// an id in every entry made it a sixth larger.
+func (s *Store) parentOf(m Meta) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// The index is in file order: by offset.
+	i, ok := slices.BinarySearchFunc(s.metas, m.Offset, func(x Meta, off int64) int { return cmp.Compare(x.Offset, off) })
+	if !ok || s.metas[i].ID != m.ID {
+		return ""
+	}
+	return s.parentAt(int32(i))
+}
+
+// parentAt returns the id of the parent of entry i: the entry its parents
+// slot names, or the id a resumed line named that is not in the file
+// (dangling). The caller holds s.mu.
+func (s *Store) parentAt(i int32) string {
+	if p := s.parents[i]; p >= 0 {
+		return s.metas[p].ID
+	}
+	return s.dangling[i]
 }
 
 // DecodeError is Load's error for a line that was read but does not decode
@@ -1031,7 +1058,7 @@ func (s *Store) loadMany(metas []Meta, lean bool) ([]Entry, error) {
 			continue
 		}
 		m := metas[i]
-		out[i] = HeaderOnly(m)
+		out[i] = s.headerOnly(m)
 		s.mu.Lock()
 		first := !s.undecodable[m.ID]
 		if first {

@@ -178,11 +178,11 @@ func TestIDsParentsAndPath_RT2(t *testing.T) {
 	}
 	for _, st := range []*Store{s, func() *Store { s2, _ := reopen(t, s, testOptions()); return s2 }()} {
 		p := st.Path()
-		if len(p) != n+1 || p[0].ParentID != "" || p[len(p)-1].ID != prev || st.Leaf() != prev {
+		if len(p) != n+1 || st.parentOf(p[0]) != "" || p[len(p)-1].ID != prev || st.Leaf() != prev {
 			t.Fatalf("path has %d entries from %q to %q, leaf %q; want %d to %q", len(p), p[0].ID, p[len(p)-1].ID, st.Leaf(), n+1, prev)
 		}
 		for i, m := range p {
-			if int(m.Depth) != i || (i > 0 && m.ParentID != p[i-1].ID) {
+			if int(m.Depth) != i || (i > 0 && st.parentOf(m) != p[i-1].ID) {
 				t.Fatalf("path[%d] = %+v is not the child of %q at depth %d", i, m, p[max(i-1, 0)].ID, i)
 			}
 		}
@@ -332,7 +332,7 @@ func TestUnknownTypesKept_RT3(t *testing.T) {
 	if err != nil || foreign.User == nil || !strings.Contains(foreign.User.Text, "another order \u2014") || foreign.Raw != nil {
 		t.Fatalf("foreign line: %+v, %v", foreign, err)
 	}
-	if m, _ := s.Meta("b200000a"); m.Tokens != 14 || m.ParentID != "b2000009" || m.Type != TypeUser {
+	if m, _ := s.Meta("b200000a"); m.Tokens != 14 || s.parentOf(m) != "b2000009" || m.Type != TypeUser {
 		t.Fatalf("foreign meta %+v", m)
 	}
 	s.Close()

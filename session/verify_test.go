@@ -128,3 +128,36 @@ func TestLoadManyMatchesLoad_RT3(t *testing.T) {
 		t.Fatalf("the poisoned entry was reported %d times, want once", heard)
 	}
 }
+
+// TestHeaderOnlyKeepsTheParent_RT3: an entry whose payload does not decode
+// reads as its header, parent included: an entry of the file, or the id
+// its line names when that is not in the file.
+func TestHeaderOnlyKeepsTheParent_RT3(t *testing.T) {
+	const ts = `"timestamp":"2026-07-01T12:00:00Z"`
+	lines := []string{
+		`{"id":"h","parentId":null,"type":"session",` + ts + `,"session":{"version":1,"sessionId":"d"}}`,
+		`{"id":"u1","parentId":"h","type":"user",` + ts + `,"tokens":2,"user":{"text":"hi"}}`,
+		`{"id":"p1","parentId":"u1","type":"user",` + ts + `,"tokens":2,"user":{"text":123}}`,
+		`{"id":"o1","parentId":"nowhere","type":"user",` + ts + `,"tokens":2,"user":{"text":456}}`,
+	}
+	path := filepath.Join(t.TempDir(), "d.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := OpenReadOnly(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, parent := range map[string]string{"p1": "u1", "o1": "nowhere"} {
+		e, bad, err := s.LoadLenient(id)
+		if err != nil || bad == nil || e.ParentID == nil || *e.ParentID != parent || e.User != nil {
+			t.Errorf("LoadLenient(%s) = %+v (parent %v), %v, %v; want its header, parent %s", id, e, e.ParentID, bad, err, parent)
+		}
+	}
+	m, _ := s.Meta("p1")
+	es, err := s.LoadMany([]Meta{m})
+	if err != nil || es[0].ParentID == nil || *es[0].ParentID != "u1" {
+		t.Errorf("LoadMany(p1) = %+v, %v", es, err)
+	}
+}
