@@ -84,6 +84,18 @@ func (s *Store) scanSegment(f *os.File, from, to int64, recs []lineRec, checks [
 	}
 	seg.startOff = start
 	var long []byte
+	// readLong reads the whole of a line longer than the scan's buffer
+	// (without the CR of a CRLF) into long.
+	readLong := func(ln rawLine) ([]byte, error) {
+		if cap(long) < ln.n {
+			long = make([]byte, ln.n)
+		}
+		whole := long[:ln.n]
+		if _, err := f.ReadAt(whole, ln.off); err != nil {
+			return nil, fmt.Errorf("session %s: read at offset %d: %w", s.path, ln.off, err)
+		}
+		return bytes.TrimSuffix(whole, []byte("\r")), nil
+	}
 	var prevID []byte // the previous line's id in this segment, when it had a header
 	var prevIDStr string
 	tornOff, tornLen, err := scanLines(io.NewSectionReader(f, start, math.MaxInt64-start), func(ln rawLine) error {
@@ -113,14 +125,10 @@ func (s *Store) scanSegment(f *os.File, from, to int64, recs []lineRec, checks [
 		if !ok {
 			whole := data
 			if !ln.whole {
-				if cap(long) < ln.n {
-					long = make([]byte, ln.n)
+				var err error
+				if whole, err = readLong(ln); err != nil {
+					return err
 				}
-				whole = long[:ln.n]
-				if _, err := f.ReadAt(whole, ln.off); err != nil {
-					return fmt.Errorf("session %s: read at offset %d: %w", s.path, ln.off, err)
-				}
-				whole = bytes.TrimSuffix(whole, []byte("\r"))
 				r.n = len(whole)
 			}
 			if h, r.err = slowHeader(whole); r.err != nil {
@@ -155,12 +163,9 @@ func (s *Store) scanSegment(f *os.File, from, to int64, recs []lineRec, checks [
 			r.mayHaveUsage = whole == nil || mayName(whole, "usage")
 		} else if factsNeeded(r.typ, whole) {
 			if whole == nil {
-				if cap(long) < ln.n {
-					long = make([]byte, ln.n)
-				}
-				whole = long[:ln.n]
-				if _, err := f.ReadAt(whole, ln.off); err != nil {
-					return fmt.Errorf("session %s: read at offset %d: %w", s.path, ln.off, err)
+				var err error
+				if whole, err = readLong(ln); err != nil {
+					return err
 				}
 			}
 			if e, err := DecodeLine(whole); err == nil {
@@ -170,14 +175,10 @@ func (s *Store) scanSegment(f *os.File, from, to int64, recs []lineRec, checks [
 		var c lineCheck
 		if s.onLinked != nil {
 			if whole == nil {
-				if cap(long) < ln.n {
-					long = make([]byte, ln.n)
+				var err error
+				if whole, err = readLong(ln); err != nil {
+					return err
 				}
-				whole = long[:ln.n]
-				if _, err := f.ReadAt(whole, ln.off); err != nil {
-					return fmt.Errorf("session %s: read at offset %d: %w", s.path, ln.off, err)
-				}
-				whole = bytes.TrimSuffix(whole, []byte("\r"))
 			}
 			c = checkLine(whole)
 		}
