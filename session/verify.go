@@ -1,11 +1,9 @@
 package session
 
 import (
-	"cmp"
 	"fmt"
 	"os"
 	"runtime/debug"
-	"slices"
 )
 
 // Verification is the integrity report of a session file (`soba-lsp
@@ -52,17 +50,39 @@ func VerifyFile(path string) (*Verification, error) {
 	s := newStore(path, f, Options{CacheEntries: -1, FullScan: true})
 	s.readOnly = true
 	defer s.Close()
-	// What the entries' checks find, by entry; capsules are checked once
-	// the index is whole (their first kept entry is looked up by id).
+	// What the entries' checks find, in entry order, as many as can be
+	// listed (the rest are counted): memory stays bounded on a file that
+	// is all problems. A capsule whose first kept entry is not indexed yet
+	// is a problem either way; whether that entry is later in the file or
+	// nowhere is known once the index is whole.
 	var found []entryProblem
-	var capsules []int32
-	caps := map[int32]*Capsule{}
+	more := 0
+	add := func(i int32, text string) bool {
+		if len(found) < maxProblems {
+			found = append(found, entryProblem{i, text})
+			return true
+		}
+		more++
+		return false
+	}
+	type pendingCapsule struct {
+		at int // in found
+		i  int32
+		c  *Capsule
+	}
+	var pending []pendingCapsule
 	callAt := map[string]int32{} // tool call id → the entry that made it
 	s.onLinked = func(i int32, c *lineCheck) {
-		found = c.checkLinks(s, i, callAt, found)
-		if c.capsule != nil {
-			capsules = append(capsules, i)
-			caps[i] = c.capsule
+		c.checkLinks(s, i, callAt, add)
+		if c.capsule == nil {
+			return
+		}
+		if j, ok := s.find(c.capsule.FirstKeptEntryID); ok {
+			if !s.isAncestor(j, i) {
+				add(i, s.capsuleProblem(i, c.capsule))
+			}
+		} else if add(i, "") {
+			pending = append(pending, pendingCapsule{len(found) - 1, i, c.capsule})
 		}
 	}
 	// The index is kept to the end: a collection while it is built finds
@@ -96,16 +116,13 @@ func VerifyFile(path string) (*Verification, error) {
 	if unknown > maxListed {
 		v.Notes = append(v.Notes, fmt.Sprintf("%d more entries of unknown types", unknown-maxListed))
 	}
-	for _, i := range capsules {
-		if p := s.capsuleProblem(i, caps[i]); p != "" {
-			found = append(found, entryProblem{i, p})
-		}
+	for _, p := range pending {
+		found[p.at].text = s.capsuleProblem(p.i, p.c)
 	}
-	// In file order; an entry's own problems in the order found.
-	slices.SortStableFunc(found, func(a, b entryProblem) int { return cmp.Compare(a.at, b.at) })
 	for _, p := range found {
 		v.problem(p.text)
 	}
+	v.ProblemCount += more
 	return v, nil
 }
 
@@ -158,19 +175,20 @@ func checkLine(line []byte) lineCheck {
 	return c
 }
 
-// checkLinks appends to found the problems of entry i of s, checked as c,
-// whose ancestors are all linked: its payload and, for a tool result, its
-// call on its path. callAt maps the calls seen so far to their entries.
-func (c *lineCheck) checkLinks(s *Store, i int32, callAt map[string]int32, found []entryProblem) []entryProblem {
+// checkLinks gives add the problems of entry i of s, checked as c, whose
+// ancestors are all linked: its payload and, for a tool result, its call on
+// its path. callAt maps the calls seen so far to their entries.
+func (c *lineCheck) checkLinks(s *Store, i int32, callAt map[string]int32, add func(int32, string) bool) {
 	m := s.metas[i]
 	if c.err != nil {
-		return append(found, entryProblem{i, fmt.Sprintf("line %d: entry %q cannot be decoded: %v; resume keeps it and leaves it out of the model input", m.Line, m.ID, c.err)})
+		add(i, fmt.Sprintf("line %d: entry %q cannot be decoded: %v; resume keeps it and leaves it out of the model input", m.Line, m.ID, c.err))
+		return
 	}
 	if !KnownType(c.typ) {
-		return found
+		return
 	}
 	if c.payload != "" {
-		found = append(found, entryProblem{i, fmt.Sprintf("line %d: entry %s: %s", m.Line, m.ID, c.payload)})
+		add(i, fmt.Sprintf("line %d: entry %s: %s", m.Line, m.ID, c.payload))
 	}
 	for _, id := range c.callIDs {
 		callAt[id] = i
@@ -179,17 +197,16 @@ func (c *lineCheck) checkLinks(s *Store, i int32, callAt map[string]int32, found
 		j, ok := callAt[c.resultCall]
 		switch {
 		case !ok:
-			found = append(found, entryProblem{i, fmt.Sprintf("line %d: tool result %s: no tool call %q before it", m.Line, m.ID, c.resultCall)})
+			add(i, fmt.Sprintf("line %d: tool result %s: no tool call %q before it", m.Line, m.ID, c.resultCall))
 		case !s.isAncestor(j, i):
 			cl := s.metas[j]
-			found = append(found, entryProblem{i, fmt.Sprintf("line %d: tool result %s: its call %q (entry %s, line %d) is not on its path", m.Line, m.ID, c.resultCall, cl.ID, cl.Line)})
+			add(i, fmt.Sprintf("line %d: tool result %s: its call %q (entry %s, line %d) is not on its path", m.Line, m.ID, c.resultCall, cl.ID, cl.Line))
 		}
 	}
-	return found
 }
 
 // capsuleProblem checks that capsule c of entry i keeps an entry on its
-// path, once the whole file is indexed; "" when it does.
+// path, with the index as it is; "" when it does.
 func (s *Store) capsuleProblem(i int32, c *Capsule) string {
 	j, ok := s.find(c.FirstKeptEntryID)
 	if ok && s.isAncestor(j, i) {

@@ -161,3 +161,57 @@ func TestHeaderOnlyKeepsTheParent_RT3(t *testing.T) {
 		t.Errorf("LoadMany(p1) = %+v, %v", es, err)
 	}
 }
+
+// TestVerifyListsProblemsInOrderBounded_RT3: on a file that is mostly
+// problems, verify lists the first ones in line order, capsules' included
+// (whose first kept entry is later in the file or nowhere), and counts the
+// rest without holding them.
+func TestVerifyListsProblemsInOrderBounded_RT3(t *testing.T) {
+	const ts = `"timestamp":"2026-07-01T12:00:00Z"`
+	var b strings.Builder
+	b.WriteString(`{"id":"h","parentId":null,"type":"session",` + ts + `,"session":{"version":1,"sessionId":"many"}}` + "\n")
+	prev, want := "h", 0
+	for i := range 1500 {
+		id := fmt.Sprintf("e%04d", i)
+		switch i % 10 {
+		case 3: // keeps an entry later in the file
+			fmt.Fprintf(&b, `{"id":"%s","parentId":"%s","type":"capsule",%s,"tokens":4,"capsule":{"checkpointId":"ck_%d","trigger":"user","firstKeptEntryId":"e%04d","tokensBefore":9,"tokensAfter":4,"quality":"full","state":{}}}`+"\n", id, prev, ts, i, i+1)
+		case 6: // keeps an entry that is nowhere
+			fmt.Fprintf(&b, `{"id":"%s","parentId":"%s","type":"capsule",%s,"tokens":4,"capsule":{"checkpointId":"ck_%d","trigger":"user","firstKeptEntryId":"gone","tokensBefore":9,"tokensAfter":4,"quality":"full","state":{}}}`+"\n", id, prev, ts, i)
+		default: // a payload that does not decode
+			fmt.Fprintf(&b, `{"id":"%s","parentId":"%s","type":"user",%s,"tokens":3,"user":{"text":%d}}`+"\n", id, prev, ts, i)
+		}
+		prev, want = id, want+1
+	}
+	path := filepath.Join(t.TempDir(), "many.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, err := VerifyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.ProblemCount != want || len(v.Problems) != maxProblems {
+		t.Fatalf("%d problems, %d listed; want %d, %d", v.ProblemCount, len(v.Problems), want, maxProblems)
+	}
+	for k, p := range v.Problems {
+		var line int
+		if _, err := fmt.Sscanf(p, "line %d:", &line); err != nil || line != k+2 {
+			t.Fatalf("problem %d is %q, want line %d's", k, p, k+2)
+		}
+		switch (line - 2) % 10 {
+		case 3:
+			if !strings.Contains(p, "is not on its path") {
+				t.Fatalf("line %d: %q", line, p)
+			}
+		case 6:
+			if !strings.Contains(p, "is not in the file") {
+				t.Fatalf("line %d: %q", line, p)
+			}
+		default:
+			if !strings.Contains(p, "cannot be decoded") {
+				t.Fatalf("line %d: %q", line, p)
+			}
+		}
+	}
+}
