@@ -258,50 +258,48 @@ func (s *Store) decodeIndex(data []byte, st fileStamp) (err error) {
 	}()
 	flagsOf := make([]byte, 0, 64) // flags of the entries with extras, by index in extrasAt
 	extrasAt := make([]int, 0, 64)
-	var capsules []int
+	var capsules, withFacts []int32 // for s.marked
 	size := int64(st.size)
 	var prevEnd int64
 	prevLine := 0
 	idAt := 0
-	{
-		for i := range int(n) {
-			if i == half {
-				<-touched
-			}
-			r := records[i*ixRecord : (i+1)*ixRecord]
-			idLen := int(le.Uint16(r))
-			code, flags := r[2], r[3]
-			parent := int64(le.Uint32(r[4:])) - 1
-			off := int64(le.Uint64(r[8:]))
-			ln := int64(le.Uint32(r[16:]))
-			line := int(le.Uint32(r[32:]))
-			if idLen == 0 || idAt+idLen > len(ids) || int(code) >= len(entryTypeCodes) || parent >= int64(i) ||
-				off < prevEnd || off > size || ln >= size-off || line <= prevLine || uint64(line) > lines {
-				return errIndexFile
-			}
-			m := &metas[i]
-			m.ID = ids[idAt : idAt+idLen]
-			idAt += idLen
-			m.Type = entryTypeCodes[code]
-			tokens := le.Uint32(r[20:])
-			if ln > MaxEntryBytes || tokens > math.MaxInt32 || line > math.MaxInt32 {
-				return errIndexFile
-			}
-			m.Offset, m.Len, m.Line, m.Tokens = off, int32(ln), int32(line), int32(tokens)
-			m.ts, m.tz = int64(le.Uint64(r[24:])), tzUTC
-			m.MayHaveUsage = flags&ixUsage != 0
-			parents[i] = int32(parent)
-			if parent >= 0 {
-				m.Depth = metas[parent].Depth + 1
-			}
-			if flags&(ixFacts|ixZone) != 0 {
-				extrasAt, flagsOf = append(extrasAt, i), append(flagsOf, flags)
-			}
-			if m.Type == TypeCapsule {
-				capsules = append(capsules, i)
-			}
-			prevEnd, prevLine = off+ln+1, line
+	for i := range int(n) {
+		if i == half {
+			<-touched
 		}
+		r := records[i*ixRecord : (i+1)*ixRecord]
+		idLen := int(le.Uint16(r))
+		code, flags := r[2], r[3]
+		parent := int64(le.Uint32(r[4:])) - 1
+		off := int64(le.Uint64(r[8:]))
+		ln := int64(le.Uint32(r[16:]))
+		line := int(le.Uint32(r[32:]))
+		if idLen == 0 || idAt+idLen > len(ids) || int(code) >= len(entryTypeCodes) || parent >= int64(i) ||
+			off < prevEnd || off > size || ln >= size-off || line <= prevLine || uint64(line) > lines {
+			return errIndexFile
+		}
+		m := &metas[i]
+		m.ID = ids[idAt : idAt+idLen]
+		idAt += idLen
+		m.Type = entryTypeCodes[code]
+		tokens := le.Uint32(r[20:])
+		if ln > MaxEntryBytes || tokens > math.MaxInt32 || line > math.MaxInt32 {
+			return errIndexFile
+		}
+		m.Offset, m.Len, m.Line, m.Tokens = off, int32(ln), int32(line), int32(tokens)
+		m.ts, m.tz = int64(le.Uint64(r[24:])), tzUTC
+		m.MayHaveUsage = flags&ixUsage != 0
+		parents[i] = int32(parent)
+		if parent >= 0 {
+			m.Depth = metas[parent].Depth + 1
+		}
+		if flags&(ixFacts|ixZone) != 0 {
+			extrasAt, flagsOf = append(extrasAt, i), append(flagsOf, flags)
+		}
+		if m.Type == TypeCapsule {
+			capsules = append(capsules, int32(i))
+		}
+		prevEnd, prevLine = off+ln+1, line
 	}
 	if idAt != len(ids) || prevEnd != size {
 		return errIndexFile // the entries must end where the file ends
@@ -329,6 +327,7 @@ func (s *Store) decodeIndex(data []byte, st fileStamp) (err error) {
 			m.tz = zone
 		}
 		if flagsOf[k]&ixFacts != 0 {
+			withFacts = append(withFacts, int32(i))
 			m.Facts = new(Facts)
 			if err := json.Unmarshal(p[:l], m.Facts); err != nil {
 				return errIndexFile
@@ -340,14 +339,9 @@ func (s *Store) decodeIndex(data []byte, st fileStamp) (err error) {
 		return errIndexFile
 	}
 	s.metas, s.parents, s.lines = metas, parents, int(lines)
-	s.marked = s.marked[:0]
-	for _, i := range slices.Concat(capsules, extrasAt) {
-		s.marked = append(s.marked, int32(i))
-	}
+	s.marked = slices.Concat(capsules, withFacts)
 	slices.Sort(s.marked)
-	s.marked = slices.DeleteFunc(slices.Compact(s.marked), func(i int32) bool {
-		return metas[i].Facts == nil && metas[i].Type != TypeCapsule // a zone alone
-	})
+	s.marked = slices.Compact(s.marked)
 	return nil
 }
 

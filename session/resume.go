@@ -228,7 +228,7 @@ func (s *Store) resume(f *os.File) (*OpenReport, error) {
 			s.parents = append(s.parents, parent)
 			s.mark(len(s.metas) - 1)
 			if s.onLinked != nil {
-				s.onLinked(int32(len(s.metas)-1), &seg.checks[k])
+				s.onLinked(s, int32(len(s.metas)-1), &seg.checks[k])
 			}
 		}
 		return nil

@@ -96,8 +96,8 @@ type Meta struct {
 	// Facts are the payload fields resume needs (settings, intents,
 	// activated skills), nil for most entries.
 	Facts *Facts
-	// ts and tz are Timestamp (metaTime): the index holds one Meta per
-	// entry, and a time.Time would make each a quarter larger.
+	// ts and tz are what Timestamp returns (setTimestamp): the index holds
+	// one Meta per entry, and a time.Time would make each a fifth larger.
 	ts     int64
 	Len    int32 // line length without the newline
 	Tokens int32
@@ -196,10 +196,10 @@ type Store struct {
 	// dangling are the parent ids of resumed entries whose parent is not
 	// in the file (parentAt).
 	dangling map[int32]string
-	// onLinked, set by VerifyFile, makes resume check every entry's line
-	// where the scan reads it and hand the findings over as the entry is
-	// linked, in file order (one read of the file for both).
-	onLinked func(i int32, c *lineCheck)
+	// onLinked (VerifyFile, through openReadOnly) makes resume check every
+	// entry's line where the scan reads it and hand the findings over as
+	// the entry is linked, in file order (one read of the file for both).
+	onLinked func(s *Store, i int32, c *lineCheck)
 }
 
 func btoi(b bool) int {
@@ -291,12 +291,19 @@ func Open(path string, opts Options) (*Store, *OpenReport, error) {
 // running server holds, and their figures come from the same index as the
 // server's. A line the owner appends meanwhile may show as a torn tail.
 func OpenReadOnly(path string, opts Options) (*Store, *OpenReport, error) {
+	return openReadOnly(path, opts, nil)
+}
+
+// openReadOnly is OpenReadOnly with resume handing each entry's line check
+// to onLinked (VerifyFile), when it is not nil.
+func openReadOnly(path string, opts Options, onLinked func(s *Store, i int32, c *lineCheck)) (*Store, *OpenReport, error) {
 	f, err := openFile(path, os.O_RDONLY)
 	if err != nil {
 		return nil, nil, fmt.Errorf("session: %w", err)
 	}
 	s := newStore(path, f, opts)
 	s.readOnly = true
+	s.onLinked = onLinked
 	rep, err := s.resume(f)
 	if err != nil {
 		s.Close()
@@ -547,15 +554,15 @@ func (s *Store) Rewind(id string) (Entry, error) {
 // header fields set and Raw holding the line (R-T3). Load is safe to call
 // from any goroutine.
 func (s *Store) Load(id string) (Entry, error) {
-	m, err := s.lookup(id, "load")
+	m, err := s.lookup(id)
 	if err != nil {
 		return Entry{}, err
 	}
 	return s.load(m)
 }
 
-// lookup returns the header of entry id; op names the caller in the error.
-func (s *Store) lookup(id, op string) (Meta, error) {
+// lookup returns the header of entry id.
+func (s *Store) lookup(id string) (Meta, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -563,7 +570,7 @@ func (s *Store) lookup(id, op string) (Meta, error) {
 	}
 	i, ok := s.find(id)
 	if !ok {
-		return Meta{}, fmt.Errorf("session: %s: entry %q is not in the session", op, id)
+		return Meta{}, fmt.Errorf("session: load: entry %q is not in the session", id)
 	}
 	return s.metas[i], nil
 }
@@ -607,7 +614,7 @@ func (s *Store) load(m Meta) (Entry, error) {
 // describes it, naming its line, the first time only (nil after). err is
 // for a failure to read the file or a closed store.
 func (s *Store) LoadLenient(id string) (e Entry, bad *BadLine, err error) {
-	m, err := s.lookup(id, "load")
+	m, err := s.lookup(id)
 	if err != nil {
 		return Entry{}, nil, err
 	}
@@ -676,7 +683,7 @@ func (s *Store) headerOnly(m Meta) Entry {
 
 // parentOf returns the id of the parent of m, an entry of this store's
 // index ("" for a root). The index keeps parents as positions, not ids:
-// an id in every entry made it a sixth larger.
+// an id in every entry made it a fifth larger.
 func (s *Store) parentOf(m Meta) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -716,7 +723,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // its header fields and gets a copy of the line in Raw (R-T3).
 func DecodeLine(line []byte) (Entry, error) { return decodeLine(line, false) }
 
-// DecodeLineLean is DecodeLine leaving out what Lean describes. A line it
+// DecodeLineLean is DecodeLine leaving out what leanOmits describes. A line it
 // cannot decode so is decoded in full: lean is a saving, never a
 // different answer about whether the line decodes.
 func DecodeLineLean(line []byte) (Entry, error) { return decodeLine(line, true) }

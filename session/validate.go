@@ -49,7 +49,7 @@ type quickParser struct {
 	// full makes the parser fill in every field (quickDecode), not only
 	// what verify reads (quickCheck).
 	full bool
-	// lean (with full) leaves out the content that Lean describes.
+	// lean (with full) leaves out the content leanOmits describes.
 	lean bool
 }
 
@@ -165,7 +165,8 @@ func (q *quickParser) topMember(e *Entry, name []byte, seen *uint32) bool {
 			return q.object(func(name []byte, seen *uint32) bool { return q.toolResultMember(r, name, seen) })
 		}
 		// The content is checked where it stands and made a string only
-		// when the rest of the result says a reader may want it (Lean).
+		// when the rest of the result says a reader may want it
+		// (leanOmits).
 		var content [2]int
 		var plain, ascii bool
 		if !q.object(func(name []byte, seen *uint32) bool {

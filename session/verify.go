@@ -2,7 +2,6 @@ package session
 
 import (
 	"fmt"
-	"os"
 	"runtime/debug"
 )
 
@@ -43,23 +42,16 @@ func (v *Verification) problem(p string) {
 // and every capsule's firstKeptEntryId on its path. The file is read once;
 // memory is the index and the scan's few segments.
 func VerifyFile(path string) (*Verification, error) {
-	f, err := openFile(path, os.O_RDONLY)
-	if err != nil {
-		return nil, fmt.Errorf("session: %w", err)
-	}
-	s := newStore(path, f, Options{CacheEntries: -1, FullScan: true})
-	s.readOnly = true
-	defer s.Close()
 	// What the entries' checks find, in entry order, as many as can be
 	// listed (the rest are counted): memory stays bounded on a file that
 	// is all problems. A capsule whose first kept entry is not indexed yet
 	// is a problem either way; whether that entry is later in the file or
 	// nowhere is known once the index is whole.
-	var found []entryProblem
+	var found []string
 	more := 0
-	add := func(i int32, text string) bool {
+	add := func(problem string) bool {
 		if len(found) < maxProblems {
-			found = append(found, entryProblem{i, text})
+			found = append(found, problem)
 			return true
 		}
 		more++
@@ -72,27 +64,28 @@ func VerifyFile(path string) (*Verification, error) {
 	}
 	var pending []pendingCapsule
 	callAt := map[string]int32{} // tool call id → the entry that made it
-	s.onLinked = func(i int32, c *lineCheck) {
+	onLinked := func(s *Store, i int32, c *lineCheck) {
 		c.checkLinks(s, i, callAt, add)
 		if c.capsule == nil {
 			return
 		}
 		if j, ok := s.find(c.capsule.FirstKeptEntryID); ok {
 			if !s.isAncestor(j, i) {
-				add(i, s.capsuleProblem(i, c.capsule))
+				add(s.capsuleProblem(i, c.capsule))
 			}
-		} else if add(i, "") {
+		} else if add("") {
 			pending = append(pending, pendingCapsule{len(found) - 1, i, c.capsule})
 		}
 	}
 	// The index is kept to the end: a collection while it is built finds
 	// nothing to free (as in the offline commands' resume).
 	gc := debug.SetGCPercent(-1)
-	rep, err := s.resume(f)
+	s, rep, err := openReadOnly(path, Options{CacheEntries: -1, FullScan: true}, onLinked)
 	debug.SetGCPercent(gc)
 	if err != nil {
 		return nil, err
 	}
+	defer s.Close()
 	v := &Verification{Path: path, Entries: rep.Entries}
 	for _, p := range rep.Problems {
 		v.problem(p)
@@ -117,19 +110,13 @@ func VerifyFile(path string) (*Verification, error) {
 		v.Notes = append(v.Notes, fmt.Sprintf("%d more entries of unknown types", unknown-maxListed))
 	}
 	for _, p := range pending {
-		found[p.at].text = s.capsuleProblem(p.i, p.c)
+		found[p.at] = s.capsuleProblem(p.i, p.c)
 	}
 	for _, p := range found {
-		v.problem(p.text)
+		v.problem(p)
 	}
 	v.ProblemCount += more
 	return v, nil
-}
-
-// entryProblem is a problem verify found with entry at.
-type entryProblem struct {
-	at   int32
-	text string
 }
 
 // lineCheck is what verify learns of one entry's line where the scan reads
@@ -178,17 +165,17 @@ func checkLine(line []byte) lineCheck {
 // checkLinks gives add the problems of entry i of s, checked as c, whose
 // ancestors are all linked: its payload and, for a tool result, its call on
 // its path. callAt maps the calls seen so far to their entries.
-func (c *lineCheck) checkLinks(s *Store, i int32, callAt map[string]int32, add func(int32, string) bool) {
+func (c *lineCheck) checkLinks(s *Store, i int32, callAt map[string]int32, add func(string) bool) {
 	m := s.metas[i]
 	if c.err != nil {
-		add(i, fmt.Sprintf("line %d: entry %q cannot be decoded: %v; resume keeps it and leaves it out of the model input", m.Line, m.ID, c.err))
+		add(fmt.Sprintf("line %d: entry %q cannot be decoded: %v; resume keeps it and leaves it out of the model input", m.Line, m.ID, c.err))
 		return
 	}
 	if !KnownType(c.typ) {
 		return
 	}
 	if c.payload != "" {
-		add(i, fmt.Sprintf("line %d: entry %s: %s", m.Line, m.ID, c.payload))
+		add(fmt.Sprintf("line %d: entry %s: %s", m.Line, m.ID, c.payload))
 	}
 	for _, id := range c.callIDs {
 		callAt[id] = i
@@ -197,10 +184,10 @@ func (c *lineCheck) checkLinks(s *Store, i int32, callAt map[string]int32, add f
 		j, ok := callAt[c.resultCall]
 		switch {
 		case !ok:
-			add(i, fmt.Sprintf("line %d: tool result %s: no tool call %q before it", m.Line, m.ID, c.resultCall))
+			add(fmt.Sprintf("line %d: tool result %s: no tool call %q before it", m.Line, m.ID, c.resultCall))
 		case !s.isAncestor(j, i):
 			cl := s.metas[j]
-			add(i, fmt.Sprintf("line %d: tool result %s: its call %q (entry %s, line %d) is not on its path", m.Line, m.ID, c.resultCall, cl.ID, cl.Line))
+			add(fmt.Sprintf("line %d: tool result %s: its call %q (entry %s, line %d) is not on its path", m.Line, m.ID, c.resultCall, cl.ID, cl.Line))
 		}
 	}
 }
