@@ -59,10 +59,17 @@ async function statusText(page) {
 }
 
 async function palette(page, title) {
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: 20000 });
+  // The key can be lost while focus sits in a webview (the sidebar's chat,
+  // after a click there) on a loaded machine: ask again, with the other
+  // binding, rather than wait once for 20 s.
+  for (let attempt = 0; ; attempt++) {
+    await page.keyboard.press('Escape');
+    await page.keyboard.press(attempt % 2 ? 'Control+Shift+P' : 'F1');
+    const shown = await input.waitFor({ state: 'visible', timeout: 5000 }).then(() => true, () => false);
+    if (shown) break;
+    if (attempt === 3) throw new Error(`the command palette did not open for "${title}"`);
+  }
   await input.fill(`>${title}`);
   await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 20000 });
   await page.keyboard.press('Enter');
