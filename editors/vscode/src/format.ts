@@ -137,6 +137,15 @@ export function elapsed(ms: number): string {
   return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
 }
 
+/**
+ * withoutElapsed drops a trailing elapsed time written as elapsed() writes it
+ * ("waiting for the summary model · 2 s" → "waiting for the summary model"),
+ * so a view that ticks its own time does not say it twice.
+ */
+export function withoutElapsed(message: string): string {
+  return message.replace(/ · (?:\d+ min \d{2} s|\d+ s)$/, '');
+}
+
 /** sentence makes a reason start with a capital and carry no trailing period. */
 function sentence(s: string): string {
   const t = s.trim().replace(/\.+$/, '');

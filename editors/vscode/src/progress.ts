@@ -12,7 +12,7 @@
 // for the summary model · 12 s"). A percentage counts as real progress only
 // once it has moved from the first one sent; from then on the bar fills.
 import * as vscode from 'vscode';
-import { elapsed } from './format';
+import { elapsed, withoutElapsed } from './format';
 import {
   WorkDoneProgress,
   WorkDoneProgressCancelNotification,
@@ -109,7 +109,9 @@ export class BarrierProgress {
   }
 
   private report(run: Running, v: WorkDoneProgressBegin | WorkDoneProgressReport): void {
-    if (v.message) run.message = v.message;
+    // The server's message carries its own elapsed time (soba/compaction's
+    // Message); this notification ticks its own, so the time is said once.
+    if (v.message) run.message = withoutElapsed(v.message);
     let increment = 0;
     if (typeof v.percentage === 'number') {
       const pct = Math.max(0, Math.min(100, v.percentage));

@@ -188,6 +188,26 @@ describe('BarrierProgress: $/progress as a cancellable notification', () => {
     expect(p.handlers.size).toBe(0);
   });
 
+  it("says the elapsed time once when the server's message carries its own (issue: '· 2 s · 2 s')", async () => {
+    const p = progressHost();
+    let now = 0;
+    const bp = new BarrierProgress(() => p.host, () => {}, () => now);
+    bp.create({ token: 't2' });
+    p.send('t2', { kind: 'begin', title: 'Compacting context', cancellable: true, message: 'waiting for the summary model · 0 s' });
+    await Promise.resolve();
+    now += 2_000;
+    p.send('t2', { kind: 'report', message: 'waiting for the summary model · 2 s' });
+    now += 63_000;
+    p.send('t2', { kind: 'report', message: 'summarizing · 640 tokens · 1 min 05 s' });
+    p.send('t2', { kind: 'end' });
+    await new Promise((r) => setTimeout(r, 0));
+    expect(fake.progress[0].reports.map((r) => r.message)).toEqual([
+      'waiting for the summary model · 0 s',
+      'waiting for the summary model · 2 s',
+      'summarizing · 640 tokens · 1 min 05 s',
+    ]);
+  });
+
   it('ticks the elapsed time every second while nothing arrives, and stops at the end', async () => {
     vi.useFakeTimers();
     try {
