@@ -30,10 +30,12 @@ const (
 // VSCodeOnly are the VS Code extension's own settings: shown with the
 // server's, never sent to it (the server rejects unknown keys).
 var VSCodeOnly = []Key{
-	{Path: "serverPath", Type: String, Default: "", Scope: "machine-overridable",
-		Doc: "Path to the `soba-lsp` binary. Empty: the binary bundled in the extension (`bin/soba-lsp`), else `soba-lsp` on `PATH`. Not sent to the server."},
-	{Path: "serverArgs", Type: StringList, Default: []any{}, Scope: "machine-overridable",
-		Doc: "Extra arguments for `soba-lsp` (for example `[\"--log-file\", \"/tmp/soba.log\"]`). Not sent to the server."},
+	// The program the extension starts: machine scope, so a workspace's
+	// .vscode/settings.json can never name it (SPEC R-W5).
+	{Path: "serverPath", Type: String, Default: "", Scope: "machine", Repository: RepoIgnored,
+		Doc: "Path to the `soba-lsp` binary. Empty: the binary bundled in the extension (`bin/soba-lsp`), else `soba-lsp` on `PATH`. A user or machine setting only: a workspace cannot set it. Not sent to the server."},
+	{Path: "serverArgs", Type: StringList, Default: []any{}, Scope: "machine", Repository: RepoIgnored,
+		Doc: "Extra arguments for `soba-lsp` (for example `[\"--log-file\", \"/tmp/soba.log\"]`). A user or machine setting only: a workspace cannot set them. Not sent to the server."},
 	{Path: "trace.server", Type: String, Default: "off", Enum: []Choice{{Value: "off"}, {Value: "messages"}, {Value: "verbose"}},
 		Doc: "Trace the JSON-RPC traffic with soba-lsp in the 'SOBA Language Server' output. Not sent to the server."},
 }
@@ -300,19 +302,77 @@ func VSCodeReadme() string {
 	return b.String()
 }
 
-// SpliceConfiguration replaces the value of contributes.configuration in
-// package.json by VSCodeConfiguration(), indented as the file is, leaving
-// the rest of the file as it is.
+// RepositoryRule is the strictest rule of a key and the keys below it: the
+// rule of the one editor setting that holds them all.
+func RepositoryRule(n *Node) RepoRule {
+	r := n.Repository
+	for _, c := range n.Children {
+		r = max(r, RepositoryRule(c))
+	}
+	if n.Elem != nil {
+		r = max(r, RepositoryRule(n.Elem))
+	}
+	return r
+}
+
+// VSCodeRepositoryKeys are the server's settings (as in VSCodeSettings)
+// whose workspace and folder values belong to the repository: the
+// extension sends those as repositorySettings, never as the user's.
+func VSCodeRepositoryKeys() []string {
+	var out []string
+	for _, m := range VSCodeSettings() {
+		if n, _ := Lookup(m.Name); RepositoryRule(n) != RepoApplies {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// VSCodeUntrustedWorkspaces returns the value of package.json's
+// capabilities.untrustedWorkspaces: the extension runs in Restricted Mode,
+// where VS Code ignores the workspace's values of every setting a
+// repository may not simply set (the extension's own program settings and
+// the server's keys a repository may not set as they are).
+func VSCodeUntrustedWorkspaces() Ordered {
+	var restricted []string
+	for _, k := range VSCodeOnly {
+		if k.Repository != RepoApplies {
+			restricted = append(restricted, "soba."+k.Path)
+		}
+	}
+	for _, name := range VSCodeRepositoryKeys() {
+		restricted = append(restricted, "soba."+name)
+	}
+	return Ordered{
+		{"supported", "limited"},
+		{"description", "In Restricted Mode the workspace's settings cannot choose the model server, the API key's variable, the summary model or MCP servers, turn approvals off, raise the model's limits or name the program the extension starts; SOBA's own .soba/config.json is held to the same rules by soba-lsp."},
+		{"restrictedConfigurations", restricted},
+	}
+}
+
+// SpliceConfiguration replaces the values of contributes.configuration and
+// capabilities.untrustedWorkspaces in package.json by VSCodeConfiguration()
+// and VSCodeUntrustedWorkspaces(), indented as the file is, leaving the rest
+// of the file as it is.
 func SpliceConfiguration(pkg []byte) ([]byte, error) {
-	start, end, indent, err := valueSpan(pkg, "contributes", "configuration")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", PackageJSONFile, err)
+	for _, part := range []struct {
+		path  []string
+		value Ordered
+	}{
+		{[]string{"contributes", "configuration"}, VSCodeConfiguration()},
+		{[]string{"capabilities", "untrustedWorkspaces"}, VSCodeUntrustedWorkspaces()},
+	} {
+		start, end, indent, err := valueSpan(pkg, part.path...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", PackageJSONFile, err)
+		}
+		v, err := json.MarshalIndent(part.value, indent, "  ")
+		if err != nil {
+			return nil, err
+		}
+		pkg = append(append(append([]byte{}, pkg[:start]...), v...), pkg[end:]...)
 	}
-	v, err := json.MarshalIndent(VSCodeConfiguration(), indent, "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(append(append([]byte{}, pkg[:start]...), v...), pkg[end:]...), nil
+	return pkg, nil
 }
 
 // valueSpan finds the value at path in a JSON document of nested objects:
@@ -374,6 +434,19 @@ export const SERVER_KEYS = [
 `)
 	for _, m := range VSCodeSettings() {
 		fmt.Fprintf(&b, "  '%s',\n", m.Name)
+	}
+	b.WriteString(`] as const;
+
+/**
+ * REPOSITORY_KEYS are the SERVER_KEYS a repository may not simply set (SPEC
+ * R-W5): their workspace and folder values go to the server as
+ * repositorySettings, which it holds to the repository's rules until the
+ * workspace is trusted. They are package.json's restrictedConfigurations too.
+ */
+export const REPOSITORY_KEYS = [
+`)
+	for _, name := range VSCodeRepositoryKeys() {
+		fmt.Fprintf(&b, "  '%s',\n", name)
 	}
 	b.WriteString("] as const;\n")
 	return b.String()

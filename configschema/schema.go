@@ -98,7 +98,32 @@ type Key struct {
 	OneSetting bool
 	// Scope is the VS Code setting's scope ("" for the default, window).
 	Scope string
+	// Repository is what a value of this key may do when the repository
+	// sets it — in <workspace>/.soba/config.json, or in an editor's
+	// workspace or folder settings — while the workspace is untrusted (SPEC
+	// R-W5). A key whose own rule is RepoApplies takes the strictest rule of
+	// the keys below it when the editor shows it as one setting.
+	Repository RepoRule
 }
+
+// RepoRule is what an untrusted repository may do with a key (SPEC R-W5).
+type RepoRule int
+
+// The rules, from the most permissive.
+const (
+	// RepoApplies: the repository's value applies (compaction tuning, the
+	// session directory, …).
+	RepoApplies RepoRule = iota
+	// RepoLowers: a limit the repository may only lower, never raise what
+	// the user's model costs per request.
+	RepoLowers
+	// RepoTightens: the repository may only tighten it (an approval it may
+	// set to "ask", never to "auto").
+	RepoTightens
+	// RepoIgnored: it chooses where data or credentials go, or starts a
+	// program; ignored until the workspace is trusted.
+	RepoIgnored
+)
 
 // Name is the last element of the key's path.
 func (k Key) Name() string { return k.Path[strings.LastIndexByte(k.Path, '.')+1:] }
@@ -123,21 +148,21 @@ const (
 // modelKeys are the keys of a model definition (model, and summaryModel
 // through Like).
 var modelKeys = []Key{
-	{Path: "model.provider", Type: String, Default: ProviderOllama, Enum: []Choice{
+	{Path: "model.provider", Repository: RepoIgnored, Type: String, Default: ProviderOllama, Enum: []Choice{
 		{Value: ProviderOllama, Doc: "Ollama's native `/api/chat`, sending `num_ctx` (the local-first default)"},
 		{Value: ProviderOpenAI, Doc: "any OpenAI-compatible Chat Completions endpoint: llama.cpp server, vLLM, LM Studio, Ollama's `/v1`, OpenAI"},
 		{Value: ProviderAnthropic, Doc: "Anthropic's Messages API"},
 		{Value: ProviderOpenAIResponses, Doc: "OpenAI's Responses API: `baseURL` is the API root, requests go to `baseURL + \"/responses\"` and `baseURL + \"/responses/compact\"`"},
 	}, Doc: "the model server's wire protocol"},
-	{Path: "model.baseURL", Type: String, Default: OllamaBaseURL, Rule: HTTPURL,
+	{Path: "model.baseURL", Repository: RepoIgnored, Type: String, Default: OllamaBaseURL, Rule: HTTPURL,
 		Doc: "the model server"},
 	{Path: "model.name", Type: String, Default: "qwen2.5-coder:7b", Rule: NonEmpty,
 		Doc: "the model to ask"},
-	{Path: "model.apiKeyEnv", Type: String, Default: "OPENAI_API_KEY", Rule: EnvName,
+	{Path: "model.apiKeyEnv", Repository: RepoIgnored, Type: String, Default: "OPENAI_API_KEY", Rule: EnvName,
 		Doc: "the environment variable that holds the API key. Keys are never read from files or settings; a value that looks like a key (`sk-…`) is rejected. Set it to `ANTHROPIC_API_KEY` (or your own name) for `anthropic`"},
-	{Path: "model.contextWindow", Type: Int, Default: 65000, Rule: Positive,
+	{Path: "model.contextWindow", Repository: RepoLowers, Type: Int, Default: 65000, Rule: Positive,
 		Doc: "the model's context window, in tokens (R-S3)"},
-	{Path: "model.maxOutputTokens", Type: Int, Default: 8000, Rule: Positive, Relation: "< `contextWindow`",
+	{Path: "model.maxOutputTokens", Repository: RepoLowers, Type: Int, Default: 8000, Rule: Positive, Relation: "< `contextWindow`",
 		Doc: "the tokens reserved for each reply (R-S3)"},
 	{Path: "model.nativeContinuation", Type: Bool, Default: true,
 		Doc: "with `openai-responses` or `anthropic`, every compaction also asks the provider for its native compaction of the same history (`/responses/compact`; Anthropic's server-side compaction, for a history above its 50,000-token minimum) and stores it with the capsule; the next requests to the same provider and model carry it in place of the capsule's text, while the portable capsule is still built and used for everything else (SPEC §11, docs/providers.md). `false` makes portable capsules only; `openai` and `ollama` have none; `summaryModel`'s is not used"},
@@ -149,7 +174,7 @@ var Keys = concat(
 	[]Key{{Path: "model", Type: Object, Doc: "the model that does the work"}},
 	modelKeys,
 	[]Key{
-		{Path: "summaryModel", Type: Object, Like: "model", OneSetting: true,
+		{Path: "summaryModel", Type: Object, Like: "model", OneSetting: true, Repository: RepoIgnored,
 			Doc: "the model that writes capsule summaries, so a small fast model can summarise for a large one. Unset means `model`; keys it leaves out are taken from `model`, so `{\"name\": \"qwen2.5-coder:1.5b\"}` is enough for a small model on the same server"},
 
 		{Path: "compaction", Type: Object, OneSetting: true, Doc: "the compaction keys of SPEC §6; unset keys keep their defaults"},
@@ -177,12 +202,12 @@ var Keys = concat(
 			Doc: "alias of `timeoutMs`: accepted with a warning; when `timeoutMs` is set in *any* layer, `timeoutMs` wins and the alias is ignored (with a warning saying so) (R-S1)"},
 
 		{Path: "tools", Type: Object, Doc: "the agent's tools"},
-		{Path: "tools.approval", Type: String, Default: ApprovalAsk, Enum: []Choice{
+		{Path: "tools.approval", Type: String, Default: ApprovalAsk, Repository: RepoTightens, Enum: []Choice{
 			{Value: ApprovalAsk, Doc: "file writes, `bash` and MCP tools ask the user first (R-W3)"},
 			{Value: ApprovalAuto, Doc: "tools run without asking"},
 		}, Doc: "whether tools ask before they act"},
 
-		{Path: "mcpServers", Type: Map, OneSetting: true,
+		{Path: "mcpServers", Type: Map, OneSetting: true, Repository: RepoIgnored,
 			Doc: "the user's MCP servers, by name, in the shape of Claude Code's `.mcp.json`; their tools reach the model as `mcp__<server>__<tool>`; a workspace's own `.soba/config.json` cannot start them (a repository never runs programs by being opened)"},
 		{Path: "mcpServers.*", Type: Object, Doc: "one MCP server: `{command, args, env}` for stdio, `{type: \"http\", url, headers}` for HTTP"},
 		{Path: "mcpServers.*.type", Type: String, Enum: []Choice{

@@ -91,3 +91,61 @@ func TestValueSpan(t *testing.T) {
 		t.Error("found a missing key")
 	}
 }
+
+// TestRepositoryRules_RW5: what an untrusted repository may do with each
+// key, as the editors and the docs take it from the description (SPEC
+// R-W5): a key that chooses where data or credentials go or starts a
+// program is ignored, an approval may only tighten, a limit only go down;
+// one editor setting holding several keys takes the strictest rule.
+func TestRepositoryRules_RW5(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want RepoRule
+	}{
+		{"model.provider", RepoIgnored},
+		{"model.baseURL", RepoIgnored},
+		{"model.apiKeyEnv", RepoIgnored},
+		{"summaryModel", RepoIgnored},
+		{"mcpServers", RepoIgnored},
+		{"tools.approval", RepoTightens},
+		{"tools", RepoTightens},
+		{"model.contextWindow", RepoLowers},
+		{"model.maxOutputTokens", RepoLowers},
+		{"model", RepoIgnored},
+		{"model.name", RepoApplies},
+		{"model.nativeContinuation", RepoApplies},
+		{"compaction", RepoApplies},
+		{"sessionDir", RepoApplies},
+		{"sessionOnStart", RepoApplies},
+	} {
+		n, ok := Lookup(tc.path)
+		if !ok {
+			t.Fatalf("no key %s", tc.path)
+		}
+		if got := RepositoryRule(n); got != tc.want {
+			t.Errorf("RepositoryRule(%s) = %d, want %d", tc.path, got, tc.want)
+		}
+	}
+}
+
+// TestVSCodeRestrictedConfigurations_RW5: VS Code's Restricted Mode ignores
+// the workspace's value of every setting that names the program the
+// extension starts, and of every server key a repository may not simply
+// set; those two program settings have machine scope (never a workspace's).
+func TestVSCodeRestrictedConfigurations_RW5(t *testing.T) {
+	got := VSCodeUntrustedWorkspaces()
+	if got[0].Value != "limited" {
+		t.Fatalf("supported = %v, want limited", got[0].Value)
+	}
+	restricted := got[2].Value.([]string)
+	want := []string{"soba.serverPath", "soba.serverArgs", "soba.model.provider", "soba.model.baseURL", "soba.model.apiKeyEnv",
+		"soba.model.contextWindow", "soba.model.maxOutputTokens", "soba.summaryModel", "soba.tools.approval", "soba.mcpServers"}
+	if strings.Join(restricted, " ") != strings.Join(want, " ") {
+		t.Errorf("restrictedConfigurations = %v\nwant %v", restricted, want)
+	}
+	for _, k := range VSCodeOnly[:2] {
+		if k.Scope != "machine" {
+			t.Errorf("soba.%s has scope %q, want machine", k.Path, k.Scope)
+		}
+	}
+}

@@ -21,3 +21,20 @@ export const SERVER_KEYS = [
   'sessionDir',
   'sessionOnStart',
 ] as const;
+
+/**
+ * REPOSITORY_KEYS are the SERVER_KEYS a repository may not simply set (SPEC
+ * R-W5): their workspace and folder values go to the server as
+ * repositorySettings, which it holds to the repository's rules until the
+ * workspace is trusted. They are package.json's restrictedConfigurations too.
+ */
+export const REPOSITORY_KEYS = [
+  'model.provider',
+  'model.baseURL',
+  'model.apiKeyEnv',
+  'model.contextWindow',
+  'model.maxOutputTokens',
+  'summaryModel',
+  'tools.approval',
+  'mcpServers',
+] as const;
