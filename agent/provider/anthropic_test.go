@@ -105,7 +105,7 @@ func TestAnthropicRequestShape(t *testing.T) {
 // An overloaded_error event right after the 200 is a rate limit, retried
 // like a 529 since nothing of the answer streamed yet.
 func TestAnthropicOverloadedEventIsRetriedRateLimit(t *testing.T) {
-	w := newWire(t, answer{header: sse, file: "anthropic/overloaded_event.sse"})
+	w := newWire(t, answer{header: sse, file: "errors/anthropic_overloaded_event.sse"})
 	p := newFor(t, NameAnthropic, baseFor(NameAnthropic, w), nil)
 	_, err := p.Stream(context.Background(), userReq("x"), nil)
 	var rl *RateLimitError
@@ -117,7 +117,7 @@ func TestAnthropicOverloadedEventIsRetriedRateLimit(t *testing.T) {
 		t.Errorf("attempts %d, requests %d", rl.Attempts, w.requests())
 	}
 
-	w = newWire(t, answer{header: sse, file: "anthropic/overloaded_event.sse"}, answer{header: sse, file: "anthropic/text_cached.sse"})
+	w = newWire(t, answer{header: sse, file: "errors/anthropic_overloaded_event.sse"}, answer{header: sse, file: "anthropic/text_cached.sse"})
 	p = newFor(t, NameAnthropic, baseFor(NameAnthropic, w), nil)
 	if resp, err := p.Stream(context.Background(), userReq("x"), nil); err != nil || resp.Text != "Hello!" {
 		t.Fatalf("after one overloaded event: %+v %v", resp, err)

@@ -25,7 +25,7 @@ func TestOverflowShapesDetected_RG9(t *testing.T) {
 		stated, limit  int
 	}{
 		{NameOpenAI, "errors/openai_context_length_exceeded.json", 400, 130412, 128000},
-		{NameOpenAI, "errors/vllm_max_context.json", 400, 33792, 32768},
+		{NameOpenAI, "errors/vllm_max_context.json", 400, 32768, 32768},
 		{NameOpenAI, "errors/vllm_input_tokens.json", 400, 70211, 65536},
 		{NameOpenAI, "errors/llamacpp_exceed_context_size.json", 400, 70123, 65536},
 		{NameOpenAI, "errors/llamacpp_old.json", 400, 0, 0},
@@ -68,7 +68,7 @@ func TestClassifyErrors(t *testing.T) {
 		{503, "errors/llamacpp_loading.json", "rate"},
 		{400, "errors/bedrock_throttling.json", "rate"},
 		{429, "errors/bedrock_throttling.json", "rate"},
-		{429, "errors/openai_context_length_exceeded.json", "rate"},
+		{429, "errors/openai_context_length_exceeded.json", "overflow"}, // the body decides, not the status
 		{401, "errors/openai_invalid_key.json", "auth"},
 		{403, "errors/openai_invalid_key.json", "auth"},
 		{404, "errors/ollama_model_not_found.json", "bad"},

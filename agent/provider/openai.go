@@ -160,12 +160,17 @@ func (p *openAI) read(ctx context.Context, r io.Reader, onEvent func(Event)) (Re
 		finish string
 	)
 	for {
-		_, data, err := sse.Next()
+		event, data, err := sse.Next()
 		if err != nil {
 			return Response{}, p.readFailure(ctx, err, "[DONE]")
 		}
 		if len(data) == 0 {
 			continue
+		}
+		if event == "error" {
+			// An error event (old llama.cpp's "error:" line) is classified
+			// like an HTTP error body.
+			return Response{}, classify(p.name, 0, nil, data)
 		}
 		if string(data) == "[DONE]" {
 			break

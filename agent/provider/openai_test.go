@@ -145,15 +145,17 @@ func TestAPIKeyAbsentSendsNoAuthorization(t *testing.T) {
 }
 
 func TestOpenAIErrorChunkAfter200IsOverflow_RG9(t *testing.T) {
-	w := newWire(t, answer{header: sse, file: "openai/vllm_error_chunk.sse"})
+	w := newWire(t, answer{header: sse, file: "errors/vllm_error_chunk.sse"})
 	p := newFor(t, NameOpenAI, baseFor(NameOpenAI, w), nil)
 	_, err := p.Stream(context.Background(), userReq("x"), nil)
 	var oe *OverflowError
 	if !errors.As(err, &oe) {
 		t.Fatalf("want *OverflowError, got %T %v", err, err)
 	}
-	if oe.StatedTokens != 33000 || oe.LimitTokens != 32768 {
-		t.Errorf("counts %d / %d", oe.StatedTokens, oe.LimitTokens)
+	// 32000 in the messages and 1000 in the completion: the prompt fits,
+	// the output budget does not.
+	if oe.StatedTokens != 32000 || oe.LimitTokens != 32768 || oe.OutputTokens != 1000 || !oe.FromOutput || oe.FitsOutput() != 768 {
+		t.Errorf("got %+v", oe)
 	}
 }
 

@@ -131,10 +131,10 @@ func TestResponsesErrors(t *testing.T) {
 	}{
 		{name: "overflow status", answers: []answer{{status: 400, body: `{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`}},
 			want: new(*OverflowError), requests: 1},
-		{name: "overflow in stream", answers: []answer{{header: sse, file: "responses/failed_overflow.sse"}}, want: new(*OverflowError), requests: 1},
+		{name: "overflow in stream", answers: []answer{{header: sse, file: "errors/responses_failed_overflow.sse"}}, want: new(*OverflowError), requests: 1},
 		{name: "rate limit status retried", answers: []answer{{status: 429, header: map[string]string{"Retry-After": "1"}, body: `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`}},
 			want: new(*RateLimitError), requests: 3},
-		{name: "rate limit event before output retried", answers: []answer{{header: sse, file: "responses/error_event.sse"}}, want: new(*RateLimitError), requests: 3},
+		{name: "rate limit event before output retried", answers: []answer{{header: sse, file: "errors/responses_error_event.sse"}}, want: new(*RateLimitError), requests: 3},
 		{name: "auth", answers: []answer{{status: 401, body: `{"error":{"message":"Incorrect API key provided: sk-xx. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`}},
 			want: new(*AuthError), requests: 1},
 		{name: "bad request names the item", answers: []answer{{status: 400, body: `{"error":{"message":"Invalid 'input[0].encrypted_content': the compaction item could not be decrypted.","type":"invalid_request_error","param":"input[0].encrypted_content","code":"invalid_encrypted_content"}}`}},

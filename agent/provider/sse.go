@@ -62,6 +62,12 @@ func (s *sseReader) Next() (event string, data []byte, err error) {
 		switch string(name) {
 		case "event":
 			event = string(value)
+		case "error":
+			// llama.cpp server builds until late 2025 (PR 16109) sent a
+			// failure after the 200 as a non-standard "error:" field; it is
+			// read as an event named error whose data is the error object.
+			event = "error"
+			fallthrough
 		case "data":
 			if hasData {
 				s.data = append(s.data, '\n')
