@@ -70,7 +70,16 @@ func isWordByte(c byte) bool {
 // the turns and failed commands, all artifacts exact. It summarises the path
 // entries in [from, to) and rolls the result into prev (R-M4). It is the
 // degraded fallback of R-F1 and the base a model summary is merged into.
+//
+// Its Done holds only work with evidence (workOnly).
 func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras Extras) (capsule.State, error) {
+	st, err := buildDeterministic(t, from, to, prev, extras)
+	return workOnly(st), err
+}
+
+// buildDeterministic is BuildDeterministic with the "Answered: …" markers
+// still in Done, for a Roll that follows (BuildCapsule).
+func buildDeterministic(t Transcript, from, to int, prev *capsule.State, extras Extras) (capsule.State, error) {
 	if l, ok := t.(LeanTranscript); ok {
 		t = l.Lean() // the content it leaves out is read nowhere below
 	}
@@ -84,6 +93,7 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		failures    []toolFailureItem
 		lastReply   string
 		turnPending bool
+		turnEdits   int        // arts.edits when the latest request came
 		plan        []planItem // the latest todo list or plan the model wrote
 	)
 	for i := from; i < to; i++ {
@@ -93,7 +103,8 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		case session.TypeCapsule:
 			// The kept tail of the capsule being rolled into comes before
 			// it: an answer there is older than that capsule's state.
-			done = slices.DeleteFunc(done, func(d string) bool { return d == answeredEarlier })
+			done = slices.DeleteFunc(done, isEarlier)
+			turnEdits = arts.edits
 			continue
 		default:
 			continue
@@ -117,10 +128,11 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 		case e.User != nil:
 			said = append(said, words)
 			if turnPending && len(users) > 0 && !isChatter(users[len(users)-1]) {
-				done = append(done, workedOn+firstLine(users[len(users)-1], maxItemChars))
+				done = appendTurn(done, users[len(users)-1], arts.edits-turnEdits)
 			}
 			users = append(users, words)
 			turnPending = true
+			turnEdits = arts.edits
 			// A tool failure of an earlier turn was followed by more
 			// work and a new request: history, not a blocker (R-C8).
 			failures = failures[:0]
@@ -137,15 +149,19 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 			}
 			if len(e.Assistant.ToolCalls) == 0 && e.Assistant.Error == "" && len(users) > 0 && turnPending {
 				if !isChatter(users[len(users)-1]) {
-					done = append(done, answered+firstLine(users[len(users)-1], maxItemChars))
+					done = appendTurn(done, users[len(users)-1], arts.edits-turnEdits)
 				}
 				turnPending = false
 			}
-			if len(e.Assistant.ToolCalls) == 0 && e.Assistant.Error == "" && len(users) == 0 && from > 0 && !slices.Contains(done, answeredEarlier) {
+			if len(e.Assistant.ToolCalls) == 0 && e.Assistant.Error == "" && len(users) == 0 && from > 0 && !slices.ContainsFunc(done, isEarlier) {
 				// The final answer to a request made before this range
 				// (there is none before the session's start): a roll
 				// names that request (R-M4).
-				done = append(done, answeredEarlier)
+				if arts.edits > turnEdits {
+					done = append(done, workedEarlier)
+				} else {
+					done = append(done, answeredEarlier)
+				}
 			}
 		case e.ToolResult != nil:
 			r := e.ToolResult
@@ -290,6 +306,33 @@ func BuildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 	}
 	return st, nil
 }
+
+// appendTurn adds the item of a finished turn. Done holds work with
+// evidence (files changed, checks passed, a checkpoint): a turn that changed
+// files is "Worked on: …"; a request the assistant only answered is an
+// "Answered: …" marker, which tells a roll how many requests came since
+// (R-M4) and which workOnly removes before the capsule is written — the
+// request stays in User messages.
+func appendTurn(done []string, request string, edits int) []string {
+	if edits <= 0 {
+		return append(done, answered+firstLine(request, maxItemChars))
+	}
+	return append(done, workedOn+firstLine(request, maxItemChars)+" ("+plural(edits, "file change")+")")
+}
+
+// workOnly drops the "Answered: …" items from Done: markers of turns
+// without evidence of work, and such items of capsules written before
+// Done held only work with evidence.
+func workOnly(st capsule.State) capsule.State {
+	if slices.ContainsFunc(st.Done, isAnswered) {
+		st.Done = slices.DeleteFunc(slices.Clone(st.Done), isAnswered)
+	}
+	return st
+}
+
+func isEarlier(d string) bool { return d == answeredEarlier || d == workedEarlier }
+
+func isAnswered(d string) bool { return strings.HasPrefix(d, answered) }
 
 // planItem is one entry of a todo list or plan the model wrote.
 type planItem struct{ text, status string }
@@ -517,28 +560,32 @@ func Roll(prev, next capsule.State) capsule.State {
 	// The request under way at prev's cut: answered in next, or replaced by
 	// next's own request, its "Continue with" is no longer a step.
 	prevNext := stillOpen(prev.NextSteps, next)
-	if i := slices.Index(next.Done, answeredEarlier); i >= 0 {
+	if i := slices.IndexFunc(next.Done, isEarlier); i >= 0 {
 		for _, s := range prevNext {
 			if req, ok := strings.CutPrefix(s, continueWith); ok {
 				next.Done = slices.Clone(next.Done)
-				next.Done[i] = answered + req
+				prefix := answered
+				if next.Done[i] == workedEarlier {
+					prefix = workedOn
+				}
+				next.Done[i] = prefix + req
 				out.Done = lastN(keepRecentTurns(union(prev.Done, next.Done), maxTurnItems), 2*maxListItems)
 				break
 			}
 		}
 	}
-	if slices.Contains(next.Done, answeredEarlier) || slices.ContainsFunc(next.Done, isTurnItem) ||
+	if slices.ContainsFunc(next.Done, isEarlier) || slices.ContainsFunc(next.Done, isTurnItem) ||
 		slices.ContainsFunc(next.NextSteps, func(s string) bool { return strings.HasPrefix(s, continueWith) }) {
 		prevNext = slices.DeleteFunc(prevNext, func(s string) bool { return strings.HasPrefix(s, continueWith) })
 	}
-	if slices.Contains(next.Done, answeredEarlier) {
+	if slices.ContainsFunc(next.Done, isEarlier) {
 		// The turn under way at prev's cut ended with its answer: its steps
 		// and its work in progress are history. A step about a check stays
 		// until the check passes (its blocker stays too).
 		prevNext = slices.DeleteFunc(prevNext, func(s string) bool { return !namesCheck(s) })
 		out.InProgress = orElse(next.InProgress, slices.DeleteFunc(stillOpen(prev.InProgress, next), func(s string) bool { return !namesCheck(s) }))
 	}
-	out.Done = slices.DeleteFunc(out.Done, func(d string) bool { return d == answeredEarlier })
+	out.Done = slices.DeleteFunc(out.Done, isEarlier)
 	if turns := countFunc(next.Done, isTurnItem); turns >= laterRequests {
 		// The user has moved on through several requests since prev: its
 		// steps are not confirmed open any more. They are kept as one note,
@@ -891,13 +938,19 @@ func verificationNotes(notes []string, prev, next capsule.State, rolled []capsul
 }
 
 // The Done items BuildDeterministic writes for a turn: the request, as the
-// user put it, that was worked on or answered.
+// user put it, of a turn that changed files.
 const (
 	workedOn = "Worked on: "
+	// answered marks a request the assistant answered without changing a
+	// file; workOnly drops it (a reply is not work done).
 	answered = "Answered: "
-	// answeredEarlier is the Done item of a final answer to a request made
-	// before the range; a roll replaces it with the request it names.
+	// answeredEarlier marks a final answer to a request made before the
+	// range: it tells a roll the turn under way at the previous cut ended,
+	// and never stays in Done.
 	answeredEarlier = answered + "the request made before this part of the session"
+	// workedEarlier is answeredEarlier for a turn that changed files in
+	// the range before its answer: a roll names the request as worked on.
+	workedEarlier = workedOn + "the request made before this part of the session"
 	// planDoneItem starts the Done item of a plan step the model marked
 	// completed.
 	planDoneItem = "Marked done in the plan: "

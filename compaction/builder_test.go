@@ -188,3 +188,37 @@ func TestConstraintsAlikeOnAllCores_RC1(t *testing.T) {
 		t.Fatalf("only %d constraints found: %q", len(one), one)
 	}
 }
+
+// TestDoneHoldsOnlyWorkWithEvidence_RC1: a request the assistant only
+// answered is no Done item (it stays in User messages); a turn that changed
+// files is "Worked on: … (N file changes)"; an older capsule's "Answered: …"
+// items do not survive a roll.
+func TestDoneHoldsOnlyWorkWithEvidence_RC1(t *testing.T) {
+	b := newBuilder()
+	b.user("what does the footer do?", 10)
+	b.reply("It shows the budget.", 10)
+	b.user("rename the config loader", 10)
+	b.edit("config/loader.go", 10)
+	b.reply("Renamed.", 10)
+	st, err := BuildDeterministic(b.es, 0, len(b.es), nil, Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(st.Done, isAnswered) {
+		t.Errorf("Done has an answered request: %q", st.Done)
+	}
+	if !slices.Contains(st.Done, "Worked on: rename the config loader (1 file change)") {
+		t.Errorf("Done lacks the turn that changed a file: %q", st.Done)
+	}
+	if !slices.ContainsFunc(st.UserMessages, func(m string) bool { return strings.Contains(m, "what does the footer do?") }) {
+		t.Errorf("User messages lack the answered request: %q", st.UserMessages)
+	}
+	prev := capsule.State{Done: []string{"Answered: remove the nord.json", "Milestone: lexer done"}}
+	rolled, err := BuildDeterministic(b.es, 0, len(b.es), &prev, Extras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(rolled.Done, isAnswered) || !slices.Contains(rolled.Done, "Milestone: lexer done") {
+		t.Errorf("rolled Done = %q, want the milestone and no answered item", rolled.Done)
+	}
+}

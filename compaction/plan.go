@@ -146,7 +146,7 @@ type Capsule struct {
 // deterministic capsule is then the intended one). With a parsed model
 // summary, the summary's narrative is merged with the exact artifacts.
 func BuildCapsule(t Transcript, c Counter, p Plan, summary *capsule.State, degraded bool) (Capsule, error) {
-	det, err := BuildDeterministic(t, p.Base.Start, p.Cut.FirstKept, nil, p.Extras)
+	det, err := buildDeterministic(t, p.Base.Start, p.Cut.FirstKept, nil, p.Extras)
 	if err != nil {
 		return Capsule{}, err
 	}
@@ -164,7 +164,7 @@ func BuildCapsule(t Transcript, c Counter, p Plan, summary *capsule.State, degra
 			state = rollKeepingGoal(*p.Base.State, state)
 		}
 	}
-	state = boundCapsule(state, c, p.HardLimit*MaxCapsuleShare/100)
+	state = boundCapsule(workOnly(state), c, p.HardLimit*MaxCapsuleShare/100)
 	quality := capsule.QualityFull
 	if degraded {
 		quality = capsule.QualityDegraded

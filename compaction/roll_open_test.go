@@ -73,7 +73,7 @@ func TestRollKeepsOpenItemsDropsResolved_RM4_RC8(t *testing.T) {
 				b.reply("Renamed: the loader is config/loader.go now.", 10)
 			},
 			gone: []string{"Continue with: rename the config loader"},
-			done: []string{"Answered: rename the config loader"},
+			done: []string{"Worked on: rename the config loader"},
 		},
 		{
 			name: "an answer in the kept tail before the capsule is older than the capsule",
