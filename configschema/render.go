@@ -302,17 +302,19 @@ func VSCodeReadme() string {
 	return b.String()
 }
 
-// RepositoryRule is the strictest rule of a key and the keys below it: the
-// rule of the one editor setting that holds them all.
-func RepositoryRule(n *Node) RepoRule {
-	r := n.Repository
+// Restricted tells whether a repository may not simply set a key or some
+// key below it: the one editor setting that holds them is then the
+// repository's to send apart, and VS Code's Restricted Mode ignores it.
+func Restricted(n *Node) bool {
+	if n.Repository != RepoApplies {
+		return true
+	}
 	for _, c := range n.Children {
-		r = max(r, RepositoryRule(c))
+		if Restricted(c) {
+			return true
+		}
 	}
-	if n.Elem != nil {
-		r = max(r, RepositoryRule(n.Elem))
-	}
-	return r
+	return n.Elem != nil && Restricted(n.Elem)
 }
 
 // VSCodeRepositoryKeys are the server's settings (as in VSCodeSettings)
@@ -321,7 +323,7 @@ func RepositoryRule(n *Node) RepoRule {
 func VSCodeRepositoryKeys() []string {
 	var out []string
 	for _, m := range VSCodeSettings() {
-		if n, _ := Lookup(m.Name); RepositoryRule(n) != RepoApplies {
+		if n, _ := Lookup(m.Name); Restricted(n) {
 			out = append(out, m.Name)
 		}
 	}

@@ -98,31 +98,29 @@ type Key struct {
 	OneSetting bool
 	// Scope is the VS Code setting's scope ("" for the default, window).
 	Scope string
-	// Repository is what a value of this key may do when the repository
-	// sets it — in <workspace>/.soba/config.json, or in an editor's
-	// workspace or folder settings — while the workspace is untrusted (SPEC
-	// R-W5). A key whose own rule is RepoApplies takes the strictest rule of
-	// the keys below it when the editor shows it as one setting.
-	Repository RepoRule
+	// Repository is what a repository-owned layer (the workspace's
+	// .soba/config.json, an editor's workspace or folder settings) of an
+	// untrusted workspace may do with the key (SPEC R-W5).
+	Repository Repo
 }
 
-// RepoRule is what an untrusted repository may do with a key (SPEC R-W5).
-type RepoRule int
+// Repo is what an untrusted repository may do with a key (SPEC R-W5).
+type Repo int
 
-// The rules, from the most permissive.
+// The repository rules.
 const (
 	// RepoApplies: the repository's value applies (compaction tuning, the
 	// session directory, …).
-	RepoApplies RepoRule = iota
-	// RepoLowers: a limit the repository may only lower, never raise what
-	// the user's model costs per request.
-	RepoLowers
-	// RepoTightens: the repository may only tighten it (an approval it may
-	// set to "ask", never to "auto").
-	RepoTightens
+	RepoApplies Repo = iota
 	// RepoIgnored: it chooses where data or credentials go, or starts a
 	// program; ignored until the workspace is trusted.
 	RepoIgnored
+	// RepoLowerOnly: a limit the repository may only lower, never raise
+	// what the user's model costs per request.
+	RepoLowerOnly
+	// RepoTighten: the repository may only tighten it (an approval it may
+	// set to "ask", never to "auto").
+	RepoTighten
 )
 
 // Name is the last element of the key's path.
@@ -160,9 +158,9 @@ var modelKeys = []Key{
 		Doc: "the model to ask"},
 	{Path: "model.apiKeyEnv", Repository: RepoIgnored, Type: String, Default: "OPENAI_API_KEY", Rule: EnvName,
 		Doc: "the environment variable that holds the API key. Keys are never read from files or settings; a value that looks like a key (`sk-…`) is rejected. Set it to `ANTHROPIC_API_KEY` (or your own name) for `anthropic`"},
-	{Path: "model.contextWindow", Repository: RepoLowers, Type: Int, Default: 65000, Rule: Positive,
+	{Path: "model.contextWindow", Repository: RepoLowerOnly, Type: Int, Default: 65000, Rule: Positive,
 		Doc: "the model's context window, in tokens (R-S3)"},
-	{Path: "model.maxOutputTokens", Repository: RepoLowers, Type: Int, Default: 8000, Rule: Positive, Relation: "< `contextWindow`",
+	{Path: "model.maxOutputTokens", Repository: RepoLowerOnly, Type: Int, Default: 8000, Rule: Positive, Relation: "< `contextWindow`",
 		Doc: "the tokens reserved for each reply (R-S3)"},
 	{Path: "model.nativeContinuation", Type: Bool, Default: true,
 		Doc: "with `openai-responses` or `anthropic`, every compaction also asks the provider for its native compaction of the same history (`/responses/compact`; Anthropic's server-side compaction, for a history above its 50,000-token minimum) and stores it with the capsule; the next requests to the same provider and model carry it in place of the capsule's text, while the portable capsule is still built and used for everything else (SPEC §11, docs/providers.md). `false` makes portable capsules only; `openai` and `ollama` have none; `summaryModel`'s is not used"},
@@ -202,7 +200,7 @@ var Keys = concat(
 			Doc: "alias of `timeoutMs`: accepted with a warning; when `timeoutMs` is set in *any* layer, `timeoutMs` wins and the alias is ignored (with a warning saying so) (R-S1)"},
 
 		{Path: "tools", Type: Object, Doc: "the agent's tools"},
-		{Path: "tools.approval", Type: String, Default: ApprovalAsk, Repository: RepoTightens, Enum: []Choice{
+		{Path: "tools.approval", Type: String, Default: ApprovalAsk, Repository: RepoTighten, Enum: []Choice{
 			{Value: ApprovalAsk, Doc: "file writes, `bash` and MCP tools ask the user first (R-W3)"},
 			{Value: ApprovalAuto, Doc: "tools run without asking"},
 		}, Doc: "whether tools ask before they act"},

@@ -92,38 +92,25 @@ func TestValueSpan(t *testing.T) {
 	}
 }
 
-// TestRepositoryRules_RW5: what an untrusted repository may do with each
-// key, as the editors and the docs take it from the description (SPEC
-// R-W5): a key that chooses where data or credentials go or starts a
-// program is ignored, an approval may only tighten, a limit only go down;
-// one editor setting holding several keys takes the strictest rule.
-func TestRepositoryRules_RW5(t *testing.T) {
-	for _, tc := range []struct {
-		path string
-		want RepoRule
-	}{
-		{"model.provider", RepoIgnored},
-		{"model.baseURL", RepoIgnored},
-		{"model.apiKeyEnv", RepoIgnored},
-		{"summaryModel", RepoIgnored},
-		{"mcpServers", RepoIgnored},
-		{"tools.approval", RepoTightens},
-		{"tools", RepoTightens},
-		{"model.contextWindow", RepoLowers},
-		{"model.maxOutputTokens", RepoLowers},
-		{"model", RepoIgnored},
-		{"model.name", RepoApplies},
-		{"model.nativeContinuation", RepoApplies},
-		{"compaction", RepoApplies},
-		{"sessionDir", RepoApplies},
-		{"sessionOnStart", RepoApplies},
-	} {
-		n, ok := Lookup(tc.path)
-		if !ok {
-			t.Fatalf("no key %s", tc.path)
+// TestRepositoryKeys_RW5: the editor settings a repository may not simply
+// set, as the editors take them from the description (SPEC R-W5): every
+// key that chooses where data or credentials go, starts a program, relaxes
+// an approval or raises a limit is among them; compaction tuning and the
+// session keys are not.
+func TestRepositoryKeys_RW5(t *testing.T) {
+	restricted := map[string]bool{}
+	for _, name := range VSCodeRepositoryKeys() {
+		restricted[name] = true
+	}
+	for _, name := range []string{"model.provider", "model.baseURL", "model.apiKeyEnv", "model.contextWindow",
+		"model.maxOutputTokens", "summaryModel", "tools.approval", "mcpServers"} {
+		if !restricted[name] {
+			t.Errorf("%s is not a repository key; a workspace's value would reach the server as the user's", name)
 		}
-		if got := RepositoryRule(n); got != tc.want {
-			t.Errorf("RepositoryRule(%s) = %d, want %d", tc.path, got, tc.want)
+	}
+	for _, name := range []string{"compaction", "sessionDir", "sessionOnStart"} {
+		if restricted[name] {
+			t.Errorf("%s is a repository key; a repository may set it", name)
 		}
 	}
 }
@@ -138,14 +125,16 @@ func TestVSCodeRestrictedConfigurations_RW5(t *testing.T) {
 		t.Fatalf("supported = %v, want limited", got[0].Value)
 	}
 	restricted := got[2].Value.([]string)
-	want := []string{"soba.serverPath", "soba.serverArgs", "soba.model.provider", "soba.model.baseURL", "soba.model.apiKeyEnv",
-		"soba.model.contextWindow", "soba.model.maxOutputTokens", "soba.summaryModel", "soba.tools.approval", "soba.mcpServers"}
+	want := []string{"soba.serverPath", "soba.serverArgs"}
+	for _, name := range VSCodeRepositoryKeys() {
+		want = append(want, "soba."+name)
+	}
 	if strings.Join(restricted, " ") != strings.Join(want, " ") {
 		t.Errorf("restrictedConfigurations = %v\nwant %v", restricted, want)
 	}
 	for _, k := range VSCodeOnly[:2] {
-		if k.Scope != "machine" {
-			t.Errorf("soba.%s has scope %q, want machine", k.Path, k.Scope)
+		if k.Scope != "machine" || k.Repository == RepoApplies {
+			t.Errorf("soba.%s has scope %q and rule %d, want machine and not RepoApplies", k.Path, k.Scope, k.Repository)
 		}
 	}
 }
