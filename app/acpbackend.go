@@ -320,6 +320,11 @@ func (s *acpSession) Close() error {
 	return err
 }
 
+// maxDiffFileBytes bounds the file a diff of write_file or edit_file shows
+// whole (through the door, R-W1): a larger one, a FIFO or a link out of the
+// workspace is shown as the change alone.
+const maxDiffFileBytes = 4 << 20
+
 // toolCall is how the client shows a call of one of SOBA's tools: its kind,
 // the file it touches, and for an approval exactly what will run (R-W3):
 // the whole command of bash, the diff of write_file and edit_file.
@@ -358,7 +363,7 @@ func (s *acpSession) toolCall(id, name string, args json.RawMessage) acp.ToolCal
 	case tool.WriteFile:
 		t.Kind, t.Title = "edit", "Write "+a.Path
 		d := acp.ToolContent{IsDiff: true, Path: abs, NewText: a.Content}
-		if old, err := os.ReadFile(abs); err == nil && abs != "" {
+		if old, err := s.ws.Root().ReadFile(abs, maxDiffFileBytes); err == nil && abs != "" {
 			o := string(old)
 			d.OldText = &o
 		}
@@ -366,7 +371,7 @@ func (s *acpSession) toolCall(id, name string, args json.RawMessage) acp.ToolCal
 	case tool.EditFile:
 		t.Kind, t.Title = "edit", "Edit "+a.Path
 		old, nw := a.OldText, a.NewText
-		if data, err := os.ReadFile(abs); err == nil && abs != "" && strings.Count(string(data), a.OldText) == 1 && a.OldText != "" {
+		if data, err := s.ws.Root().ReadFile(abs, maxDiffFileBytes); err == nil && abs != "" && strings.Count(string(data), a.OldText) == 1 && a.OldText != "" {
 			old = string(data)
 			nw = strings.Replace(old, a.OldText, a.NewText, 1)
 		}

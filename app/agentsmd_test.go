@@ -114,3 +114,86 @@ func TestAgentsMDInSystemPromptAndBudget_RO1(t *testing.T) {
 		t.Fatalf("the system prompt lacks AGENTS.md")
 	}
 }
+
+// TestAgentsMDThroughTheDoor_RW1_RW5: AGENTS.md, the workspace's own or one
+// above it, comes through the door: a link leading out of the directory
+// that holds it is not followed (its target never reaches the prompt, a
+// warning says so), a link within that directory is, and a file over the
+// bound is cut with a warning.
+func TestAgentsMDThroughTheDoor_RW1_RW5(t *testing.T) {
+	const secret = "SECRET-OUTSIDE-THE-REPOSITORY"
+	for _, tc := range []struct {
+		name     string
+		setup    func(t *testing.T, top, repo, ws string)
+		want     string // in the instructions
+		warning  string // in the one warning, "" for none
+		mustLack string
+	}{
+		{"link above the workspace leading out of its folder",
+			func(t *testing.T, top, repo, ws string) {
+				writeFile(t, filepath.Join(top, "outside", "notes.txt"), secret)
+				symlink(t, filepath.Join(top, "outside", "notes.txt"), filepath.Join(repo, "AGENTS.md"))
+			}, "", "is a link leading out of", secret},
+		{"relative link above the workspace leading out of its folder",
+			func(t *testing.T, top, repo, ws string) {
+				writeFile(t, filepath.Join(top, "outside", "notes.txt"), secret)
+				symlink(t, "../outside/notes.txt", filepath.Join(repo, "AGENTS.md"))
+			}, "", "is a link leading out of", secret},
+		{"link in the workspace leading out of it",
+			func(t *testing.T, top, repo, ws string) {
+				writeFile(t, filepath.Join(top, "outside", "notes.txt"), secret)
+				symlink(t, filepath.Join(top, "outside", "notes.txt"), filepath.Join(ws, "AGENTS.md"))
+			}, "", "is a link leading out of", secret},
+		{"link above the workspace within its folder",
+			func(t *testing.T, top, repo, ws string) {
+				writeFile(t, filepath.Join(repo, "docs", "rules.md"), "repo rule: small commits")
+				symlink(t, "docs/rules.md", filepath.Join(repo, "AGENTS.md"))
+			}, "repo rule: small commits", "", ""},
+		{"directory named AGENTS.md above the workspace",
+			func(t *testing.T, top, repo, ws string) {
+				if err := os.MkdirAll(filepath.Join(repo, "AGENTS.md"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}, "", "is not a regular file", ""},
+		{"file over the bound",
+			func(t *testing.T, top, repo, ws string) {
+				writeFile(t, filepath.Join(ws, "AGENTS.md"), "first rule\n"+strings.Repeat("x", maxAgentsMD)+"LAST-RULE")
+			}, "first rule", "only its first 65536 bytes", "LAST-RULE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			top := t.TempDir()
+			repo := filepath.Join(top, "repo")
+			ws := filepath.Join(repo, "sub")
+			writeFile(t, filepath.Join(ws, "main.go"), "package main")
+			tc.setup(t, top, repo, ws)
+			root, err := workspace.NewRoot(ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer root.Close()
+			got, warns := agentsInstructions(root, getenvOf(map[string]string{"XDG_CONFIG_HOME": filepath.Join(top, "xdg")}))
+			if tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Errorf("instructions %q lack %q", got, tc.want)
+			}
+			if tc.mustLack != "" && strings.Contains(got, tc.mustLack) {
+				t.Errorf("instructions carry %q", tc.mustLack)
+			}
+			switch {
+			case tc.warning == "" && len(warns) != 0:
+				t.Errorf("warnings %q, want none", warns)
+			case tc.warning != "" && (len(warns) != 1 || !strings.Contains(warns[0], tc.warning)):
+				t.Errorf("warnings %q, want one saying %q", warns, tc.warning)
+			}
+		})
+	}
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}

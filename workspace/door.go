@@ -337,7 +337,7 @@ func (r *Root) walkDir(ctx context.Context, dir string, fn WalkFunc) error {
 // configuration) with the door's other guarantees: a non-blocking open,
 // regular files only, at most limit bytes.
 func ReadRegularFile(name string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := OpenRegularFile(name)
 	if err != nil {
 		return nil, err
 	}
@@ -345,9 +345,6 @@ func ReadRegularFile(name string, limit int64) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &NotRegularError{Path: name, Mode: fi.Mode()}
 	}
 	if fi.Size() > limit {
 		return nil, &TooLargeError{Path: name, Size: fi.Size(), Limit: limit}
@@ -360,6 +357,26 @@ func ReadRegularFile(name string, limit int64) ([]byte, error) {
 		return nil, &TooLargeError{Path: name, Size: int64(len(data)), Limit: limit}
 	}
 	return data, nil
+}
+
+// OpenRegularFile opens a file outside any workspace root (the user's own
+// files) for reading with the door's other guarantees: the open never
+// blocks, and anything but a regular file is refused with a NotRegularError.
+func OpenRegularFile(name string) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &NotRegularError{Path: name, Mode: fi.Mode()}
+	}
+	return f, nil
 }
 
 // readConfigLayer reads a configuration file: through the door of root when
