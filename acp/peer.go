@@ -78,6 +78,14 @@ func (p *Peer) Text(ctx context.Context, delta string) {
 	}
 }
 
+// Thought streams a piece of the model's reasoning
+// (agent_thought_chunk), apart from the answer (R-C9).
+func (p *Peer) Thought(ctx context.Context, delta string) {
+	if delta != "" {
+		p.send(ctx, sdk.UpdateAgentThoughtText(delta))
+	}
+}
+
 // UserText replays a user message (user_message_chunk), for session/load.
 func (p *Peer) UserText(ctx context.Context, text string) {
 	p.send(ctx, sdk.UpdateUserMessageText(text))

@@ -45,9 +45,13 @@ import (
 // wire as PROTOCOL.md's `soba/event` (lsp/protocol).
 // Type is one of turn_start, text, tool_call, tool_result, turn_end, queued.
 type Event struct {
-	TurnID    string
-	Type      string
-	Delta     string
+	TurnID string
+	Type   string
+	Delta  string
+	// Moved, on a thinking event, says that Delta is the answer text
+	// streamed so far in this inference, which turned out to be thinking
+	// (provider.Event.Moved): a front end moves what it showed.
+	Moved     bool
 	ID        string
 	Name      string
 	Arguments json.RawMessage

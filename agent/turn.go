@@ -427,8 +427,12 @@ func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, er
 			reasoning = reasoning || (m.Role == provider.RoleAssistant && len(m.Native) > 0)
 		}
 		resp, err := a.opt.Model.Stream(ctx, req, func(ev provider.Event) {
-			if ev.Kind == "text" && ev.Delta != "" {
+			switch {
+			case ev.Kind == provider.EventText && ev.Delta != "":
 				a.opt.Notifier.Event(Event{TurnID: turnID, Type: "text", Delta: ev.Delta})
+			case ev.Kind == provider.EventThinking && ev.Delta != "":
+				// Shown folded, apart from the answer (R-C9).
+				a.opt.Notifier.Event(Event{TurnID: turnID, Type: "thinking", Delta: ev.Delta, Moved: ev.Moved})
 			}
 		})
 		if ctx.Err() != nil {
@@ -562,7 +566,7 @@ func (a *Agent) buildRequest() (req provider.Request, native *capsule.Native, ch
 // from its usage.
 func (a *Agent) appendAssistant(turnID string, resp provider.Response, failure string) {
 	_ = a.do(func(st *state) {
-		as := &session.Assistant{Text: resp.Text, Provider: a.opt.ProviderName, Model: a.opt.ModelName, StopReason: resp.StopReason, Error: failure}
+		as := &session.Assistant{Text: resp.Text, Thinking: resp.Thinking, Provider: a.opt.ProviderName, Model: a.opt.ModelName, StopReason: resp.StopReason, Error: failure}
 		for _, c := range resp.ToolCalls {
 			as.ToolCalls = append(as.ToolCalls, session.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -582,11 +586,20 @@ func (a *Agent) appendAssistant(turnID string, resp provider.Response, failure s
 		if as.Usage != nil {
 			// The provider's count of this request measures the input from
 			// now on and calibrates later estimates (R-O1).
-			st.meter.Usage(as.Usage.InputTokens, as.Usage.OutputTokens)
+			// The completion counts the thinking too (R-C9).
+			st.meter.UsageThinking(as.Usage.InputTokens, as.Usage.OutputTokens, a.countThinking(resp.Thinking))
 			st.cachedTokens = as.Usage.CachedTokens
 		}
 		a.publishBudget(st)
 	})
+}
+
+// countThinking estimates a response's thinking, 0 when none.
+func (a *Agent) countThinking(thinking string) int {
+	if thinking == "" || a.opt.Counter == nil {
+		return 0
+	}
+	return a.opt.Counter.Count(thinking)
 }
 
 // runTool asks for approval where needed, runs one tool call and records

@@ -422,6 +422,11 @@ func (n acpNotifier) Event(e agent.Event) {
 	switch e.Type {
 	case "text":
 		s.post(func() { s.peer.Text(bg, e.Delta) })
+	case "thinking":
+		// agent_thought_chunk (R-C9). A moved piece was sent as message
+		// chunks already, which ACP cannot take back: it is sent again as
+		// thought so the client has the thinking whole.
+		s.post(func() { s.peer.Thought(bg, e.Delta) })
 	case "tool_call":
 		t := s.toolCall(e.ID, e.Name, e.Arguments)
 		s.mu.Lock()

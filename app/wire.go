@@ -44,7 +44,7 @@ func WireResult(r compaction.CompactionResult) protocol.CompactionResult {
 
 // wireEvent is an agent stream item on the wire.
 func wireEvent(e agent.Event) protocol.Event {
-	return protocol.Event{TurnID: e.TurnID, Type: protocol.EventType(e.Type), Delta: e.Delta, ID: e.ID, Name: e.Name,
+	return protocol.Event{TurnID: e.TurnID, Type: protocol.EventType(e.Type), Delta: e.Delta, Moved: e.Moved, ID: e.ID, Name: e.Name,
 		Arguments: e.Arguments, OK: e.OK, Summary: e.Summary, FilesRead: e.FilesRead, FilesModified: e.FilesModified,
 		Outcome: protocol.TurnOutcome(e.Outcome), Error: e.Error}
 }

@@ -74,7 +74,13 @@ type UserMessage struct {
 // Assistant is one model response: text and tool calls, with the provider's
 // usage report when there was one.
 type Assistant struct {
-	Text       string     `json:"text,omitempty"`
+	// Text is the answer alone (R-C9): what the next request sends and
+	// what a capsule may read.
+	Text string `json:"text,omitempty"`
+	// Thinking is the model's reasoning, kept apart from the answer
+	// however the server sent it (R-C9): shown folded, never read into a
+	// capsule, never sent back as the assistant's text.
+	Thinking   string     `json:"thinking,omitempty"`
 	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
 	Provider   string     `json:"provider,omitempty"`
 	Model      string     `json:"model,omitempty"`

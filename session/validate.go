@@ -219,6 +219,8 @@ func (q *quickParser) assistantMember(a *Assistant, name []byte, seen *uint32) b
 		return once(seen, 8) && q.str(&a.StopReason)
 	case "error":
 		return once(seen, 16) && q.str(&a.Error)
+	case "thinking":
+		return once(seen, 128) && q.str(&a.Thinking)
 	case "toolCalls":
 		if !once(seen, 32) {
 			return false

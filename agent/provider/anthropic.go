@@ -134,14 +134,19 @@ type anEvent struct {
 	} `json:"message"`
 	Index        int `json:"index"`
 	ContentBlock *struct {
-		Type    string  `json:"type"`
-		ID      string  `json:"id"`
-		Name    string  `json:"name"`
-		Content *string `json:"content"`
+		Type      string  `json:"type"`
+		ID        string  `json:"id"`
+		Name      string  `json:"name"`
+		Content   *string `json:"content"`
+		Thinking  string  `json:"thinking"`
+		Signature string  `json:"signature"`
+		Data      string  `json:"data"` // redacted_thinking
 	} `json:"content_block"`
 	Delta *struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
 		Content     string `json:"content"`
@@ -376,7 +381,7 @@ func (p *anthropic) Compact(ctx context.Context, req Request) (Compacted, error)
 	if err != nil {
 		return Compacted{}, err
 	}
-	if len(out.Native) == 0 {
+	if !carriesCompaction([]Message{{Native: out.Native}}) {
 		return Compacted{}, &StreamError{Provider: p.name, Message: fmt.Sprintf("the answer has no compaction block (stop reason %q)", out.StopReason)}
 	}
 	c := Compacted{Items: out.Native, Usage: out.Usage, Model: out.Model}
@@ -388,6 +393,12 @@ func (p *anthropic) Compact(ctx context.Context, req Request) (Compacted, error)
 
 type anPending struct {
 	isTool bool
+	// thinking collects a thinking block (its text and signature) or holds
+	// a redacted_thinking block's data: both go back verbatim with the
+	// answer, as the API requires for a tool-use turn.
+	thinkingType string
+	signature    string
+	data         string
 	// compaction collects a compaction block's summary; hasContent is
 	// false while the server sent none (a failed compaction: content null).
 	isCompaction bool
@@ -403,7 +414,7 @@ func (p *anthropic) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 	sse := newSSEReader(r)
 	var (
 		out    Response
-		text   strings.Builder
+		answer = newAnswerStream(onEvent)
 		blocks = map[int]*anPending{}
 		order  []*anPending
 		usage  anUsage
@@ -441,6 +452,13 @@ func (p *anthropic) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 			if cb := ev.ContentBlock; cb != nil && cb.Type == "tool_use" {
 				b.isTool, b.id, b.name = true, cb.ID, cb.Name
 			}
+			if cb := ev.ContentBlock; cb != nil && (cb.Type == "thinking" || cb.Type == "redacted_thinking") {
+				b.thinkingType, b.signature, b.data = cb.Type, cb.Signature, cb.Data
+				if cb.Thinking != "" {
+					b.content.WriteString(cb.Thinking)
+					answer.thinking(cb.Thinking)
+				}
+			}
 			if cb := ev.ContentBlock; cb != nil && cb.Type == "compaction" {
 				b.isCompaction = true
 				if cb.Content != nil && *cb.Content != "" {
@@ -457,17 +475,18 @@ func (p *anthropic) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 			}
 			switch ev.Delta.Type {
 			case "text_delta":
-				text.WriteString(ev.Delta.Text)
-				if onEvent != nil && ev.Delta.Text != "" {
-					onEvent(Event{Kind: EventText, Delta: ev.Delta.Text})
-				}
+				answer.content(ev.Delta.Text)
+			case "thinking_delta":
+				b.content.WriteString(ev.Delta.Thinking)
+				answer.thinking(ev.Delta.Thinking)
+			case "signature_delta":
+				b.signature += ev.Delta.Signature
 			case "input_json_delta":
 				b.input.WriteString(ev.Delta.PartialJSON)
 			case "compaction_delta":
 				b.hasContent = true
 				b.content.WriteString(ev.Delta.Content)
 			}
-			// thinking_delta and signature_delta are not part of the answer.
 		case "content_block_stop":
 			if b := blocks[ev.Index]; b != nil {
 				b.closed = true
@@ -491,9 +510,15 @@ func (p *anthropic) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 				}
 			}
 		case "message_stop":
-			out.Text = text.String()
-			var compacted []map[string]any
+			out.Text, out.Thinking = answer.done()
+			var compacted, thoughts []map[string]any
 			for _, b := range order {
+				switch {
+				case b.thinkingType == "thinking" && b.closed:
+					thoughts = append(thoughts, map[string]any{"type": "thinking", "thinking": b.content.String(), "signature": b.signature})
+				case b.thinkingType == "redacted_thinking" && b.closed:
+					thoughts = append(thoughts, map[string]any{"type": "redacted_thinking", "data": b.data})
+				}
 				if b.isCompaction && b.closed && b.hasContent {
 					// Kept verbatim for the next requests (a block with no
 					// content is a failed compaction, a no-op).
@@ -514,8 +539,14 @@ func (p *anthropic) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 					CachedTokens: usage.CacheReadInputTokens,
 				}
 			}
-			if len(compacted) > 0 {
+			switch {
+			case len(compacted) > 0:
 				out.Native, _ = json.Marshal(compacted)
+			case len(thoughts) > 0:
+				// Sent back before the answer's text and tool_use blocks,
+				// to this provider and model only (the signature binds
+				// them to it).
+				out.Native, _ = json.Marshal(thoughts)
 			}
 			switch stop {
 			case "end_turn", "stop_sequence", "":

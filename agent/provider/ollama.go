@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 )
 
 // ollama speaks Ollama's native /api/chat with NDJSON streaming. It always
@@ -49,7 +48,10 @@ type olRequest struct {
 type olChunk struct {
 	Model   string `json:"model"`
 	Message struct {
-		Content   string       `json:"content"`
+		Content string `json:"content"`
+		// Thinking is the reasoning of a model run with think (Ollama
+		// 0.9+; on by default for thinking models since 0.12).
+		Thinking  string       `json:"thinking"`
 		ToolCalls []olToolCall `json:"tool_calls"`
 	} `json:"message"`
 	Done                  bool   `json:"done"`
@@ -106,9 +108,9 @@ func (p *ollama) Stream(ctx context.Context, req Request, onEvent func(Event)) (
 func (p *ollama) read(ctx context.Context, r io.Reader, onEvent func(Event)) (Response, error) {
 	br := newSSEReader(r).r // the same buffered line reader
 	var (
-		out  Response
-		text strings.Builder
-		line []byte
+		out    Response
+		answer = newAnswerStream(onEvent)
+		line   []byte
 	)
 	for {
 		l, err := readLine(br, &line)
@@ -132,12 +134,8 @@ func (p *ollama) read(ctx context.Context, r io.Reader, onEvent func(Event)) (Re
 		if ch.Model != "" {
 			out.Model = ch.Model
 		}
-		if ch.Message.Content != "" {
-			text.WriteString(ch.Message.Content)
-			if onEvent != nil {
-				onEvent(Event{Kind: EventText, Delta: ch.Message.Content})
-			}
-		}
+		answer.thinking(ch.Message.Thinking)
+		answer.content(ch.Message.Content)
 		for _, tc := range ch.Message.ToolCalls {
 			if tc.Function.Name == "" {
 				return Response{}, &StreamError{Provider: p.name, Message: "tool call without a name"}
@@ -149,7 +147,7 @@ func (p *ollama) read(ctx context.Context, r io.Reader, onEvent func(Event)) (Re
 			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: id, Name: tc.Function.Name, Arguments: argumentsJSON(string(tc.Function.Arguments))})
 		}
 		if ch.Done {
-			out.Text = text.String()
+			out.Text, out.Thinking = answer.done()
 			out.Usage = &Usage{InputTokens: ch.PromptEvalCount, OutputTokens: ch.EvalCount, CachedTokens: ch.PromptEvalCachedCount}
 			switch ch.DoneReason {
 			case "stop", "":

@@ -20,6 +20,11 @@ type oaMessage struct {
 	ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string       `json:"tool_call_id,omitempty"`
 	Name       string       `json:"name,omitempty"`
+	// ReasoningContent is sent back only on an assistant message that
+	// made tool calls and got its thinking as reasoning_content: DeepSeek's
+	// thinking mode refuses a later request without it (400), and
+	// llama.cpp gives it to the templates that interleave reasoning.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 type oaToolCall struct {
@@ -67,8 +72,14 @@ type oaChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content   string `json:"content"`
-			ToolCalls []struct {
+			Content string `json:"content"`
+			// ReasoningContent is the thinking as DeepSeek, vLLM (before
+			// 0.10) and llama.cpp (--reasoning-format deepseek, the
+			// default) send it; Reasoning as OpenRouter, newer vLLM and
+			// Ollama's /v1 send it.
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+			ToolCalls        []struct {
 				Index    *int   `json:"index"`
 				ID       string `json:"id"`
 				Function struct {
@@ -112,6 +123,9 @@ func (p *openAI) body(req Request) ([]byte, error) {
 			if m.Text != "" || len(m.ToolCalls) == 0 {
 				om.Content = str(m.Text)
 			}
+			if len(m.ToolCalls) > 0 {
+				om.ReasoningContent = reasoningContentOf(m.Native)
+			}
 			for _, tc := range m.ToolCalls {
 				var c oaToolCall
 				c.ID, c.Type = tc.ID, "function"
@@ -154,10 +168,12 @@ func (p *openAI) read(ctx context.Context, r io.Reader, onEvent func(Event)) (Re
 	sse := newSSEReader(r)
 	var (
 		out    Response
-		text   strings.Builder
+		answer = newAnswerStream(onEvent)
 		calls  []*oaPending
 		byIdx  = map[int]*oaPending{}
 		finish string
+		// viaField: the thinking came as reasoning_content.
+		viaField bool
 	)
 	for {
 		event, data, err := sse.Next()
@@ -197,12 +213,13 @@ func (p *openAI) read(ctx context.Context, r io.Reader, onEvent func(Event)) (Re
 			if c.Index != 0 {
 				continue // n > 1 is never asked for
 			}
-			if c.Delta.Content != "" {
-				text.WriteString(c.Delta.Content)
-				if onEvent != nil {
-					onEvent(Event{Kind: EventText, Delta: c.Delta.Content})
-				}
+			if c.Delta.ReasoningContent != "" {
+				viaField = true
+				answer.thinking(c.Delta.ReasoningContent)
+			} else {
+				answer.thinking(c.Delta.Reasoning)
 			}
+			answer.content(c.Delta.Content)
 			for _, f := range c.Delta.ToolCalls {
 				var pc *oaPending
 				switch {
@@ -234,7 +251,7 @@ func (p *openAI) read(ctx context.Context, r io.Reader, onEvent func(Event)) (Re
 			}
 		}
 	}
-	out.Text = text.String()
+	out.Text, out.Thinking = answer.done()
 	for i, pc := range calls {
 		if pc.name == "" {
 			return Response{}, &StreamError{Provider: p.name, Message: fmt.Sprintf("tool call %d has no name", i)}
@@ -258,7 +275,35 @@ func (p *openAI) read(ctx context.Context, r io.Reader, onEvent func(Event)) (Re
 	if len(out.ToolCalls) > 0 && out.StopReason == StopEnd {
 		out.StopReason = StopToolCalls // llama.cpp and Ollama /v1 may say "stop"
 	}
+	if viaField && len(out.ToolCalls) > 0 && out.Thinking != "" {
+		// Kept with the answer for this provider and model only: see
+		// oaMessage.ReasoningContent.
+		out.Native, _ = json.Marshal([]oaNativeReasoning{{Type: nativeReasoningContent, Text: out.Thinking}})
+	}
 	return out, nil
+}
+
+// nativeReasoningContent is the type of the native item that carries an
+// answer's reasoning_content back to the server that sent it.
+const nativeReasoningContent = "reasoning_content"
+
+type oaNativeReasoning struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// reasoningContentOf is the reasoning_content kept in a message's native
+// items, "" when none.
+func reasoningContentOf(native json.RawMessage) string {
+	items, _ := nativeItems(native)
+	var b strings.Builder
+	for _, raw := range items {
+		var it oaNativeReasoning
+		if json.Unmarshal(raw, &it) == nil && it.Type == nativeReasoningContent {
+			b.WriteString(it.Text)
+		}
+	}
+	return b.String()
 }
 
 // functionTools is the tool list in the OpenAI function-calling shape, which

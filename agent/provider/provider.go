@@ -44,6 +44,13 @@ const (
 	// only after the stream ended properly, in the order of the Response, so
 	// a call announced by an event is always one the Response returns.
 	EventToolCall = "tool_call"
+	// EventThinking carries a piece of the model's reasoning in Delta, kept
+	// apart from the answer (R-C9) whichever way the server sent it. With
+	// Moved set, Delta is the answer text streamed so far in this
+	// inference, which turned out to be thinking: the server's template had
+	// opened the block and only its closing tag came. A front end moves what
+	// it showed as the answer into the thinking.
+	EventThinking = "thinking"
 )
 
 // Stop reasons, normalised across the wire formats. A provider's own value
@@ -135,14 +142,21 @@ type Tool struct {
 
 // Event is one streamed item.
 type Event struct {
-	Kind     string // EventText or EventToolCall
+	Kind     string // EventText, EventThinking or EventToolCall
 	Delta    string
+	Moved    bool // EventThinking: Delta was streamed as answer text before
 	ToolCall *ToolCall
 }
 
 // Response is a completed inference.
 type Response struct {
-	Text       string
+	// Text is the answer alone: what the chat shows, the transcript keeps
+	// as the assistant's text and the next request sends (R-C9).
+	Text string
+	// Thinking is the model's reasoning, however the server sent it
+	// (thinking blocks in the content, reasoning_content, reasoning,
+	// Ollama's thinking, Anthropic's thinking blocks); "" when none.
+	Thinking   string
 	ToolCalls  []ToolCall
 	StopReason string
 	// Usage is nil when the server reported none.

@@ -242,7 +242,7 @@ func (p *responses) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 	sse := newSSEReader(r)
 	var (
 		out    Response
-		text   strings.Builder
+		answer = newAnswerStream(onEvent)
 		items  = map[int]*rsPending{}
 		order  []*rsPending
 		calls  []ToolCall
@@ -294,10 +294,12 @@ func (p *responses) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 		case "response.output_text.delta":
 			it := item(ev.OutputIndex)
 			it.text = true
-			text.WriteString(ev.Delta)
-			if onEvent != nil && ev.Delta != "" {
-				onEvent(Event{Kind: EventText, Delta: ev.Delta})
-			}
+			answer.content(ev.Delta)
+		case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+			// A reasoning summary (OpenAI, when asked for) or the
+			// reasoning itself (gpt-oss on vLLM and Ollama): thinking,
+			// never the answer.
+			answer.thinking(ev.Delta)
 		case "response.function_call_arguments.delta":
 			item(ev.OutputIndex).args.WriteString(ev.Delta)
 		case "response.output_item.done":
@@ -332,11 +334,8 @@ func (p *responses) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 				if !it.text {
 					// The text came whole, without deltas.
 					for _, c := range o.Content {
-						if c.Type == "output_text" && c.Text != "" {
-							text.WriteString(c.Text)
-							if onEvent != nil {
-								onEvent(Event{Kind: EventText, Delta: c.Text})
-							}
+						if c.Type == "output_text" {
+							answer.content(c.Text)
 						}
 					}
 				}
@@ -349,7 +348,7 @@ func (p *responses) read(ctx context.Context, r io.Reader, onEvent func(Event)) 
 					return Response{}, &StreamError{Provider: p.name, Message: fmt.Sprintf("function call %s (output %d) was never completed", it.callID, i)}
 				}
 			}
-			out.Text = text.String()
+			out.Text, out.Thinking = answer.done()
 			out.ToolCalls = calls
 			if len(native) > 0 {
 				out.Native, _ = json.Marshal(native)

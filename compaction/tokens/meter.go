@@ -139,6 +139,16 @@ func (m *Meter) Usage(promptTokens, completionTokens int) {
 	m.usageAt(m.base+m.input, promptTokens, completionTokens)
 }
 
+// UsageThinking is Usage for a response whose completion counted thinking
+// that the transcript keeps apart and the next request does not carry
+// (R-C9); thinking is its estimate. The effective size still counts the
+// whole completion until the next report measures the input without it;
+// the calibration compares the report with our estimate of the same
+// tokens, thinking included, so a thinking model does not skew it.
+func (m *Meter) UsageThinking(promptTokens, completionTokens, thinking int) {
+	m.usageAt(m.base+m.input+max(0, thinking), promptTokens, completionTokens)
+}
+
 func (m *Meter) usageAt(estimated, promptTokens, completionTokens int) {
 	if promptTokens <= 0 {
 		return // a report without a prompt count measures nothing

@@ -142,8 +142,11 @@ type EventType string
 
 // Agent stream item types.
 const (
-	EventTurnStart  EventType = "turn_start"
-	EventText       EventType = "text"
+	EventTurnStart EventType = "turn_start"
+	EventText      EventType = "text"
+	// EventThinking is a piece of the model's reasoning, kept apart from
+	// the answer and shown folded (R-C9).
+	EventThinking   EventType = "thinking"
 	EventToolCall   EventType = "tool_call"
 	EventToolResult EventType = "tool_result"
 	EventTurnEnd    EventType = "turn_end"
@@ -151,7 +154,7 @@ const (
 )
 
 // EventTypes lists the soba/event types.
-var EventTypes = []EventType{EventTurnStart, EventText, EventToolCall, EventToolResult, EventTurnEnd, EventQueued}
+var EventTypes = []EventType{EventTurnStart, EventText, EventThinking, EventToolCall, EventToolResult, EventTurnEnd, EventQueued}
 
 // TurnOutcome is how a turn ended (turn_end's outcome).
 type TurnOutcome string

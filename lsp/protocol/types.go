@@ -290,9 +290,13 @@ type CompactionResult struct {
 
 // Event is one item of the agent's stream, the soba/event notification.
 type Event struct {
-	TurnID    string          `json:"turnId"`
-	Type      EventType       `json:"type"`
-	Delta     string          `json:"delta,omitempty"`
+	TurnID string    `json:"turnId"`
+	Type   EventType `json:"type"`
+	Delta  string    `json:"delta,omitempty"`
+	// Moved (thinking): delta is the answer text streamed so far in this
+	// model call, which turned out to be thinking (the server's template
+	// had opened the block); the editor moves it out of the answer.
+	Moved     bool            `json:"moved,omitempty"`
 	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`

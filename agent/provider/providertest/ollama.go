@@ -29,7 +29,17 @@ func writeOllama(w http.ResponseWriter, r *http.Request, model string, reply Rep
 		}
 		return r.Context().Err() == nil
 	}
-	for _, p := range pieces(reply.Text, 8) {
+	content := reply.Text
+	if reply.Thinking != "" && reply.ThinkingAs == "tags" {
+		content = InContent(reply.Thinking, "tags") + content
+	} else {
+		for _, p := range pieces(reply.Thinking, 8) {
+			if !line(map[string]any{"message": map[string]any{"role": "assistant", "content": "", "thinking": p}, "done": false}) {
+				return
+			}
+		}
+	}
+	for _, p := range pieces(content, 8) {
 		if !line(map[string]any{"message": map[string]any{"role": "assistant", "content": p}, "done": false}) {
 			return
 		}

@@ -64,12 +64,40 @@ type Reply struct {
 	// Reasoning, in the Responses format, is the encrypted content of a
 	// reasoning item streamed before the answer.
 	Reasoning string `json:"reasoning,omitempty"`
+	// Thinking is the model's reasoning, streamed before the answer the way
+	// ThinkingAs says (R-C9).
+	Thinking string `json:"thinking,omitempty"`
+	// ThinkingAs is how the server sends Thinking. OpenAI format:
+	// "tags" (the default: <think>…</think> before the answer in the
+	// content), "thinking-tags" (<thinking>…</thinking>), "open-missing"
+	// (the template opened the block: the content starts with the
+	// thinking and a lone </think>), "reasoning_content" (DeepSeek,
+	// llama.cpp) or "reasoning" (vLLM, OpenRouter). Ollama: "thinking"
+	// (the default: message.thinking) or "tags". Anthropic always streams
+	// a thinking block with a signature, Responses reasoning_text deltas.
+	ThinkingAs string `json:"thinkingAs,omitempty"`
 	// Compaction is, in the Responses format, the encrypted content of the
 	// compaction item a /responses/compact reply answers, after the user
 	// messages it keeps; in the Anthropic format, the summary of a
 	// compaction block streamed alone, with the stop reason "compaction"
 	// (server-side compaction with pause_after_compaction).
 	Compaction string `json:"compaction,omitempty"`
+}
+
+// ThinkingSignature is the signature the Anthropic fake gives its
+// thinking blocks.
+const ThinkingSignature = "EqQBCgIYAhIMprovidertestsig"
+
+// InContent is thinking written into the content the way "tags",
+// "thinking-tags" or "open-missing" say (Reply.ThinkingAs).
+func InContent(thinking, as string) string {
+	switch as {
+	case "thinking-tags":
+		return "<thinking>" + thinking + "</thinking>\n\n"
+	case "open-missing":
+		return thinking + "\n</think>\n\n"
+	}
+	return "<think>\n" + thinking + "\n</think>\n\n"
 }
 
 // Text is a reply that answers text.
@@ -511,7 +539,20 @@ func writeOpenAI(w http.ResponseWriter, r *http.Request, model string, reply Rep
 	if !e.event("", chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
 		return
 	}
-	for _, p := range pieces(reply.Text, 8) {
+	content := reply.Text
+	if reply.Thinking != "" {
+		switch reply.ThinkingAs {
+		case "reasoning_content", "reasoning":
+			for _, p := range pieces(reply.Thinking, 8) {
+				if !e.event("", chunk(map[string]any{reply.ThinkingAs: p}, nil)) {
+					return
+				}
+			}
+		default:
+			content = InContent(reply.Thinking, reply.ThinkingAs) + content
+		}
+	}
+	for _, p := range pieces(content, 5) {
 		if !e.event("", chunk(map[string]any{"content": p}, nil)) {
 			return
 		}
@@ -589,6 +630,21 @@ func writeAnthropic(w http.ResponseWriter, r *http.Request, model string, reply 
 		return
 	}
 	idx := 0
+	if reply.Thinking != "" {
+		if !e.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}}) {
+			return
+		}
+		for _, p := range pieces(reply.Thinking, 8) {
+			if !e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "thinking_delta", "thinking": p}}) {
+				return
+			}
+		}
+		if !e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "signature_delta", "signature": ThinkingSignature}}) ||
+			!e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx}) {
+			return
+		}
+		idx++
+	}
 	if reply.Compaction != "" {
 		if !e.event("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "compaction", "content": ""}}) {
 			return
@@ -794,7 +850,7 @@ func decodeAnthropic(raw []byte) Received {
 		pm := provider.Message{Role: m.Role}
 		for i, b := range blocks {
 			switch b.Type {
-			case "compaction":
+			case "compaction", "thinking", "redacted_thinking":
 				if i < len(raws) {
 					rec.NativeItems = append(rec.NativeItems, raws[i])
 				}

@@ -30,10 +30,15 @@ func writeResponses(w http.ResponseWriter, r *http.Request, model string, reply 
 	}
 	var output []any
 	idx := 0
-	if reply.Reasoning != "" {
+	if reply.Reasoning != "" || reply.Thinking != "" {
 		item := map[string]any{"id": fmt.Sprintf("rs_%d", idx), "type": "reasoning", "summary": []any{}}
 		if !ev("response.output_item.added", map[string]any{"output_index": idx, "item": item}) {
 			return
+		}
+		for _, p := range pieces(reply.Thinking, 8) {
+			if !ev("response.reasoning_text.delta", map[string]any{"item_id": fmt.Sprintf("rs_%d", idx), "output_index": idx, "content_index": 0, "delta": p}) {
+				return
+			}
 		}
 		done := map[string]any{"id": fmt.Sprintf("rs_%d", idx), "type": "reasoning", "summary": []any{}, "encrypted_content": reply.Reasoning}
 		if !ev("response.output_item.done", map[string]any{"output_index": idx, "item": done}) {

@@ -109,8 +109,10 @@ export interface CompactionEvent extends Partial<CompactionResult> {
 /** A `soba/event` notification: one item of the agent's stream. */
 export interface AgentEvent {
   turnId: string;
-  type: 'turn_start' | 'text' | 'tool_call' | 'tool_result' | 'turn_end' | 'queued' | string;
+  type: 'turn_start' | 'text' | 'thinking' | 'tool_call' | 'tool_result' | 'turn_end' | 'queued' | string;
   delta?: string;
+  /** thinking: delta is the answer text streamed so far in this model call, which turned out to be thinking; move it out of the answer. */
+  moved?: boolean;
   id?: string;
   name?: string;
   arguments?: unknown;
