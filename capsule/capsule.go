@@ -6,7 +6,10 @@
 // compaction engine and the editor layer all share one definition.
 package capsule
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // State is the portable state of R-C1. The narrative fields come from the
 // summary model (or the deterministic builder); the artifact fields are filled
@@ -42,11 +45,48 @@ type Decision struct {
 // Verification is a verification command (tests, build, lint) with its last
 // recorded outcome.
 type Verification struct {
-	Command  string `json:"command"`
-	ExitCode int    `json:"exitCode"`
-	// Outcome is "passed" or "failed" (or "interrupted"), derived from ExitCode
-	// when the command ran to completion.
+	Command string `json:"command"`
+	// ExitCode is the check's own exit status, -1 when the run reported
+	// none of its own (interrupted, or its status was an output filter's).
+	// A line shows it only when it is the check's own and agrees with the
+	// outcome (ShowsExit).
+	ExitCode int `json:"exitCode"`
+	// Outcome is "passed" or "failed" (or "interrupted", "inconclusive"),
+	// derived from ExitCode when the command ran to completion.
 	Outcome string `json:"outcome"`
+	// Detail says what the outcome and exit status cannot: whose status a
+	// run reported ("the exit status was `tail`'s"), or the step a failure
+	// was in ("in its `npm run build` step").
+	Detail string `json:"detail,omitempty"`
+}
+
+// ShowsExit reports whether v's line shows its exit status: only a status
+// of the check's own that agrees with the outcome (0 for passed, non-zero
+// for failed; any for an outcome SOBA does not write), never for an
+// inconclusive or interrupted run. A line never shows an exit code the
+// check did not return.
+func (v Verification) ShowsExit() bool {
+	switch {
+	case v.ExitCode < 0:
+		return false
+	case v.Outcome == "inconclusive" || v.Outcome == "interrupted":
+		return false
+	case v.Outcome == "passed":
+		return v.ExitCode == 0
+	case v.Outcome == "failed":
+		return v.ExitCode != 0
+	}
+	return true
+}
+
+// detailJoin is what comes between a Verification line's outcome (and exit
+// status) and its detail: a step reads on ("failed (exit 1) in its `npm run
+// build` step"), anything else after a colon.
+func detailJoin(detail string) string {
+	if strings.HasPrefix(detail, "in ") {
+		return " "
+	}
+	return ": "
 }
 
 // Native is a provider-side continuation: items in the provider's own

@@ -84,6 +84,11 @@ func appendCanonicalSection(buf []byte, st *State, i int) []byte {
 			part(v.Command)
 			part(v.Outcome)
 			part(strconv.Itoa(v.ExitCode))
+			if v.Detail != "" {
+				// Only when set, so capsules written before Detail
+				// existed keep their checksum.
+				part(v.Detail)
+			}
 		}
 	default:
 		items := *s.list(st)

@@ -176,12 +176,15 @@ func normVerification(in []Verification) []Verification {
 		return nil
 	}
 	for i, v := range in {
-		if !isClean(v.Command, false) || !isClean(v.Outcome, false) {
+		if !isClean(v.Command, false) || !isClean(v.Outcome, false) || !isClean(v.Detail, false) || !v.ShowsExit() && v.ExitCode != -1 {
 			out := make([]Verification, len(in))
 			copy(out, in[:i])
 			for j := i; j < len(in); j++ {
 				w := in[j]
-				w.Command, w.Outcome = normText(w.Command), normText(w.Outcome)
+				w.Command, w.Outcome, w.Detail = normText(w.Command), normText(w.Outcome), normText(w.Detail)
+				if !w.ShowsExit() {
+					w.ExitCode = -1
+				}
 				out[j] = w
 			}
 			return out
@@ -429,15 +432,27 @@ func writeSection(b *strings.Builder, st *State, i int) bool {
 				writeCodeSpan(b, v.Command)
 				b.WriteString(decisionSep)
 				b.WriteString(v.Outcome)
-				b.WriteString(" (exit ")
-				b.WriteString(strconv.Itoa(v.ExitCode))
-				b.WriteString(")\n")
+				if v.ShowsExit() {
+					b.WriteString(" (exit ")
+					b.WriteString(strconv.Itoa(v.ExitCode))
+					b.WriteString(")")
+				}
+				if v.Detail != "" {
+					b.WriteString(detailJoin(v.Detail))
+					b.WriteString(v.Detail)
+				}
+				b.WriteString("\n")
 				continue
 			}
 			item(j, true)
 			writeFence(b, "command", v.Command)
 			writeFence(b, "outcome", v.Outcome)
-			writeFence(b, "exit", strconv.Itoa(v.ExitCode))
+			if v.ShowsExit() {
+				writeFence(b, "exit", strconv.Itoa(v.ExitCode))
+			}
+			if v.Detail != "" {
+				writeFence(b, "detail", v.Detail)
+			}
 		}
 	case kindFiles:
 		for j, p := range *s.list(st) {
@@ -624,6 +639,9 @@ func decisionPlain(d Decision) bool {
 }
 
 func verificationPlain(v Verification) bool {
+	if v.Detail != "" && (!inlinePlain(v.Detail) || strings.HasSuffix(v.Outcome, ":")) {
+		return false
+	}
 	return v.Command != "" && strings.IndexByte(v.Command, '\n') < 0 && outcomeWord(v.Outcome)
 }
 

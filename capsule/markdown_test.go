@@ -285,3 +285,44 @@ func TestRenderModelText_RM1(t *testing.T) {
 		t.Error("not deterministic")
 	}
 }
+
+// TestVerificationLineShowsOnlyTheChecksOwnExit_RC5: a Verification line
+// shows the exit status only when it is the check's own and agrees with the
+// outcome; a detail says whose status it was or the step that failed; each
+// line reads back as written.
+func TestVerificationLineShowsOnlyTheChecksOwnExit_RC5(t *testing.T) {
+	cases := []struct {
+		v    Verification
+		line string
+	}{
+		{Verification{Command: "go test ./...", ExitCode: 0, Outcome: "passed"}, "- `go test ./...` — passed (exit 0)"},
+		{Verification{Command: "go test ./...", ExitCode: 2, Outcome: "failed"}, "- `go test ./...` — failed (exit 2)"},
+		{Verification{Command: "npm run check", ExitCode: -1, Outcome: "inconclusive", Detail: "the exit status was `tail`'s"},
+			"- `npm run check` — inconclusive: the exit status was `tail`'s"},
+		{Verification{Command: "npm run build", ExitCode: -1, Outcome: "failed", Detail: "its output shows a failure; the exit status was `tail`'s"},
+			"- `npm run build` — failed: its output shows a failure; the exit status was `tail`'s"},
+		{Verification{Command: "npm run publish", ExitCode: 1, Outcome: "failed", Detail: "in its `npm run build` step"},
+			"- `npm run publish` — failed (exit 1) in its `npm run build` step"},
+		{Verification{Command: "npm test", ExitCode: -1, Outcome: "interrupted"}, "- `npm test` — interrupted"},
+		// Capsules written before: an exit code the check did not return
+		// is not shown.
+		{Verification{Command: "npm run check", ExitCode: 0, Outcome: "inconclusive"}, "- `npm run check` — inconclusive"},
+		{Verification{Command: "npm run build", ExitCode: 0, Outcome: "failed"}, "- `npm run build` — failed"},
+		{Verification{Command: "npm test", ExitCode: -1, Outcome: "interrupted"}, "- `npm test` — interrupted"},
+	}
+	for _, c := range cases {
+		doc := Document{Meta: Meta{CheckpointID: "ck_1", Title: "t"}, State: State{Verification: []Verification{c.v}}}
+		md := string(Render(doc))
+		if !strings.Contains(md, "\n"+c.line+"\n") {
+			t.Errorf("%+v renders\n%s\nwant the line %q", c.v, md, c.line)
+			continue
+		}
+		got, _, err := Parse([]byte(md))
+		if err != nil {
+			t.Fatalf("%q: %v", c.line, err)
+		}
+		if want := Normalize(doc).State.Verification; !reflect.DeepEqual(got.State.Verification, want) {
+			t.Errorf("%q reads back as %+v, want %+v", c.line, got.State.Verification, want)
+		}
+	}
+}

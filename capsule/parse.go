@@ -706,7 +706,7 @@ func (p *parse) addParts(st *State, i int, parts map[string]string) *ParseError 
 	case kindDecisions:
 		st.Decisions = append(st.Decisions, Decision{Decision: parts["decision"], Rationale: parts["rationale"]})
 	case kindVerification:
-		v := Verification{Command: parts["command"], Outcome: parts["outcome"]}
+		v := Verification{Command: parts["command"], Outcome: parts["outcome"], Detail: parts["detail"], ExitCode: -1}
 		if e, ok := parts["exit"]; ok {
 			n, err := strconv.Atoi(strings.TrimSpace(e))
 			if err != nil {
@@ -815,7 +815,7 @@ func labelAllowed(k itemKind, label string) bool {
 	case kindDecisions:
 		return label == "decision" || label == "rationale"
 	case kindVerification:
-		return label == "command" || label == "outcome" || label == "exit"
+		return label == "command" || label == "outcome" || label == "exit" || label == "detail"
 	}
 	return label == "text"
 }
@@ -825,7 +825,7 @@ func labelsOf(k itemKind) string {
 	case kindDecisions:
 		return `"decision" and "rationale"`
 	case kindVerification:
-		return `"command", "outcome" and "exit"`
+		return `"command", "outcome", "exit" and "detail"`
 	}
 	return `"text"`
 }
@@ -834,7 +834,9 @@ func labelsOf(k itemKind) string {
 // outcome: the code span ends the command, so any of them is unambiguous.
 var verificationSeps = []string{" — ", " – ", " -- ", " - "}
 
-// parseVerification reads "`command` — outcome (exit N)".
+// parseVerification reads "`command` — outcome", with " (exit N)" when
+// the line shows the check's exit status and ": detail" (or " in … step")
+// when it carries a detail; without an exit status ExitCode is -1.
 func parseVerification(s string) (Verification, error) {
 	const form = "expected \"`command` — outcome (exit N)\""
 	cmd, rest, ok := leadingCodeSpan(s)
@@ -852,19 +854,40 @@ func parseVerification(s string) (Verification, error) {
 		return Verification{}, fmt.Errorf("%s, found %q: no \" — \" after the command", form, clip(s))
 	}
 	rest = strings.TrimSpace(rest[len(sep):])
-	open := strings.LastIndex(rest, " (exit ")
-	if open < 0 || !strings.HasSuffix(rest, ")") {
-		return Verification{}, fmt.Errorf("%s, found %q: no \"(exit N)\" at the end", form, clip(s))
+	v := Verification{Command: cmd, ExitCode: -1}
+	word, after, _ := strings.Cut(rest, " ")
+	if after != "" {
+		after = " " + after
 	}
-	outcome := rest[:open]
-	code, err := strconv.Atoi(rest[open+len(" (exit ") : len(rest)-1])
-	if err != nil {
-		return Verification{}, fmt.Errorf("%s, found %q: the exit code is not an integer", form, clip(s))
+	if w, ok := strings.CutSuffix(word, ":"); ok && after != "" {
+		v.Outcome, v.Detail = w, strings.TrimSpace(after)
+	} else {
+		v.Outcome = word
+		if a, ok := strings.CutPrefix(after, " (exit "); ok {
+			num, tail, ok := strings.Cut(a, ")")
+			code, err := strconv.Atoi(num)
+			if !ok || err != nil {
+				return Verification{}, fmt.Errorf("%s, found %q: the exit code is not an integer", form, clip(s))
+			}
+			v.ExitCode, after = code, tail
+		}
+		switch {
+		case after == "":
+		case strings.HasPrefix(after, ": "):
+			v.Detail = strings.TrimSpace(after[2:])
+		case strings.HasPrefix(after, " in "):
+			v.Detail = strings.TrimSpace(after)
+		case v.ExitCode == -1:
+			outcome, _, _ := strings.Cut(rest, " (exit ")
+			return Verification{}, fmt.Errorf("%s, found %q: the outcome %q is not one word", form, clip(s), clip(outcome))
+		default:
+			return Verification{}, fmt.Errorf("%s, found %q: %q after the exit code", form, clip(s), clip(after))
+		}
 	}
-	if !outcomeWord(outcome) {
-		return Verification{}, fmt.Errorf("%s, found %q: the outcome %q is not one word", form, clip(s), clip(outcome))
+	if !outcomeWord(v.Outcome) {
+		return Verification{}, fmt.Errorf("%s, found %q: the outcome %q is not one word", form, clip(s), clip(v.Outcome))
 	}
-	return Verification{Command: cmd, Outcome: outcome, ExitCode: code}, nil
+	return v, nil
 }
 
 // leadingCodeSpan reads a CommonMark code span at the start of s and

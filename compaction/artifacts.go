@@ -82,14 +82,14 @@ func (a *artifactSet) addCommand(cmd string, exit *int, pipefail bool, output st
 	for _, r := range outcomesOf(cmd, exit, pipefail, output) {
 		run := checkRun{
 			check:   r.group.display,
-			v:       capsule.Verification{Command: r.group.display, ExitCode: r.exit, Outcome: r.outcome},
+			v:       capsule.Verification{Command: r.group.display, ExitCode: r.exit, Outcome: r.outcome, Detail: r.detail},
 			note:    r.note,
 			filter:  r.group.filter,
 			edits:   a.edits,
 			suspect: r.suspect,
 		}
 		if r.suspect {
-			e := r.exit
+			e := *exit // the chain's status: it failed
 			run.failedExit = &e
 		}
 		a.checks.addRun(run)
@@ -105,6 +105,23 @@ func (a *artifactSet) addCommand(cmd string, exit *int, pipefail bool, output st
 		key := consequentialKey(c)
 		a.consequential = slices.DeleteFunc(a.consequential, func(r consequentialRun) bool { return r.key == key })
 		run := consequentialRun{key: key, display: c.display(), exit: *exit, failed: *exit != 0 && c.status == statusOwn}
+		step := ""
+		if run.failed {
+			step = failedStep(output)
+		}
+		switch {
+		case step != "":
+			// A check failed inside it: the Verification line is the
+			// command that ran, with the step that failed (R-C5).
+			run.step = step
+			a.checks.replace(capsule.Verification{Command: run.display, ExitCode: *exit, Outcome: OutcomeFailedCmd, Detail: "in its `" + step + "` step"})
+		case a.checks.has(run.display) && c.status == statusOwn:
+			outcome := OutcomePassed
+			if *exit != 0 {
+				outcome = OutcomeFailedCmd
+			}
+			a.checks.replace(capsule.Verification{Command: run.display, ExitCode: *exit, Outcome: outcome})
+		}
 		if run.failed {
 			run.line = whyFailed(output)
 			if c.words[0] == "git" && strings.Contains(output, "nothing to commit") {

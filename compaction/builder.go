@@ -284,6 +284,9 @@ func buildDeterministic(t Transcript, from, to int, prev *capsule.State, extras 
 	for _, c := range arts.consequential {
 		if c.failed {
 			b := "`" + text.Clip(c.display, maxItemChars) + "` failed (exit " + strconv.Itoa(c.exit) + ")"
+			if c.step != "" {
+				b += " in its `" + c.step + "` step"
+			}
 			if c.line != "" {
 				b += ": " + text.Clip(c.line, maxItemChars)
 			}

@@ -153,10 +153,14 @@ func failureLine(out string) string {
 
 // runOutcome is what one run of a check says.
 type runOutcome struct {
-	group   checkGroup
+	group checkGroup
+	// exit is the check's own exit status, -1 when the run reported none
+	// of its own (capsule.Verification.ExitCode).
 	exit    int
 	outcome string
-	note    string
+	// detail goes on the Verification line (capsule.Verification.Detail).
+	detail string
+	note   string
 	// suspect: the run's chain failed, so this check may have.
 	suspect bool
 }
@@ -170,6 +174,7 @@ func outcomesOf(cmd string, exit *int, pipefail bool, output string) []runOutcom
 		if exit != nil {
 			r.exit = *exit
 		}
+		own := false // the exit status is the check's own
 		switch {
 		case exit == nil:
 			r.outcome = OutcomeInterrupted
@@ -177,30 +182,75 @@ func outcomesOf(cmd string, exit *int, pipefail bool, output string) []runOutcom
 			// One of the chain failed; which one, the status does not say.
 			r.outcome = OutcomeInconclusive
 			r.suspect = true
-			r.note = "ran in `" + g.chain + "`, which failed (exit " + strconv.Itoa(*exit) + ")"
+			r.detail = "ran in `" + g.chain + "`, which failed (exit " + strconv.Itoa(*exit) + ")"
 		case g.status == statusOwn:
+			own = true
 			r.outcome = OutcomePassed
 			if *exit != 0 {
 				r.outcome = OutcomeFailedCmd
+				if step := failedStep(output); step != "" && step != g.display && !strings.HasSuffix(g.display, " "+step) {
+					r.detail = "in its `" + step + "` step"
+				}
 			}
 		case g.status == statusPipefail && *exit == 0:
+			own = true
 			r.outcome = OutcomePassed
 		case g.status == statusPipefail && quietFilters[strings.TrimPrefix(g.filter, "| ")]:
+			own = true
 			r.outcome = OutcomeFailedCmd
 		default:
 			r.outcome = OutcomeInconclusive
+			r.detail = whoseStatus(g.filter)
+		}
+		if !own {
+			r.exit = -1
 		}
 		if (r.outcome == OutcomeInconclusive || r.outcome == OutcomeInterrupted) && !r.suspect {
 			if line := failureLine(output); line != "" {
 				r.outcome = OutcomeFailedCmd
 				r.note = "failed: `" + text.Clip(line, 160) + "`"
-			} else if r.outcome == OutcomeInconclusive {
-				r.note = "ran with `" + g.filter + "`; its status is unknown"
+				r.detail = "its output shows a failure"
+				if w := whoseStatus(g.filter); w != "" && exit != nil {
+					r.detail += "; " + w
+				}
 			}
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// whoseStatus says whose exit status a filtered run reported, for its
+// Verification line: "the exit status was `tail`'s" for a pipe, "the exit
+// status was hidden by `|| true`" for anything else.
+func whoseStatus(filter string) string {
+	if filter == "" {
+		return ""
+	}
+	if f, ok := strings.CutPrefix(filter, "| "); ok {
+		if name := strings.Fields(f); len(name) > 0 {
+			return "the exit status was `" + name[0] + "`'s"
+		}
+	}
+	return "the exit status was hidden by `" + filter + "`"
+}
+
+// stepText matches the lines npm and pnpm print when a script they ran for
+// a command failed: npm's `Lifecycle script `build` failed`, pnpm's
+// `ERR_PNPM_RECURSIVE_RUN_FIRST_FAIL  pkg@1.0.0 build: `tsc“.
+var stepText = lazyregexp.New("(?m)(?:\\bLifecycle script `([\\w:.-]+)` failed|\\bERR_PNPM_\\w+\\s+\\S+ ([\\w:.-]+): `)")
+
+// failedStep is the script a failed command's output says failed, as the
+// command that runs it ("npm run build"), or "".
+func failedStep(out string) string {
+	m := stepText.FindStringSubmatch(out)
+	if m == nil {
+		return ""
+	}
+	if m[1] != "" {
+		return "npm run " + m[1]
+	}
+	return "pnpm run " + m[2]
 }
 
 // conclusive reports whether v says whether its check passes: passed or
@@ -248,6 +298,11 @@ func (c *checkRuns) add(v capsule.Verification) {
 	c.addRun(checkRun{v: v})
 }
 
+// has reports whether check has a recorded run.
+func (c *checkRuns) has(check string) bool {
+	return slices.ContainsFunc(c.runs, func(x checkRun) bool { return x.check == check })
+}
+
 // replace records v as its check's run, whatever the earlier run said.
 func (c *checkRuns) replace(v capsule.Verification) {
 	check, _ := CheckOf(v.Command)
@@ -278,12 +333,12 @@ func (c *checkRuns) addRun(r checkRun) {
 				r.failedExit = &exit
 			}
 			failed := "failed"
-			if *r.failedExit != 0 {
+			if *r.failedExit > 0 {
 				failed += " (exit " + strconv.Itoa(*r.failedExit) + ")"
 			}
 			if old.suspect || old.inChain {
 				failed = "ran in a chain of checks that failed"
-				if *r.failedExit != 0 {
+				if *r.failedExit > 0 {
 					failed += " (exit " + strconv.Itoa(*r.failedExit) + ")"
 				}
 				r.inChain = true
@@ -389,6 +444,7 @@ type consequentialRun struct {
 	exit         int
 	failed       bool
 	line         string // the first line of its output that says why
+	step         string // the script of it that failed ("npm run build"), if its output says
 }
 
 // consequentialKey identifies a consequential command: git's by its

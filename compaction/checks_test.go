@@ -146,8 +146,16 @@ func TestVerificationStates_RC5(t *testing.T) {
 			if rs[0].outcome != tc.want {
 				t.Errorf("outcome %q (note %q), want %q", rs[0].outcome, rs[0].note, tc.want)
 			}
-			if tc.want == OutcomeInconclusive && !strings.Contains(rs[0].note, "status is unknown") {
-				t.Errorf("an inconclusive run does not say why: note %q", rs[0].note)
+			if tc.want == OutcomeInconclusive && !strings.Contains(rs[0].detail, "the exit status was") {
+				t.Errorf("an inconclusive run does not say why: detail %q", rs[0].detail)
+			}
+			// A line shows an exit status only when it is the check's own.
+			v := capsule.Verification{Command: rs[0].group.display, ExitCode: rs[0].exit, Outcome: rs[0].outcome}
+			if tc.exit != nil && *tc.exit == 0 && rs[0].outcome == OutcomeFailedCmd && v.ShowsExit() {
+				t.Errorf("failed with exit 0 shown: %+v", v)
+			}
+			if rs[0].outcome == OutcomeInconclusive && rs[0].exit != -1 {
+				t.Errorf("inconclusive run keeps the filter's exit %d", rs[0].exit)
 			}
 		})
 	}
@@ -211,8 +219,8 @@ func TestVerificationOneLinePerCheck_RC2(t *testing.T) {
 	b.bash("go vet ./... | tail -3", 0, 10)
 	st := b.capsule(t)
 	want := []capsule.Verification{
-		{Command: "cd pkg && npm run check", ExitCode: 0, Outcome: OutcomeInconclusive},
-		{Command: "go vet ./...", ExitCode: 0, Outcome: OutcomeInconclusive},
+		{Command: "cd pkg && npm run check", ExitCode: -1, Outcome: OutcomeInconclusive, Detail: "the exit status was `grep`'s"},
+		{Command: "go vet ./...", ExitCode: -1, Outcome: OutcomeInconclusive, Detail: "the exit status was `tail`'s"},
 	}
 	if !slices.Equal(st.Verification, want) {
 		t.Fatalf("verification %+v\nwant %+v", st.Verification, want)
@@ -294,7 +302,7 @@ func TestPipefailRunsAreConclusive_RC2(t *testing.T) {
 		{"pipefail, failed: grep may have found nothing", true, 1,
 			[]capsule.Verification{{Command: "go test ./...", ExitCode: 1, Outcome: OutcomeFailedCmd}}, []string{"`go test ./...` fails"}},
 		{"no pipefail: the failure may be fixed, unknown", false, 0,
-			[]capsule.Verification{{Command: "go test ./...", ExitCode: 0, Outcome: OutcomeInconclusive}}, nil},
+			[]capsule.Verification{{Command: "go test ./...", ExitCode: -1, Outcome: OutcomeInconclusive, Detail: "the exit status was `tail`'s"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBuilder()
@@ -316,7 +324,7 @@ func TestPipefailRunsAreConclusive_RC2(t *testing.T) {
 	run(b, "go test ./...", 1, true)
 	run(b, "go test ./... 2>&1 | tail -5 || true", 0, true)
 	st := b.capsule(t)
-	if want := []capsule.Verification{{Command: "go test ./...", ExitCode: 0, Outcome: OutcomeInconclusive}}; !slices.Equal(st.Verification, want) {
+	if want := []capsule.Verification{{Command: "go test ./...", ExitCode: -1, Outcome: OutcomeInconclusive, Detail: "the exit status was hidden by `|| true`"}}; !slices.Equal(st.Verification, want) {
 		t.Errorf("masked run: verification %+v, want %+v", st.Verification, want)
 	}
 	if len(st.Blockers) != 0 {
@@ -437,5 +445,42 @@ func TestConsequentialFailureIsABlocker_RC5(t *testing.T) {
 	st = b.capsule(t)
 	if !slices.Equal(st.Blockers, want[1:]) {
 		t.Errorf("after the commit succeeded: blockers %q", st.Blockers)
+	}
+}
+
+// TestNestedStepIsAttributedToTheCommandThatRan_RC5: a check that failed
+// inside another command (npm's lifecycle scripts) is the Verification line
+// of the command that ran, with its own exit status and the step; a later
+// successful run of that command clears it.
+func TestNestedStepIsAttributedToTheCommandThatRan_RC5(t *testing.T) {
+	out := "> pi-monorepo@0.0.2 prepublishOnly\n> npm run clean && npm run build && npm run check\n" +
+		"npm error Lifecycle script `build` failed with error:\nnpm error code 1\n\nCommand exited with code 1"
+	b := newBuilder()
+	b.user("publish", 10)
+	b.bashOut("npm run publish", 1, out)
+	st := b.capsule(t)
+	want := []capsule.Verification{{Command: "npm run publish", ExitCode: 1, Outcome: OutcomeFailedCmd, Detail: "in its `npm run build` step"}}
+	if !slices.Equal(st.Verification, want) {
+		t.Errorf("verification %+v, want %+v", st.Verification, want)
+	}
+	if !slices.ContainsFunc(st.Blockers, func(s string) bool {
+		return strings.HasPrefix(s, "`npm run publish` failed (exit 1) in its `npm run build` step")
+	}) {
+		t.Errorf("blockers %q", st.Blockers)
+	}
+	md := string(capsule.Render(capsule.Document{Meta: capsule.Meta{CheckpointID: "ck_1", Title: "t"}, State: st}))
+	if !strings.Contains(md, "- `npm run publish` — failed (exit 1) in its `npm run build` step\n") {
+		t.Errorf("capsule:\n%s", md)
+	}
+	b.bashOut("npm run publish", 0, "+ pi-monorepo@0.0.3")
+	st = b.capsule(t)
+	if want := []capsule.Verification{{Command: "npm run publish", ExitCode: 0, Outcome: OutcomePassed}}; !slices.Equal(st.Verification, want) {
+		t.Errorf("after a successful run: verification %+v, want %+v", st.Verification, want)
+	}
+	// A check's own failure in one of its scripts names the step too.
+	one := 1
+	rs := outcomesOf("npm run check", &one, false, "npm error Lifecycle script `lint` failed with error:")
+	if len(rs) != 1 || rs[0].detail != "in its `npm run lint` step" || rs[0].exit != 1 {
+		t.Errorf("npm run check failing in lint: %+v", rs)
 	}
 }

@@ -80,6 +80,16 @@ func (b *builder) bash(cmd string, exit int, tokens int) {
 	b.result(id, tool.Bash, exit == 0, fmt.Sprintf("exit %d", exit), tokens, &session.Artifacts{Command: cmd, ExitCode: &code})
 }
 
+// bashOut is bash with the command's output.
+func (b *builder) bashOut(cmd string, exit int, output string) {
+	b.calls++
+	id := fmt.Sprintf("call_%d", b.calls)
+	args, _ := json.Marshal(map[string]string{"command": cmd})
+	b.add(session.Entry{Type: session.TypeAssistant, Assistant: &session.Assistant{ToolCalls: []session.ToolCall{{ID: id, Name: tool.Bash, Arguments: args}}}}, 10)
+	code := exit
+	b.result(id, tool.Bash, exit == 0, output, 10, &session.Artifacts{Command: cmd, ExitCode: &code})
+}
+
 // edit appends an edit_file call on path with its recorded artifact.
 func (b *builder) edit(path string, tokens int) {
 	b.calls++

@@ -12,6 +12,7 @@ import (
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/compaction/tokens"
+	"github.com/soba-agent/soba-lsp/session"
 )
 
 // The fidelity harness (R-C5, R-C6, R-C8): each real transcript in
@@ -170,6 +171,19 @@ func TestCapsuleFidelity_RC5_RC6_RC8(t *testing.T) {
 								tail[c.Command] = true
 							}
 						}
+					}
+				}
+				// Receipt lines that cannot be misread (R-C5): a line shows
+				// an exit status only when a run of that command returned
+				// it, and Done holds no request merely answered.
+				for _, v := range cp.Entry.State.Verification {
+					if v.ShowsExit() && !returned(path[:p.Cut.FirstKept], v) {
+						t.Errorf("%s: Verification line %q shows exit %d, which no run of it returned as its own", mode, v.Command, v.ExitCode)
+					}
+				}
+				for _, d := range cp.Entry.State.Done {
+					if strings.HasPrefix(d, "Answered") {
+						t.Errorf("%s: Done item %q records a reply, not work done", mode, d)
 					}
 				}
 				s := scoreCapsule(fx, cp.Entry.State, res.Cwd, mode, tail)
@@ -458,4 +472,21 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// returned reports whether a command run on path returned v's exit status
+// as its own: a run of v's check whose status is the check's, or (a step
+// attributed to the command that ran) a run of that command.
+func returned(path []session.Entry, v capsule.Verification) bool {
+	for _, e := range path {
+		r := e.ToolResult
+		if r == nil || r.Artifacts == nil || r.Artifacts.Command == "" || r.Artifacts.ExitCode == nil || *r.Artifacts.ExitCode != v.ExitCode {
+			continue
+		}
+		check, filtered := compaction.CheckOf(r.Artifacts.Command)
+		if check == v.Command && (!filtered || r.Artifacts.Pipefail) || strings.Contains(strings.Join(strings.Fields(r.Artifacts.Command), " "), v.Command) {
+			return true
+		}
+	}
+	return false
 }
