@@ -101,8 +101,17 @@ func TestHardLimitFailsClosed_RG4(t *testing.T) {
 	f := newFixture(t, smallWindow, providertest.Text("never sent"))
 	huge := strings.Repeat("x", 4*12000) // ~12000 tokens alone: over the hard limit
 	end := f.prompt(t, huge)
-	if end.Outcome != "failed" || !strings.Contains(end.Error, "hard limit") || !strings.Contains(end.Error, "nothing was sent") {
+	// The user reads what happened and what to do; the engine's figures
+	// go to the log (issue 26 point 5).
+	if end.Outcome != "failed" || !strings.HasPrefix(end.Error, "SOBA could not fit this turn into the model's 10,000-token limit") ||
+		!strings.Contains(end.Error, "your message alone is") || !strings.Contains(end.Error, "Raise `model.contextWindow`") {
 		t.Fatalf("turn %s: %q", end.Outcome, end.Error)
+	}
+	f.rec.mu.Lock()
+	logs := strings.Join(f.rec.logs, "\n")
+	f.rec.mu.Unlock()
+	if !strings.Contains(logs, "over the hard limit of 10000") || !strings.Contains(logs, "nothing was sent") {
+		t.Fatalf("the engine's figures are not in the log: %q", logs)
 	}
 	if n := len(f.model.Requests()); n != 0 {
 		t.Fatalf("%d requests reached the provider; a request known to exceed the limit must never be sent", n)
@@ -155,7 +164,7 @@ func TestOverflowNotRetriedTwice_RG9(t *testing.T) {
 	}
 	before := len(f.model.Requests())
 	end := f.prompt(t, "one more")
-	if end.Outcome != "failed" || !strings.Contains(end.Error, "not sent again") {
+	if end.Outcome != "failed" || !strings.Contains(end.Error, "not sent again") || !strings.Contains(end.Error, "Set `model.contextWindow` to the window the server really has") {
 		t.Fatalf("turn %s: %q", end.Outcome, end.Error)
 	}
 	if n := len(f.model.Requests()) - before; n != 2 {

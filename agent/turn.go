@@ -211,8 +211,8 @@ func (a *Agent) preflight(ctx context.Context, turnID string) error {
 			if len(d.Consume) > 0 {
 				a.recordConsumed(st, d.Consume)
 			}
-			if eff > a.opt.Compaction.HardLimit() {
-				err = fmt.Errorf("the request needs %d tokens, over the hard limit of %d; nothing was sent", eff, a.opt.Compaction.HardLimit())
+			if h := a.opt.Compaction.HardLimit(); eff > h {
+				err = a.overLimitError(st, eff, h, false)
 			}
 			return
 		}
@@ -236,27 +236,41 @@ func (a *Agent) preflight(ctx context.Context, turnID string) error {
 		if res.Outcome != "" {
 			a.finishCompaction(res, plan)
 		}
-		return a.checkFits(plan.Trigger)
+		return a.checkFits(false)
 	}
 	res = a.runCompaction(ctx, plan, run)
 	a.finishCompaction(res, plan)
 	if res.Outcome == compaction.OutcomeCancelled && ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return a.checkFits(plan.Trigger)
+	return a.checkFits(res.Outcome == compaction.OutcomeCompleted)
 }
 
 // checkFits fails closed when the next request is known to exceed the hard
-// limit (R-G4): it is never sent.
-func (a *Agent) checkFits(trigger string) error {
+// limit (R-G4): it is never sent. compacted says whether a compaction
+// completed before the check.
+func (a *Agent) checkFits(compacted bool) error {
 	var err error
 	_ = a.do(func(st *state) {
 		eff, _ := st.effective()
 		if h := a.opt.Compaction.HardLimit(); eff > h {
-			err = fmt.Errorf("the request needs %d tokens, over the hard limit of %d, and compaction could not bring it under; nothing was sent", eff, h)
+			err = a.overLimitError(st, eff, h, compacted)
 		}
 	})
 	return err
+}
+
+// overLimitError is the failure of a turn whose input is over the hard
+// limit (R-G4, issue 26 point 5): the user reads what happened and what to
+// do (msgOverLimit); the engine's figures go to the log and soba.budget.
+// It runs under the state's lock.
+func (a *Agent) overLimitError(st *state, eff, h int, compacted bool) error {
+	engine := fmt.Sprintf("the request needs %d tokens, over the hard limit of %d; nothing was sent", eff, h)
+	if compacted {
+		engine = fmt.Sprintf("the request needs %d tokens, over the hard limit of %d, and compaction could not bring it under; nothing was sent", eff, h)
+	}
+	a.opt.Notifier.Log("soba: " + engine)
+	return &UserError{Message: msgOverLimit(overLimitOf(st, eff, h, compacted)), Err: errors.New(engine)}
 }
 
 // recordConsumed notes consumed intents in the transcript so resume does
@@ -417,10 +431,16 @@ func (ap appender) AppendCapsule(ctx context.Context, expectedLeaf string, c ses
 // compaction and one retry in the turn (R-G9).
 func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, error) {
 	nativeRetried := false
+	// loweredOutput is the output budget of the one retry after an
+	// overflow the requested output caused (0: the configured one).
+	loweredOutput := 0
 	for attempt := 0; ; attempt++ {
 		req, native, checkpoint, err := a.buildRequest()
 		if err != nil {
 			return provider.Response{}, err
+		}
+		if loweredOutput > 0 {
+			req.MaxOutputTokens = loweredOutput
 		}
 		reasoning := false
 		for _, m := range req.Messages {
@@ -459,6 +479,16 @@ func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, er
 		var of *provider.OverflowError
 		if errors.As(err, &of) {
 			a.learnOverflow(of)
+			if fit := lowerOutputTo(of, req.MaxOutputTokens); fit > 0 && loweredOutput == 0 {
+				// The server's figures show the prompt fits and only the
+				// requested output does not: one retry with the output
+				// budget that fits, no compaction.
+				loweredOutput = fit
+				a.opt.Notifier.Log(fmt.Sprintf("soba: %s; retrying once with max_tokens %d (the server's window is %d tokens, model.contextWindow is %d)",
+					err, fit, of.LimitTokens, a.opt.Compaction.ContextWindow))
+				attempt--
+				continue
+			}
 			tried := false
 			_ = a.do(func(st *state) {
 				if st.turn != nil {
@@ -468,13 +498,26 @@ func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, er
 			})
 			if tried || attempt > 0 {
 				a.appendAssistant(turnID, provider.Response{}, err.Error())
-				return provider.Response{}, fmt.Errorf("%w; the recovery compaction already ran in this turn, so the request is not sent again", err)
+				engine := fmt.Errorf("%w; the recovery compaction already ran in this turn, so the request is not sent again", err)
+				a.opt.Notifier.Log("soba: " + engine.Error())
+				return provider.Response{}, &UserError{Message: msgOverflowAgain(true, of.LimitTokens, a.opt.Compaction.ContextWindow), Err: engine}
 			}
 			if cerr := a.recoverOverflow(ctx); cerr != nil {
 				a.appendAssistant(turnID, provider.Response{}, err.Error())
-				return provider.Response{}, cerr
+				if ctx.Err() != nil {
+					return provider.Response{}, cerr
+				}
+				a.opt.Notifier.Log("soba: " + cerr.Error())
+				return provider.Response{}, &UserError{Message: msgOverflowAgain(false, of.LimitTokens, a.opt.Compaction.ContextWindow), Err: cerr}
 			}
 			continue
+		}
+		var qe *provider.QuotaError
+		if errors.As(err, &qe) {
+			// Never retried (waiting does not help); the user reads why.
+			a.appendAssistant(turnID, provider.Response{}, err.Error())
+			a.opt.Notifier.Log("soba: " + err.Error())
+			return provider.Response{}, &UserError{Message: msgQuota(qe.Provider, qe.Message), Err: err}
 		}
 		if err != nil {
 			a.appendAssistant(turnID, provider.Response{}, err.Error())
@@ -483,6 +526,29 @@ func (a *Agent) infer(ctx context.Context, turnID string) (provider.Response, er
 		a.appendAssistant(turnID, resp, "")
 		return resp, nil
 	}
+}
+
+// lowerOutputTo is the output budget of the retry after an overflow the
+// requested output caused: what the server says fits beside the prompt,
+// when that is below what was sent and leaves room for an answer
+// (minLoweredOutput); 0 otherwise, and the overflow is answered as one
+// caused by the prompt (R-G9).
+func lowerOutputTo(of *provider.OverflowError, sent int) int {
+	fit := of.FitsOutput()
+	if fit <= 0 || (sent > 0 && fit >= sent) || fit < minLoweredOutput(sent) {
+		return 0
+	}
+	return fit
+}
+
+// minLoweredOutput is the least output budget worth a retry: 1,024
+// tokens, or half of what was asked for when that is smaller. Below it the
+// prompt is what must shrink.
+func minLoweredOutput(sent int) int {
+	if sent > 0 && sent/2 < 1024 {
+		return sent / 2
+	}
+	return 1024
 }
 
 // recoverOverflow runs the forced context_overflow compaction (R-G9).
@@ -538,7 +604,7 @@ func (a *Agent) buildRequest() (req provider.Request, native *capsule.Native, ch
 		// (R-G4), so a session over it costs no decoding here.
 		eff, _ := st.effective()
 		if h := a.opt.Compaction.HardLimit(); eff > h {
-			err = fmt.Errorf("the request needs %d tokens, over the hard limit of %d; nothing was sent", eff, h)
+			err = a.overLimitError(st, eff, h, true)
 			return
 		}
 		lp := newPathView(st.store, st.path, 0, st.latest)

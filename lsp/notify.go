@@ -271,6 +271,11 @@ func TurnFailedMessage(reason string) string {
 	if strings.TrimSpace(reason) == "" {
 		return "SOBA: the turn failed"
 	}
+	if strings.HasPrefix(reason, "SOBA ") {
+		// A sentence written for the user already names SOBA and says
+		// what happened (agent/messages.go).
+		return reason
+	}
 	return "SOBA: the turn failed: " + reason
 }
 

@@ -49,6 +49,9 @@ type Reply struct {
 	// "end_turn"/"tool_use" by default).
 	StopReason string `json:"stopReason,omitempty"`
 
+	// Status and Body answer an error (Status >= 400); a Body with no
+	// Status (or a 2xx one) is a raw stream answered after a 200, sent as
+	// is (a recorded stream that fails midway).
 	Status int               `json:"status,omitempty"`
 	Body   string            `json:"body,omitempty"`
 	Header map[string]string `json:"header,omitempty"`
@@ -415,6 +418,23 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !wait(r, reply.Delay) {
+		return
+	}
+	if reply.Body != "" && reply.Status < 400 {
+		// A raw answer after a 200: a recorded stream (one that fails
+		// midway, with the server's own error event) sent as is.
+		for k, v := range reply.Header {
+			w.Header().Set(k, v)
+		}
+		if w.Header().Get("Content-Type") == "" {
+			ct := "text/event-stream"
+			if s.Format == FormatOllama {
+				ct = "application/x-ndjson"
+			}
+			w.Header().Set("Content-Type", ct)
+		}
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, reply.Body)
 		return
 	}
 	if reply.Status >= 400 {
