@@ -56,7 +56,13 @@ type Options struct {
 
 	// Approval is "ask" or "auto" (tools.approval).
 	Approval string
-	Approver Approver
+	// AutoApprovePaths are the user's glob patterns of protected paths
+	// (R-W6) that approval auto and an answer for the session may cover.
+	AutoApprovePaths []string
+	// RepositorySettingsIgnored are the repository's configuration keys the
+	// loader left out (R-W5); the budget reports them.
+	RepositorySettingsIgnored []string
+	Approver                  Approver
 	// MCP are the workspace's MCP tools (ConnectMCP); nil for none. The
 	// agent does not close it.
 	MCP      *MCP
@@ -522,7 +528,7 @@ func (a *Agent) budgetOf(st *state) compaction.Budget {
 		EffectiveTokens: eff, HardLimit: c.HardLimit(), SoftLimit: c.SoftLimit(), ContextWindow: c.ContextWindow,
 		MaxOutputTokens: c.MaxOutputTokens, SafetyReserveTokens: c.SafetyReserveTokens, Source: src,
 		AutoCompact: st.autoCompact && c.Auto, Pending: pending, State: st.phase.wire(), LastCompaction: st.lastResult,
-		CachedTokens: st.cachedTokens,
+		CachedTokens: st.cachedTokens, RepositorySettingsIgnored: a.opt.RepositorySettingsIgnored,
 	}
 }
 

@@ -8,10 +8,11 @@ import (
 )
 
 // A repository's own .soba/config.json cannot start MCP servers (they are
-// programs SOBA would run on opening it): its servers are left out with a
-// warning, and it cannot change a server the user configured; the user's
-// configuration and the editor's settings can start them.
-func TestWorkspaceFileCannotStartMCPServers(t *testing.T) {
+// programs SOBA would run on opening it) until the workspace is trusted: its
+// mcpServers are left out with the warning, and it cannot change a server
+// the user configured; the user's configuration and the editor's settings
+// can start them (SPEC R-W5). Trusted, the file applies in full.
+func TestRepositoryCannotStartMCPServers_RW5(t *testing.T) {
 	xdg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", xdg)
 	ws := t.TempDir()
@@ -38,7 +39,22 @@ func TestWorkspaceFileCannotStartMCPServers(t *testing.T) {
 		t.Fatalf("MCP servers = %q", got)
 	}
 	all := strings.Join(warnings, "\n")
-	if !strings.Contains(all, "mcpServers evil, mine (changed) not started") {
+	if !strings.Contains(all, "mcpServers (in "+filepath.Join(ws, ".soba", "config.json")+") are ignored") || !strings.Contains(all, "soba-lsp trust "+ws) {
 		t.Fatalf("warnings = %q", warnings)
+	}
+	if strings.Join(s.RepositoryIgnored, " ") != "mcpServers" {
+		t.Fatalf("RepositoryIgnored = %q", s.RepositoryIgnored)
+	}
+
+	s, warnings, err = LoadSettings(ws, []byte(`{"workspaceTrusted":true}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, m := range s.MCPServers {
+		got = append(got, m.Name+"="+m.Command)
+	}
+	if strings.Join(got, " ") != "evil=sh mine=other" || len(warnings) != 0 || len(s.RepositoryIgnored) != 0 {
+		t.Fatalf("trusted: MCP servers = %q, warnings %q, ignored %q; want the file's, in full", got, warnings, s.RepositoryIgnored)
 	}
 }

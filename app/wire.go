@@ -20,7 +20,8 @@ func WireBudget(b compaction.Budget) protocol.Budget {
 		ContextWindow: b.ContextWindow, MaxOutputTokens: b.MaxOutputTokens, SafetyReserveTokens: b.SafetyReserveTokens,
 		Source: protocol.Source(b.Source), AutoCompact: b.AutoCompact, State: protocol.State(b.State),
 		Pending: make([]protocol.Trigger, len(b.Pending)), CachedTokens: b.CachedTokens,
-		Display: protocol.BudgetDisplay(b.EffectiveTokens, b.HardLimit),
+		Display:                   protocol.BudgetDisplay(b.EffectiveTokens, b.HardLimit),
+		RepositorySettingsIgnored: b.RepositorySettingsIgnored,
 	}
 	for i, t := range b.Pending {
 		w.Pending[i] = protocol.Trigger(t)

@@ -42,6 +42,15 @@ type Settings struct {
 	// SessionOnStart is "resume" (reopen the newest session at start) or
 	// "new" (configschema.SessionOnStart*).
 	SessionOnStart string
+	// AutoApprovePaths are the user's glob patterns of protected paths
+	// that approval auto and an answer for the session may cover (R-W6).
+	AutoApprovePaths []string
+	// RepositoryIgnored are the repository's keys left out because the
+	// workspace is not trusted (R-W5); the budget reports them.
+	RepositoryIgnored []string
+	// WorkspaceTrusted is set when the repository's configuration applied
+	// in full.
+	WorkspaceTrusted bool
 }
 
 // SettingsLoader resolves the configuration layers of the workspace at
@@ -258,7 +267,8 @@ func (w *Workspace) agentOptions(s Settings) agent.Options {
 		Compaction: s.Compaction, Approval: s.Approval, Approver: w.opt.Approver, Notifier: w.opt.Notifier,
 		Counter: w.opt.Counter, EntryTokens: w.opt.EntryTokens, Touched: w.touched, Memory: w.memory,
 		SystemPrompt: joinPrompt(w.agents, w.memory.Summary()), ModelName: s.Model.Name, ProviderName: s.Model.Provider, MCP: w.mcp,
-		NativeContinuation: s.Model.NativeContinuation,
+		NativeContinuation: s.Model.NativeContinuation, AutoApprovePaths: s.AutoApprovePaths,
+		RepositorySettingsIgnored: s.RepositoryIgnored,
 	}
 	model, err := newProvider(s.Model)
 	if err != nil {

@@ -48,6 +48,11 @@ type Budget struct {
 	// served from its prompt cache, as its usage reported it (0 before a
 	// report in this run of the session, or when it reported none).
 	CachedTokens int
+	// RepositorySettingsIgnored are the keys of the repository's own
+	// configuration left out because the workspace is not trusted (SPEC
+	// R-W5), sorted; nil when none are. The engine does not read them: the
+	// budget is where the editors show the session's status.
+	RepositorySettingsIgnored []string
 }
 
 // CompactionResult is the terminal report of one compaction operation; the

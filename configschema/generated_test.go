@@ -59,3 +59,10 @@ func TestGeneratedSettingsTS(t *testing.T) {
 func TestGeneratedVSCodeReadme(t *testing.T) {
 	checkGenerated(t, VSCodeReadmeFile, SpliceVSCodeReadme)
 }
+
+// TestGeneratedSecurityKeyTable_RW5: the key table of docs/security.md
+// (what a repository of an untrusted workspace may set) is the
+// description's.
+func TestGeneratedSecurityKeyTable_RW5(t *testing.T) {
+	checkGenerated(t, SecurityFile, SpliceSecurity)
+}

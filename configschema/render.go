@@ -22,6 +22,12 @@ const (
 	// VSCodeReadmeFile lists the settings between DocBegin and DocEnd.
 	VSCodeReadmeFile = "editors/vscode/README.md"
 
+	// SecurityFile holds the repository key table between RepoBegin and
+	// RepoEnd.
+	SecurityFile = "docs/security.md"
+	RepoBegin    = "<!-- BEGIN repository key table generated from configschema/schema.go by `go test ./configschema -args -update`; do not edit by hand -->"
+	RepoEnd      = "<!-- END repository key table -->"
+
 	// DocBegin and DocEnd enclose a generated block in a Markdown file.
 	DocBegin = "<!-- BEGIN generated from configschema/schema.go by `go test ./configschema -args -update`; do not edit by hand -->"
 	DocEnd   = "<!-- END generated from configschema/schema.go -->"
@@ -36,7 +42,7 @@ var VSCodeOnly = []Key{
 		Doc: "Path to the `soba-lsp` binary. Empty: the binary bundled in the extension (`bin/soba-lsp`), else `soba-lsp` on `PATH`. A user or machine setting only: a workspace cannot set it. Not sent to the server."},
 	{Path: "serverArgs", Type: StringList, Default: []any{}, Scope: "machine", Repository: RepoIgnored,
 		Doc: "Extra arguments for `soba-lsp` (for example `[\"--log-file\", \"/tmp/soba.log\"]`). A user or machine setting only: a workspace cannot set them. Not sent to the server."},
-	{Path: "trace.server", Type: String, Default: "off", Enum: []Choice{{Value: "off"}, {Value: "messages"}, {Value: "verbose"}},
+	{Path: "trace.server", Type: String, Default: "off", Repository: RepoApplies, Enum: []Choice{{Value: "off"}, {Value: "messages"}, {Value: "verbose"}},
 		Doc: "Trace the JSON-RPC traffic with soba-lsp in the 'SOBA Language Server' output. Not sent to the server."},
 }
 
@@ -50,30 +56,69 @@ func Markdown() string {
 	def, _ := json.MarshalIndent(orderedDefaults(Root(), true), "", "  ")
 	b.Write(def)
 	b.WriteString("\n```\n\n")
-	b.WriteString("| key | type | default | allowed | meaning |\n| --- | --- | --- | --- | --- |\n")
-	var rows func(n *Node, shown string)
-	rows = func(n *Node, shown string) {
+	b.WriteString("| key | type | default | allowed | from an untrusted repository | meaning |\n| --- | --- | --- | --- | --- | --- |\n")
+	walkRows(func(path string, k Key, parentPlanned bool, more, repo string) {
+		row(&b, path, k, parentPlanned, more, repo)
+	})
+	return b.String()
+}
+
+// walkRows calls f for each row of the key tables, in the description's
+// order: leaves, Maps, Like objects and the editor's keys, with what a
+// repository of an untrusted workspace may do with each (SPEC R-W5); a key
+// below a Map that is ignored as a whole says so.
+func walkRows(f func(path string, k Key, parentPlanned bool, more, repo string)) {
+	var rows func(n *Node, shown, inherited string)
+	rows = func(n *Node, shown, inherited string) {
 		for _, name := range n.Order {
 			c := n.Children[name]
 			path := join(shown, name)
+			repo := inherited
+			if repo == "" {
+				repo = c.RepositoryDoc()
+			}
 			switch {
-			case c.Type == Object && c.Like == "":
-				rows(c, path)
+			case c.Type == Object && c.Like == "" && !c.Editor:
+				rows(c, path, inherited)
 			case c.Type == Map:
-				row(&b, path, c.Key, n.Planned != "", c.Elem.Doc)
-				rows(c.Elem, path+".<name>")
+				f(path, c.Key, n.Planned != "", c.Elem.Doc, repo)
+				below := inherited
+				if below == "" && c.Repository != RepoApplies {
+					below = "with `" + path + "`"
+				}
+				rows(c.Elem, path+".<name>", below)
 			default:
-				row(&b, path, c.Key, n.Planned != "", "")
+				f(path, c.Key, n.Planned != "", "", repo)
 			}
 		}
 	}
-	rows(Root(), "")
+	rows(Root(), "", "")
+}
+
+// RepositoryMarkdown returns the key table of docs/security.md: every key
+// and what a repository-owned layer of an untrusted workspace may do with
+// it (SPEC R-W5), from the same description as docs/configuration.md.
+func RepositoryMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| key | from an untrusted repository |\n| --- | --- |\n")
+	walkRows(func(path string, k Key, _ bool, _, repo string) {
+		if k.DeprecatedFor != "" {
+			repo += " (deprecated alias of `" + k.DeprecatedFor + "`)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s |\n", path, repo)
+	})
 	return b.String()
+}
+
+// SpliceSecurity puts RepositoryMarkdown into docs/security.md between
+// RepoBegin and RepoEnd.
+func SpliceSecurity(doc []byte) ([]byte, error) {
+	return spliceMarked(SecurityFile, doc, RepoBegin, RepoEnd, RepositoryMarkdown())
 }
 
 // row writes one key's line of the table; a key below a planned one does
 // not repeat the note.
-func row(b *strings.Builder, path string, k Key, parentPlanned bool, more string) {
+func row(b *strings.Builder, path string, k Key, parentPlanned bool, more, repo string) {
 	def := "—"
 	if k.Default != nil {
 		def = "`" + string(marshal(k.Default)) + "`"
@@ -118,7 +163,7 @@ func row(b *strings.Builder, path string, k Key, parentPlanned bool, more string
 	if k.Planned != "" && !parentPlanned {
 		meaning += ". **Accepted and checked; not used by this version yet** (planned: " + k.Planned + ")"
 	}
-	fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", path, k.Type.doc(), def, strings.Join(allowed, " and "), strings.ReplaceAll(meaning, "|", `\|`))
+	fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s | %s |\n", path, k.Type.doc(), def, strings.Join(allowed, " and "), repo, strings.ReplaceAll(meaning, "|", `\|`))
 }
 
 func (t Type) doc() string {
@@ -142,12 +187,18 @@ func SpliceVSCodeReadme(doc []byte) ([]byte, error) {
 }
 
 func spliceBlock(file string, doc []byte, block string) ([]byte, error) {
-	begin, end := bytes.Index(doc, []byte(DocBegin)), bytes.Index(doc, []byte(DocEnd))
+	return spliceMarked(file, doc, DocBegin, DocEnd, block)
+}
+
+// spliceMarked replaces what lies between the markers beginMark and
+// endMark of doc by block.
+func spliceMarked(file string, doc []byte, beginMark, endMark, block string) ([]byte, error) {
+	begin, end := bytes.Index(doc, []byte(beginMark)), bytes.Index(doc, []byte(endMark))
 	if begin < 0 || end < begin {
-		return nil, fmt.Errorf("%s: no %q … %q block", file, DocBegin, DocEnd)
+		return nil, fmt.Errorf("%s: no %q … %q block", file, beginMark, endMark)
 	}
 	var out bytes.Buffer
-	out.Write(doc[:begin+len(DocBegin)])
+	out.Write(doc[:begin+len(beginMark)])
 	out.WriteString("\n\n")
 	out.WriteString(block)
 	out.WriteString("\n")
@@ -168,7 +219,7 @@ func VSCodeSettings() []Member {
 		for _, name := range n.Order {
 			c := n.Children[name]
 			switch {
-			case c.Planned != "":
+			case c.Planned != "", c.Editor:
 			case c.Type == Object && !c.OneSetting:
 				walk(c)
 			default:

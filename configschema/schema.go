@@ -98,30 +98,65 @@ type Key struct {
 	OneSetting bool
 	// Scope is the VS Code setting's scope ("" for the default, window).
 	Scope string
-	// Repository is what a repository-owned layer (the workspace's
-	// .soba/config.json, an editor's workspace or folder settings) of an
-	// untrusted workspace may do with the key (SPEC R-W5).
+	// Repository says what a repository-owned layer (the workspace's
+	// .soba/config.json, the editor's repositorySettings) of an untrusted
+	// workspace may do with the key (SPEC R-W5). The zero value ignores it,
+	// so a key nobody classified never lets a repository relax anything.
+	// An Object's or a Map's value covers its keys as a whole when it is not
+	// RepoApplies; with RepoApplies each key below decides for itself.
 	Repository Repo
+	// Tighter is the one value a repository may set for a RepoTighten key
+	// (tools.approval "ask", nativeContinuation false).
+	Tighter any
+	// Editor marks a key only the editor sends, in initializationOptions
+	// and didChangeConfiguration's settings.soba: not a setting a user
+	// writes, not read from any file, not an editor setting of its own.
+	Editor bool
 }
 
-// Repo is what an untrusted repository may do with a key (SPEC R-W5).
+// Repo is what a repository-owned configuration layer of an untrusted
+// workspace may do with a key (SPEC R-W5): only tighten.
 type Repo int
 
 // The repository rules.
 const (
-	// RepoApplies: the repository's value applies (compaction tuning, the
-	// session directory, …).
-	RepoApplies Repo = iota
-	// RepoIgnored: it chooses where data or credentials go, or starts a
-	// program; ignored until the workspace is trusted.
-	RepoIgnored
-	// RepoLowerOnly: a limit the repository may only lower, never raise
-	// what the user's model costs per request.
+	// RepoIgnored: ignored (with the warning) until the workspace is
+	// trusted; then it applies. Keys that relax a safety, choose where data
+	// or credentials go, or start a program.
+	RepoIgnored Repo = iota
+	// RepoApplies: applies as from any layer (compaction tuning, session
+	// files inside the workspace).
+	RepoApplies
+	// RepoLowerOnly: a number the repository may lower, never raise (a
+	// limit on what each request costs).
 	RepoLowerOnly
-	// RepoTighten: the repository may only tighten it (an approval it may
-	// set to "ask", never to "auto").
+	// RepoTighten: only the value Key.Tighter applies; any other is ignored.
 	RepoTighten
+	// RepoNever: a user-owned key, ignored from a repository even when the
+	// workspace is trusted (trust itself, the paths the user lets the agent
+	// write without asking).
+	RepoNever
 )
+
+// RepositoryDoc says the key's Repository rule in the words of
+// docs/configuration.md and docs/security.md.
+func (k Key) RepositoryDoc() string {
+	switch k.Repository {
+	case RepoApplies:
+		return "applies"
+	case RepoLowerOnly:
+		return "may only lower it"
+	case RepoTighten:
+		v := string(marshal(k.Tighter))
+		if t, ok := k.Tighter.(string); ok {
+			v = t
+		}
+		return "only `" + v + "`"
+	case RepoNever:
+		return "never (user layers only, trusted or not)"
+	}
+	return "ignored until trusted"
+}
 
 // Name is the last element of the key's path.
 func (k Key) Name() string { return k.Path[strings.LastIndexByte(k.Path, '.')+1:] }
@@ -154,56 +189,60 @@ var modelKeys = []Key{
 	}, Doc: "the model server's wire protocol"},
 	{Path: "model.baseURL", Repository: RepoIgnored, Type: String, Default: OllamaBaseURL, Rule: HTTPURL,
 		Doc: "the model server"},
-	{Path: "model.name", Type: String, Default: "qwen2.5-coder:7b", Rule: NonEmpty,
+	// model.name is RepoIgnored: on the user's key, another model can cost
+	// far more per request.
+	{Path: "model.name", Repository: RepoIgnored, Type: String, Default: "qwen2.5-coder:7b", Rule: NonEmpty,
 		Doc: "the model to ask"},
 	{Path: "model.apiKeyEnv", Repository: RepoIgnored, Type: String, Default: "OPENAI_API_KEY", Rule: EnvName,
 		Doc: "the environment variable that holds the API key. Keys are never read from files or settings; a value that looks like a key (`sk-…`) is rejected. Set it to `ANTHROPIC_API_KEY` (or your own name) for `anthropic`"},
-	{Path: "model.contextWindow", Repository: RepoLowerOnly, Type: Int, Default: 65000, Rule: Positive,
+	{Path: "model.contextWindow", Type: Int, Default: 65000, Rule: Positive, Repository: RepoLowerOnly,
 		Doc: "the model's context window, in tokens (R-S3)"},
-	{Path: "model.maxOutputTokens", Repository: RepoLowerOnly, Type: Int, Default: 8000, Rule: Positive, Relation: "< `contextWindow`",
+	{Path: "model.maxOutputTokens", Type: Int, Default: 8000, Rule: Positive, Relation: "< `contextWindow`", Repository: RepoLowerOnly,
 		Doc: "the tokens reserved for each reply (R-S3)"},
-	{Path: "model.nativeContinuation", Type: Bool, Default: true,
+	{Path: "model.nativeContinuation", Type: Bool, Default: true, Repository: RepoTighten, Tighter: false,
 		Doc: "with `openai-responses` or `anthropic`, every compaction also asks the provider for its native compaction of the same history (`/responses/compact`; Anthropic's server-side compaction, for a history above its 50,000-token minimum) and stores it with the capsule; the next requests to the same provider and model carry it in place of the capsule's text, while the portable capsule is still built and used for everything else (SPEC §11, docs/providers.md). `false` makes portable capsules only; `openai` and `ollama` have none; `summaryModel`'s is not used"},
 }
 
 // Keys is the description: every key SOBA's configuration accepts, objects
 // before the keys below them, in the order the documentation lists them.
 var Keys = concat(
-	[]Key{{Path: "model", Type: Object, Doc: "the model that does the work"}},
+	[]Key{{Path: "model", Type: Object, Repository: RepoApplies, Doc: "the model that does the work"}},
 	modelKeys,
 	[]Key{
 		{Path: "summaryModel", Type: Object, Like: "model", OneSetting: true, Repository: RepoIgnored,
 			Doc: "the model that writes capsule summaries, so a small fast model can summarise for a large one. Unset means `model`; keys it leaves out are taken from `model`, so `{\"name\": \"qwen2.5-coder:1.5b\"}` is enough for a small model on the same server"},
 
-		{Path: "compaction", Type: Object, OneSetting: true, Doc: "the compaction keys of SPEC §6; unset keys keep their defaults"},
-		{Path: "compaction.auto", Type: Bool, Default: true,
+		{Path: "compaction", Type: Object, OneSetting: true, Repository: RepoApplies, Doc: "the compaction keys of SPEC §6; unset keys keep their defaults"},
+		{Path: "compaction.auto", Type: Bool, Repository: RepoApplies, Default: true,
 			Doc: "soft triggers on or off (R-G10); the hard limit and overflow recovery stay on regardless"},
-		{Path: "compaction.compactOnTurnComplete", Type: Bool, Default: true,
+		{Path: "compaction.compactOnTurnComplete", Type: Bool, Repository: RepoApplies, Default: true,
 			Doc: "a finished turn may record a pending intent (R-G6)"},
-		{Path: "compaction.compactOnMilestone", Type: Bool, Default: true,
+		{Path: "compaction.compactOnMilestone", Type: Bool, Repository: RepoApplies, Default: true,
 			Doc: "a milestone checkpoint records an intent (R-G7)"},
-		{Path: "compaction.minTokensForAutoCompact", Type: Int, Default: 32000, Rule: NonNegative,
+		{Path: "compaction.minTokensForAutoCompact", Type: Int, Repository: RepoApplies, Default: 32000, Rule: NonNegative,
 			Doc: "floor of the soft limit and of turn-complete intents (R-S2, R-G6)"},
-		{Path: "compaction.minReclaimableTokens", Type: Int, Default: 12000, Rule: NonNegative,
+		{Path: "compaction.minReclaimableTokens", Type: Int, Repository: RepoApplies, Default: 12000, Rule: NonNegative,
 			Doc: "ROI: tokens a soft compaction must reclaim (R-R1, R-R2)"},
-		{Path: "compaction.minSavingsRatio", Type: Number, Default: 0.25, Rule: Ratio,
+		{Path: "compaction.minSavingsRatio", Type: Number, Repository: RepoApplies, Default: 0.25, Rule: Ratio,
 			Doc: "ROI: share of the context a soft compaction must reclaim (R-R1, R-R2)"},
-		{Path: "compaction.keepRecentTokens", Type: Int, Default: 20000, Rule: NonNegative, Relation: "< hard limit",
+		{Path: "compaction.keepRecentTokens", Type: Int, Repository: RepoApplies, Default: 20000, Rule: NonNegative, Relation: "< hard limit",
 			Doc: "the recent history kept verbatim after a compaction"},
-		{Path: "compaction.safetyReserveTokens", Type: Int, Default: 8192, Rule: NonNegative, Relation: "hard limit > 0",
+		{Path: "compaction.safetyReserveTokens", Type: Int, Repository: RepoApplies, Default: 8192, Rule: NonNegative, Relation: "hard limit > 0",
 			Doc: "margin for what estimates miss (tool schemas, reasoning, templates) (R-G4)"},
-		{Path: "compaction.autoCompactThresholdRatio", Type: Number, Default: 0.8, Rule: Ratio,
+		{Path: "compaction.autoCompactThresholdRatio", Type: Number, Repository: RepoApplies, Default: 0.8, Rule: Ratio,
 			Doc: "the soft limit as a share of the hard limit (R-S2)"},
-		{Path: "compaction.timeoutMs", Type: Int, Default: 15000, Rule: Positive,
+		{Path: "compaction.timeoutMs", Type: Int, Repository: RepoApplies, Default: 15000, Rule: Positive,
 			Doc: "the summary's deadline, in milliseconds, before the degraded local capsule is used (R-F1)"},
-		{Path: "compaction.backgroundTimeoutMs", Type: Int, Rule: Positive, DeprecatedFor: "timeoutMs",
+		{Path: "compaction.backgroundTimeoutMs", Type: Int, Repository: RepoApplies, Rule: Positive, DeprecatedFor: "timeoutMs",
 			Doc: "alias of `timeoutMs`: accepted with a warning; when `timeoutMs` is set in *any* layer, `timeoutMs` wins and the alias is ignored (with a warning saying so) (R-S1)"},
 
-		{Path: "tools", Type: Object, Doc: "the agent's tools"},
-		{Path: "tools.approval", Type: String, Default: ApprovalAsk, Repository: RepoTighten, Enum: []Choice{
+		{Path: "tools", Type: Object, Repository: RepoApplies, Doc: "the agent's tools"},
+		{Path: "tools.approval", Type: String, Default: ApprovalAsk, Enum: []Choice{
 			{Value: ApprovalAsk, Doc: "file writes, `bash` and MCP tools ask the user first (R-W3)"},
 			{Value: ApprovalAuto, Doc: "tools run without asking"},
-		}, Doc: "whether tools ask before they act"},
+		}, Repository: RepoTighten, Tighter: ApprovalAsk, Doc: "whether tools ask before they act; writes to protected paths (docs/security.md) are asked every time either way, unless `autoApprovePaths` names them"},
+		{Path: "tools.autoApprovePaths", Type: StringList, Default: []any{}, Repository: RepoNever, Scope: "machine",
+			Doc: "glob patterns (`*` within a name, `**` across directories) of protected paths (SPEC R-W6, docs/security.md) that `approval: auto` and \"Allow … for this session\" may cover, e.g. `[\".vscode/settings.json\"]`; every other protected path is asked every time. Only the user's own layers set it: a repository's is ignored, trusted or not"},
 
 		{Path: "mcpServers", Type: Map, OneSetting: true, Repository: RepoIgnored,
 			Doc: "the user's MCP servers, by name, in the shape of Claude Code's `.mcp.json`; their tools reach the model as `mcp__<server>__<tool>`; a workspace's own `.soba/config.json` cannot start them (a repository never runs programs by being opened)"},
@@ -223,12 +262,17 @@ var Keys = concat(
 			{Value: ApprovalAuto, Doc: "its tools run without asking, even under `tools.approval: ask`"},
 		}, Doc: "whether this server's tools ask before they run; unset, `tools.approval` decides"},
 
-		{Path: "sessionDir", Type: String, Default: ".soba/sessions", Rule: NonEmpty,
+		{Path: "sessionDir", Type: String, Default: ".soba/sessions", Rule: NonEmpty, Repository: RepoApplies,
 			Doc: "where session transcripts go: relative to the workspace root (an absolute or `~/` path is taken as given); it must resolve inside the workspace (R-W2)"},
-		{Path: "sessionOnStart", Type: String, Default: SessionOnStartResume, Enum: []Choice{
+		{Path: "sessionOnStart", Type: String, Default: SessionOnStartResume, Repository: RepoApplies, Enum: []Choice{
 			{Value: SessionOnStartResume, Doc: "reopen the workspace's most recently updated session (one that cannot be reopened is kept as is, with a warning, and a new session starts)"},
 			{Value: SessionOnStartNew, Doc: "start a new session"},
 		}, Doc: "which session the language server opens when it starts; ACP's `session/new` always starts a new one"},
+
+		{Path: "workspaceTrusted", Type: Bool, Editor: true, Repository: RepoNever,
+			Doc: "sent by the editor, not a setting: `true` when the user trusts the workspace in the editor (VS Code's Workspace Trust, Neovim's `:trust`); then the repository's own configuration applies in full (SPEC R-W5, docs/security.md). Unset or `false`: only `soba-lsp trust` can trust the workspace's `.soba/config.json`"},
+		{Path: "repositorySettings", Type: Object, Editor: true, Repository: RepoNever,
+			Doc: "sent by the editor, not a setting: the soba keys (same shape as these settings) that came from the workspace's or a folder's own settings (`.vscode/settings.json`), so they count as the repository's, not the user's. Applied right after `.soba/config.json`, by the same rules; untrusted, only what tightens applies (SPEC R-W5)"},
 	},
 )
 
@@ -338,6 +382,15 @@ func checkKey(k Key, parent *Node) error {
 	if k.Enum != nil && k.Type != String {
 		return bad("an enum must be a String")
 	}
+	if k.Editor && (strings.Contains(k.Path, ".") || k.Repository != RepoNever) {
+		return bad("an editor key is top-level and never a repository's (RepoNever)")
+	}
+	if (k.Repository == RepoTighten) != (k.Tighter != nil) {
+		return bad("Tighter is the one value of a RepoTighten key, and only of one")
+	}
+	if k.Repository == RepoLowerOnly && k.Type != Int && k.Type != Number {
+		return bad("only a number can be RepoLowerOnly")
+	}
 	if k.DeprecatedFor != "" {
 		if _, ok := parent.Children[k.DeprecatedFor]; !ok {
 			return bad("deprecated for an unknown key " + k.DeprecatedFor)
@@ -367,11 +420,11 @@ func Lookup(path string) (*Node, bool) {
 }
 
 // Known returns the names a user may write in an object (its keys without
-// the deprecated ones), sorted.
+// the deprecated ones and the editor's), sorted.
 func (n *Node) Known() []string {
 	var names []string
 	for name, c := range n.Children {
-		if c.DeprecatedFor == "" {
+		if c.DeprecatedFor == "" && !c.Editor {
 			names = append(names, name)
 		}
 	}

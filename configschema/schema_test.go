@@ -72,7 +72,7 @@ func TestDefaultsOnce_RS1(t *testing.T) {
 	got, _ := json.Marshal(all)
 	want := `{"compaction":{"auto":true,"autoCompactThresholdRatio":0.8,"compactOnMilestone":true,"compactOnTurnComplete":true,"keepRecentTokens":20000,"minReclaimableTokens":12000,"minSavingsRatio":0.25,"minTokensForAutoCompact":32000,"safetyReserveTokens":8192,"timeoutMs":15000},` +
 		`"model":{"apiKeyEnv":"OPENAI_API_KEY","baseURL":"http://127.0.0.1:11434","contextWindow":65000,"maxOutputTokens":8000,"name":"qwen2.5-coder:7b","nativeContinuation":true,"provider":"ollama"},` +
-		`"sessionDir":".soba/sessions","sessionOnStart":"resume","tools":{"approval":"ask"}}`
+		`"sessionDir":".soba/sessions","sessionOnStart":"resume","tools":{"approval":"ask","autoApprovePaths":[]}}`
 	if string(got) != want {
 		t.Fatalf("defaults in use =\n%s\nwant\n%s", got, want)
 	}
@@ -136,5 +136,32 @@ func TestVSCodeRestrictedConfigurations_RW5(t *testing.T) {
 		if k.Scope != "machine" || k.Repository == RepoApplies {
 			t.Errorf("soba.%s has scope %q and rule %d, want machine and not RepoApplies", k.Path, k.Scope, k.Repository)
 		}
+	}
+}
+
+// TestRepositoryKeyTable_RW5: the keys that choose where data and
+// credentials go, start a program or relax an approval are never the
+// repository's until trusted (SPEC R-W5); limits only go down; the user's
+// own keys never come from a repository.
+func TestRepositoryKeyTable_RW5(t *testing.T) {
+	want := map[string]Repo{
+		"model.provider": RepoIgnored, "model.baseURL": RepoIgnored, "model.apiKeyEnv": RepoIgnored, "model.name": RepoIgnored,
+		"summaryModel": RepoIgnored, "mcpServers": RepoIgnored,
+		"model.contextWindow": RepoLowerOnly, "model.maxOutputTokens": RepoLowerOnly,
+		"tools.approval": RepoTighten, "model.nativeContinuation": RepoTighten,
+		"tools.autoApprovePaths": RepoNever, "workspaceTrusted": RepoNever, "repositorySettings": RepoNever,
+		"compaction.keepRecentTokens": RepoApplies, "sessionOnStart": RepoApplies,
+	}
+	for path, r := range want {
+		n, ok := Lookup(path)
+		if !ok {
+			t.Fatalf("no key %s", path)
+		}
+		if n.Repository != r {
+			t.Errorf("%s: rule %d (%s), want %d", path, n.Repository, n.RepositoryDoc(), r)
+		}
+	}
+	if n, _ := Lookup("tools.approval"); n.Tighter != ApprovalAsk {
+		t.Errorf("tools.approval may be tightened to %v, want ask", n.Tighter)
 	}
 }

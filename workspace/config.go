@@ -36,6 +36,15 @@ type Config struct {
 	// Code's .mcp.json); their tools reach the model as
 	// mcp__<server>__<tool>.
 	MCPServers map[string]MCPServerConfig `json:"mcpServers,omitempty"`
+
+	// RepositoryIgnored are the keys of the repository-owned layers that
+	// were ignored (SPEC R-W5), sorted; empty when none were. The budget
+	// and the status report them.
+	RepositoryIgnored []string `json:"-"`
+	// WorkspaceTrusted is set when the workspace's own configuration
+	// applied in full: the editor said the workspace is trusted, or the
+	// trust store records the file's current content.
+	WorkspaceTrusted bool `json:"-"`
 }
 
 // MCPServerConfig is one MCP server: Command (stdio) or URL (type http).
@@ -77,6 +86,10 @@ type CompactionConfig = compaction.Keys
 type ToolsConfig struct {
 	// Approval is configschema.ApprovalAsk or configschema.ApprovalAuto.
 	Approval string `json:"approval"`
+	// AutoApprovePaths are glob patterns of protected paths (SPEC R-W6)
+	// that approval auto and an answer for the session may cover; only the
+	// user's layers set them.
+	AutoApprovePaths []string `json:"autoApprovePaths"`
 }
 
 // DefaultConfig returns the built-in defaults, those of package
@@ -139,8 +152,16 @@ type Layers struct {
 	UserFile, WorkspaceFile string
 	// InitOptions is the `initializationOptions` value and DidChange the
 	// latest `settings.soba` of workspace/didChangeConfiguration; nil or JSON
-	// null means absent.
+	// null means absent. Their `repositorySettings` is a layer of its own,
+	// the repository's; their `workspaceTrusted` says whether the editor
+	// trusts the workspace (SPEC R-W5).
 	InitOptions, DidChange json.RawMessage
+	// TrustStore is the trust store file (TrustStoreFile) that may record
+	// WorkspaceFile as trusted; empty for none.
+	TrustStore string
+	// WorkspaceFileIsUsers marks a WorkspaceFile the user named on the
+	// command line (--config): the user's own layer, not the repository's.
+	WorkspaceFileIsUsers bool
 }
 
 // Names of the non-file layers in messages.
@@ -148,13 +169,18 @@ const (
 	LayerDefaults    = "defaults"
 	LayerInitOptions = "initializationOptions"
 	LayerDidChange   = "workspace/didChangeConfiguration settings.soba"
+	// keyRepositorySettings and keyWorkspaceTrusted are the editor's keys
+	// of those two layers (configschema's Editor keys).
+	keyRepositorySettings = "repositorySettings"
+	keyWorkspaceTrusted   = "workspaceTrusted"
 )
 
 // StandardLayers returns the layers with the user file of UserConfigFile
 // and `<root>/.soba/config.json`.
 func StandardLayers(root string, initOptions, didChange json.RawMessage) Layers {
 	user, _ := UserConfigFile(os.Getenv)
-	return Layers{UserFile: user, WorkspaceFile: WorkspaceConfigFile(root), InitOptions: initOptions, DidChange: didChange}
+	store, _ := TrustStoreFile(os.Getenv)
+	return Layers{UserFile: user, WorkspaceFile: WorkspaceConfigFile(root), InitOptions: initOptions, DidChange: didChange, TrustStore: store}
 }
 
 // UserConfigFile returns $XDG_CONFIG_HOME/soba/config.json, or
@@ -207,56 +233,93 @@ func LoadConfig(root string, l Layers) (Config, []string, error) {
 		merged   = map[string]any{}
 		origin   = map[string]string{} // leaf key path -> layer
 	)
-	sources := []struct {
-		name string
-		data []byte
-	}{}
-	for _, f := range []string{l.UserFile, l.WorkspaceFile} {
-		if f == "" {
-			continue
+	// The editor's two layers, parsed first: they say whether the editor
+	// trusts the workspace and carry the repository's editor settings.
+	editor := func(name string, data json.RawMessage) map[string]any {
+		if len(data) == 0 {
+			return nil
 		}
-		data, err := readConfigLayer(root, f)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, &ConfigError{Layer: f, Problem: "cannot read: " + err.Error()})
-			continue
-		}
-		sources = append(sources, struct {
-			name string
-			data []byte
-		}{f, data})
-	}
-	if len(l.InitOptions) > 0 {
-		sources = append(sources, struct {
-			name string
-			data []byte
-		}{LayerInitOptions, l.InitOptions})
-	}
-	if len(l.DidChange) > 0 {
-		sources = append(sources, struct {
-			name string
-			data []byte
-		}{LayerDidChange, l.DidChange})
-	}
-	layerIndex := map[string]int{LayerDefaults: -1}
-	for i, src := range sources {
-		layerIndex[src.name] = i
-		obj, err := parseLayer(src.name, src.data)
+		obj, err := parseLayer(name, data)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
+		return obj
+	}
+	initObj, didObj := editor(LayerInitOptions, l.InitOptions), editor(LayerDidChange, l.DidChange)
+	trusted, repoSettings, repoName, ee := editorKeys(initObj, didObj)
+	errs = append(errs, ee...)
+
+	var sources []layerSource
+	if l.UserFile != "" {
+		data, err := readConfigLayer(root, l.UserFile)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			errs = append(errs, &ConfigError{Layer: l.UserFile, Problem: "cannot read: " + err.Error()})
+		default:
+			obj, err := parseLayer(l.UserFile, data)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			sources = append(sources, layerSource{name: l.UserFile, obj: obj})
+		}
+	}
+	fileTrusted := false
+	if l.WorkspaceFile != "" {
+		data, err := readConfigLayer(root, l.WorkspaceFile)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			errs = append(errs, &ConfigError{Layer: l.WorkspaceFile, Problem: "cannot read: " + err.Error()})
+		default:
+			obj, err := parseLayer(l.WorkspaceFile, data)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			// The very bytes parsed are the ones hashed: a file changed
+			// after `soba-lsp trust` is untrusted again.
+			fileTrusted = IsTrustedConfig(l.TrustStore, l.WorkspaceFile, data)
+			sources = append(sources, layerSource{name: l.WorkspaceFile, obj: obj, repository: !l.WorkspaceFileIsUsers, trusted: trusted || fileTrusted})
+		}
+	}
+	if repoSettings != nil {
+		sources = append(sources, layerSource{name: repoName, obj: repoSettings, repository: true, trusted: trusted})
+	}
+	if initObj != nil {
+		sources = append(sources, layerSource{name: LayerInitOptions, obj: initObj})
+	}
+	if didObj != nil {
+		sources = append(sources, layerSource{name: LayerDidChange, obj: didObj})
+	}
+
+	layerIndex := map[string]int{LayerDefaults: -1}
+	var ignored []IgnoredKey
+	for i, src := range sources {
+		layerIndex[src.name] = i
+		obj := src.obj
 		if obj == nil {
 			continue
 		}
+		if !src.repository && src.name == l.UserFile {
+			errs = append(errs, editorKeysInFile(src.name, obj)...)
+		}
+		// A repository's layer is checked whole first: a bad value is an
+		// error naming it, whether or not it would apply.
 		le, lw := checkObject(src.name, "", obj, configschema.Root())
 		errs = append(errs, le...)
 		warnings = append(warnings, lw...)
-		if len(le) == 0 {
-			mergeInto(merged, obj, "", src.name, origin)
+		if len(le) > 0 {
+			continue
 		}
+		if src.repository {
+			for _, k := range RepositoryFilter(obj, merged, src.trusted) {
+				ignored = append(ignored, IgnoredKey{Layer: src.name, Key: k, Trusted: src.trusted})
+			}
+		}
+		mergeInto(merged, obj, "", src.name, origin)
+	}
+	if len(ignored) > 0 {
+		warnings = append(warnings, IgnoredWarning(root, ignored))
 	}
 	if len(errs) > 0 {
 		return Config{}, nil, errors.Join(errs...)
@@ -285,6 +348,12 @@ func LoadConfig(root string, l Layers) (Config, []string, error) {
 	if err := checkSessionDir(cfg, root, origin); err != nil {
 		return Config{}, nil, err
 	}
+	for _, k := range ignored {
+		cfg.RepositoryIgnored = append(cfg.RepositoryIgnored, k.Key)
+	}
+	slices.Sort(cfg.RepositoryIgnored)
+	cfg.RepositoryIgnored = slices.Compact(cfg.RepositoryIgnored)
+	cfg.WorkspaceTrusted = trusted || fileTrusted
 	return cfg, warnings, nil
 }
 

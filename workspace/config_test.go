@@ -31,6 +31,10 @@ func wsWith(t *testing.T, content string) (root, file string) {
 	return root, file
 }
 
+// trusted are layers whose editor trusts the workspace, so its
+// .soba/config.json applies in full (SPEC R-W5) as a layer like any other.
+var trusted = Layers{InitOptions: json.RawMessage(`{"workspaceTrusted":true}`)}
+
 func writeFile(t *testing.T, content string) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "config.json")
@@ -47,7 +51,7 @@ func TestDefaults_RS1(t *testing.T) {
 		Compaction: CompactionConfig{Auto: true, CompactOnTurnComplete: true, CompactOnMilestone: true,
 			MinTokensForAutoCompact: 32000, MinReclaimableTokens: 12000, MinSavingsRatio: 0.25, KeepRecentTokens: 20000,
 			SafetyReserveTokens: 8192, AutoCompactThresholdRatio: 0.8, TimeoutMs: 15000},
-		Tools:      ToolsConfig{Approval: "ask"},
+		Tools:      ToolsConfig{Approval: "ask", AutoApprovePaths: []string{}},
 		SessionDir: ".soba/sessions", SessionOnStart: "resume",
 	}
 	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {
@@ -160,7 +164,9 @@ func TestBadValues_RS1(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root, file := wsWith(t, tc.ws)
-			c, warns, err := LoadConfig(root, Layers{})
+			// Trusted, so the relations of keys a repository may not set
+			// untrusted (summaryModel) are checked too.
+			c, warns, err := LoadConfig(root, trusted)
 			if err == nil {
 				t.Fatalf("LoadConfig accepted %s: %+v", tc.ws, c)
 			}
@@ -306,7 +312,7 @@ func TestLayerOrder(t *testing.T) {
 func TestLayersMergeKeyByKey(t *testing.T) {
 	root, _ := wsWith(t, "")
 	l := Layers{UserFile: "../testdata/config/user.json", WorkspaceFile: "../testdata/config/workspace.json",
-		InitOptions: json.RawMessage(`{"model":{"maxOutputTokens":2048}}`),
+		InitOptions: json.RawMessage(`{"model":{"maxOutputTokens":2048},"workspaceTrusted":true}`),
 		DidChange:   json.RawMessage(`null`)}
 	c, warns, err := LoadConfig(root, l)
 	if err != nil {
@@ -320,6 +326,7 @@ func TestLayersMergeKeyByKey(t *testing.T) {
 	want.Compaction.TimeoutMs = 20000 // user's timeoutMs beats the workspace's alias
 	want.Tools.Approval = "auto"
 	want.SessionDir = "transcripts"
+	want.WorkspaceTrusted = true
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("merged =\n%+v\nwant\n%+v", c, want)
 	}
@@ -331,7 +338,7 @@ func TestLayersMergeKeyByKey(t *testing.T) {
 func TestSummaryModelDefaultsToModel(t *testing.T) {
 	root, _ := wsWith(t, `{"model":{"name":"qwen2.5-coder:32b","contextWindow":128000,"maxOutputTokens":16000},
 		"summaryModel":{"name":"qwen2.5-coder:1.5b","contextWindow":32000}}`)
-	c, _, err := LoadConfig(root, Layers{})
+	c, _, err := LoadConfig(root, trusted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +401,7 @@ func TestSoftLimitExample_RS2(t *testing.T) {
 func TestLimitsFromActiveModel_RS3(t *testing.T) {
 	root, _ := wsWith(t, `{"model":{"contextWindow":128000,"maxOutputTokens":16000},
 		"summaryModel":{"contextWindow":8192,"maxOutputTokens":1024}}`)
-	c, _, err := LoadConfig(root, Layers{})
+	c, _, err := LoadConfig(root, trusted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,6 +488,9 @@ func TestConfigTypesMatchSchema(t *testing.T) {
 	walk = func(prefix string, typ reflect.Type) {
 		for f := range typ.Fields() {
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue // what the loader reports, not a key
+			}
 			path := join(prefix, name)
 			ft := f.Type
 			if ft.Kind() == reflect.Pointer {
@@ -500,7 +510,7 @@ func TestConfigTypesMatchSchema(t *testing.T) {
 	keysOf = func(prefix string, n *configschema.Node) {
 		for _, name := range n.Order {
 			c := n.Children[name]
-			if c.Planned != "" || c.DeprecatedFor != "" {
+			if c.Planned != "" || c.DeprecatedFor != "" || c.Editor {
 				continue
 			}
 			if c.Type == configschema.Object {
@@ -527,7 +537,7 @@ func TestPlannedKeysAccepted(t *testing.T) {
 		"summaryModel":{"nativeContinuation":true},
 		"mcpServers":{"fs":{"command":"npx","args":["-y","mcp-fs"],"env":{"A":"b"}},
 			"web":{"type":"http","url":"https://mcp.example.com/mcp","headers":{"Authorization":"Bearer x"}}}}`)
-	c, warns, err := LoadConfig(root, Layers{})
+	c, warns, err := LoadConfig(root, trusted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,6 +550,7 @@ func TestPlannedKeysAccepted(t *testing.T) {
 	sm := want.Model
 	sm.NativeContinuation = true
 	want.SummaryModel = &sm
+	want.WorkspaceTrusted = true
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("config = %+v, want %+v", c, want)
 	}

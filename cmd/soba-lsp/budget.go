@@ -69,7 +69,7 @@ func openOffline(sessionPath, wsFlag, cfgFlag string, warn io.Writer) (*offline,
 		if _, err := os.Stat(cfgFlag); err != nil {
 			return nil, fmt.Errorf("--config: %w", err)
 		}
-		layers.WorkspaceFile = cfgFlag
+		layers.WorkspaceFile, layers.WorkspaceFileIsUsers = cfgFlag, true
 	}
 	cfg, warnings, err := workspace.LoadConfig(root, layers)
 	if err != nil {

@@ -131,6 +131,7 @@ func fillPlaceholders(line, ws, session, transcript, cfg string) []string {
 		"--dry-run":         "--dry-run",
 		"--overwrite":       "--overwrite",
 		"session.jsonl":     session,
+		"DIR":               ws,
 	}
 	line = regexp.MustCompile(`\[([^\]]*)\]`).ReplaceAllStringFunc(line, func(m string) string {
 		inner := m[1 : len(m)-1]

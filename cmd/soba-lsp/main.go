@@ -58,6 +58,7 @@ var subcommands = []subcommand{
 	{name: "compact", summary: "compact a session file with the deterministic capsule (--dry-run: print only)", run: runCompact},
 	{name: "capsule", summary: "capsule export <session.jsonl> <ck|latest> <out> | capsule show <file>: capsules without an editor", run: runCapsule},
 	{name: "verify", summary: "check a session file's integrity; lists problems, exits 1 when there are any", run: runVerify},
+	{name: "trust", summary: "trust a workspace's .soba/config.json until it changes (--revoke, --list); untrusted, a repository's settings may only tighten", run: runTrust},
 }
 
 func findSubcommand(name string) (subcommand, bool) {

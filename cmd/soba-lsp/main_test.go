@@ -47,16 +47,15 @@ type proc struct {
 }
 
 // start runs the binary in a fresh workspace directory (the root when the
-// client names none) whose configuration points the model at a closed
-// loopback port, with a private HOME.
+// client names none), with a private HOME whose user configuration points
+// the model at a closed loopback port.
 func start(t testing.TB) *proc {
 	t.Helper()
 	ws := t.TempDir()
 	os.MkdirAll(filepath.Join(ws, ".soba"), 0o755)
-	os.WriteFile(filepath.Join(ws, ".soba", "config.json"), []byte(`{"model":{"provider":"openai","baseURL":"http://127.0.0.1:9/v1","name":"m"}}`), 0o644)
 	cmd := exec.Command(binary, "--log-file", filepath.Join(t.TempDir(), "soba.log"))
 	cmd.Dir = ws
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME=")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+userConfigDir(t, `{"model":{"provider":"openai","baseURL":"http://127.0.0.1:9/v1","name":"m"}}`))
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +69,20 @@ func start(t testing.TB) *proc {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return &proc{t: t, cmd: cmd, in: in, out: bufio.NewReader(out)}
+}
+
+// userConfigDir returns a private XDG_CONFIG_HOME whose soba/config.json
+// (the user's own layer, which may choose the model) is config.
+func userConfigDir(t testing.TB, config string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "soba"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "soba", "config.json"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func (p *proc) send(v any) {

@@ -14,20 +14,17 @@ import (
 	"github.com/soba-agent/soba-lsp/compaction"
 )
 
-// startWithConfig runs the binary in a fresh workspace whose
-// .soba/config.json is config.
+// startWithConfig runs the binary in a fresh workspace with config as the
+// user's own configuration (a repository's may not choose the model, R-W5).
 func startWithConfig(t *testing.T, config string) *proc {
 	t.Helper()
 	ws := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(ws, ".soba"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(ws, ".soba", "config.json"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(binary, "--log-file", filepath.Join(t.TempDir(), "soba.log"))
 	cmd.Dir = ws
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME=")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+userConfigDir(t, config))
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

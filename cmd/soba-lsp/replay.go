@@ -76,7 +76,7 @@ func runReplay(ctx context.Context, env *cmdEnv, args []string) int {
 			return 2
 		}
 		layers := workspace.StandardLayers(root.Dir(), nil, nil)
-		layers.WorkspaceFile = *cfgFile
+		layers.WorkspaceFile, layers.WorkspaceFileIsUsers = *cfgFile, true
 		c, warnings, err := workspace.LoadConfig(root.Dir(), layers)
 		for _, w := range warnings {
 			fmt.Fprintln(env.stderr, "warning:", w)

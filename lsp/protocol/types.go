@@ -269,6 +269,11 @@ type Budget struct {
 	// show, "14.0k / 17.0k (82%)" (effective tokens / hard limit, the share
 	// rounded down), in one number format (FormatTokens).
 	Display string `json:"display"`
+	// RepositorySettingsIgnored lists, while there are any, the keys of the
+	// repository's own configuration (.soba/config.json, the editor's
+	// repositorySettings) that are ignored because the workspace is not
+	// trusted (PROTOCOL.md "Workspace trust", SPEC R-W5).
+	RepositorySettingsIgnored []string `json:"repositorySettingsIgnored,omitempty"`
 }
 
 // CompactionResult is PROTOCOL.md's terminal report of one compaction

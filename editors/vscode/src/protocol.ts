@@ -93,6 +93,8 @@ export interface Budget {
   cachedTokens: number;
   /** The status text, "14.0k / 17.0k (82%)": one number format for both editors (docs/protocol.md). */
   display: string;
+  /** While some are: the repository's own settings ignored because the workspace is not trusted (SPEC R-W5). */
+  repositorySettingsIgnored?: string[];
 }
 
 /** A `soba/compaction` notification. On `end` the CompactionResult fields are present. */

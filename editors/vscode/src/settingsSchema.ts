@@ -17,6 +17,7 @@ export const SERVER_KEYS = [
   'summaryModel',
   'compaction',
   'tools.approval',
+  'tools.autoApprovePaths',
   'mcpServers',
   'sessionDir',
   'sessionOnStart',
@@ -31,10 +32,13 @@ export const SERVER_KEYS = [
 export const REPOSITORY_KEYS = [
   'model.provider',
   'model.baseURL',
+  'model.name',
   'model.apiKeyEnv',
   'model.contextWindow',
   'model.maxOutputTokens',
+  'model.nativeContinuation',
   'summaryModel',
   'tools.approval',
+  'tools.autoApprovePaths',
   'mcpServers',
 ] as const;
