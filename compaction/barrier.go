@@ -202,8 +202,14 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report *reporter, asked 
 		}
 	}
 	if ok, why := p.Accept(cp); !ok {
+		if p.Trigger == TriggerUser {
+			// Asked for, but nothing before the keep window is worth a
+			// capsule: a no-op, not a failure (R-G8).
+			return CompactionResult{Outcome: OutcomeSkipped, Reason: "nothing worth compacting: " + why, TokensBefore: p.TokensBefore, Generated: true,
+				NativeOutcome: nativeOutcome, NativeDurationMs: nativeMs}
+		}
 		if !IsSoft(p.Trigger) {
-			// Forced or asked for: not done is a failure, said with why (R-C7).
+			// Forced: not done is a failure, said with why (R-C7).
 			return CompactionResult{Outcome: OutcomeFailed, Reason: why, TokensBefore: p.TokensBefore}
 		}
 		return CompactionResult{Outcome: OutcomeSkipped, Reason: why, TokensBefore: p.TokensBefore, Generated: true,

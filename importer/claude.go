@@ -3,6 +3,7 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/compaction"
@@ -44,7 +45,11 @@ type claudeLine struct {
 	Message           *claudeMessage  `json:"message"`
 	Summary           string          `json:"summary"`
 	ToolUseResult     json.RawMessage `json:"toolUseResult"`
-	CompactMetadata   *struct {
+	// Data and ParentToolUseID are a progress line's payload and the tool
+	// call it reports on (agent_progress: a Task subagent's messages).
+	Data            json.RawMessage `json:"data"`
+	ParentToolUseID string          `json:"parentToolUseID"`
+	CompactMetadata *struct {
 		Trigger   string `json:"trigger"`
 		PreTokens int    `json:"preTokens"`
 	} `json:"compactMetadata"`
@@ -125,35 +130,9 @@ func convertClaude(b *builder, data []byte) error {
 			}
 		}
 	}
-	onPath := make([]bool, len(lines))
-	var path []int
-	for i := leaf; i >= 0; {
-		if onPath[i] {
-			b.problem(lines[i].no, "parentUuid chain loops back to %q: cut there", lines[i].UUID)
-			break
-		}
-		onPath[i] = true
-		path = append(path, i)
-		l := lines[i]
-		next := ""
-		switch {
-		case l.ParentUUID != nil && *l.ParentUUID != "":
-			next = *l.ParentUUID
-		case l.LogicalParentUUID != nil && *l.LogicalParentUUID != "":
-			next = *l.LogicalParentUUID // across a compact boundary
-		}
-		if next == "" {
-			break
-		}
-		j, ok := byUUID[next]
-		if !ok {
-			b.problem(l.no, "parent %q of entry %q is not in the file: the conversation starts here", next, l.UUID)
-			break
-		}
-		i = j
-	}
+	keep := claudeConversation(b, lines, byUUID, leaf)
 	for i, l := range lines {
-		if onPath[i] {
+		if keep[i] {
 			continue
 		}
 		switch {
@@ -169,9 +148,20 @@ func convertClaude(b *builder, data []byte) error {
 		}
 	}
 
-	c := claudeState{b: b}
-	for k := len(path) - 1; k >= 0; k-- {
-		c.entry(path[k], lines[path[k]])
+	c := claudeState{b: b, subagent: claudeSubagents(b, lines)}
+	for i, l := range lines {
+		if keep[i] {
+			c.entry(i, l)
+		}
+	}
+	// A Task still running when the transcript ends has no result, but its
+	// subagent's edits were made: an unfinished result carries them.
+	for _, id := range c.subCalls {
+		if _, open := b.calls[id]; open {
+			if r := b.addResult(0, id, "", false, "no result in the transcript: the subagent was still running when it ends", nil, parseTime(lines[len(lines)-1].Timestamp), c.last, len(lines)); r != "" {
+				c.last = r
+			}
+		}
 	}
 	b.res.Leaf = c.last
 	if len(b.res.Entries) == 0 {
@@ -188,6 +178,10 @@ type claudeState struct {
 	// response and its entry, so later blocks of the same response join it.
 	response, responseEntry string
 	boundary                *claudeLine
+	// subagent is the work of each Task call's subagent, by call id;
+	// subCalls the calls that have some, in order.
+	subagent map[string]*subagentWork
+	subCalls []string
 }
 
 func (c *claudeState) entry(ord int, l *claudeLine) {
@@ -306,7 +300,12 @@ func (c *claudeState) assistant(ord int, l *claudeLine) {
 				text = append(text, bl.Text)
 			}
 		case "tool_use":
-			calls = append(calls, b.addCall(bl.ID, b.mapCall(claudeTools, bl.Name, bl.Input)))
+			mc := b.mapCall(claudeTools, bl.Name, bl.Input)
+			if w := c.subagent[bl.ID]; w != nil {
+				mc.subRead, mc.subModified = w.read, w.modified
+				c.subCalls = append(c.subCalls, bl.ID)
+			}
+			calls = append(calls, b.addCall(bl.ID, mc))
 		}
 	}
 	var usage *session.Usage
@@ -341,4 +340,197 @@ func (c *claudeState) assistant(ord int, l *claudeLine) {
 	}
 	c.last = b.add(session.Entry{Type: session.TypeAssistant, Timestamp: parseTime(l.Timestamp), Assistant: a}, c.last, ord)
 	c.response, c.responseEntry = m.ID, c.last
+}
+
+// claudeConversation marks the lines of the active conversation, the one
+// Claude Code resumes (docs/import.md):
+//
+//   - the chain from the leaf back through parentUuid, or logicalParentUuid
+//     when parentUuid is null or absent (a compact boundary's link to the
+//     history it summarised);
+//   - a line whose parent is not in the file (a pruned progress or hook
+//     line, a boundary whose logical parent was dropped) continues from the
+//     main-line line before it in the file, as Claude Code shows it, instead
+//     of starting the conversation there;
+//   - every line of an assistant message on the chain (the lines sharing
+//     its message.id: one line per content block, parallel tool calls
+//     hanging from each other), and every tool_result answering one of its
+//     calls, whichever sibling line it hangs from.
+//
+// Lines off it are sidechains and branches a rewind abandoned.
+func claudeConversation(b *builder, lines []*claudeLine, byUUID map[string]int, leaf int) []bool {
+	keep := make([]bool, len(lines))
+	sidechain := leaf >= 0 && lines[leaf].IsSidechain
+	before := func(i int) int {
+		for j := i - 1; j >= 0; j-- {
+			if l := lines[j]; l.UUID != "" && l.IsSidechain == sidechain {
+				return j
+			}
+		}
+		return -1
+	}
+	absent := 0
+	for i := leaf; i >= 0; {
+		if keep[i] {
+			b.problem(lines[i].no, "parentUuid chain loops back to %q: cut there", lines[i].UUID)
+			break
+		}
+		keep[i] = true
+		l := lines[i]
+		next, named := -1, ""
+		for _, p := range []*string{l.ParentUUID, l.LogicalParentUUID} {
+			if p == nil || *p == "" {
+				continue
+			}
+			if j, ok := byUUID[*p]; ok {
+				next = j
+				break
+			}
+			if named == "" {
+				named = *p
+			}
+		}
+		if next < 0 && i > 0 {
+			// No parent in the file, or none at all in the middle of it:
+			// the conversation goes on from the line before.
+			if named != "" {
+				absent++
+			}
+			next = before(i)
+		}
+		i = next
+	}
+	if absent > 0 {
+		b.problem(0, "%d entries name a parent that is not in the file: each continues from the entry before it", absent)
+	}
+
+	// Whole assistant messages, then the results of their calls.
+	messages := map[string]bool{}
+	for i, l := range lines {
+		if keep[i] && l.Type == "assistant" && l.Message != nil && l.Message.ID != "" {
+			messages[l.Message.ID] = true
+		}
+	}
+	calls := map[string]bool{}
+	for i, l := range lines {
+		if l.Type != "assistant" || l.Message == nil || l.IsSidechain != sidechain {
+			continue
+		}
+		if !keep[i] && (l.Message.ID == "" || !messages[l.Message.ID]) {
+			continue
+		}
+		keep[i] = true
+		for _, bl := range claudeRefs(l.Message.Content) {
+			if bl.Type == "tool_use" && bl.ID != "" {
+				calls[bl.ID] = true
+			}
+		}
+	}
+	for i, l := range lines {
+		if keep[i] || l.Type != "user" || l.Message == nil || l.IsSidechain != sidechain {
+			continue
+		}
+		for _, bl := range claudeRefs(l.Message.Content) {
+			if bl.Type == "tool_result" && calls[bl.ToolUseID] {
+				keep[i] = true
+				break
+			}
+		}
+	}
+	return keep
+}
+
+// claudeRef is the part of a content block that links calls and results.
+type claudeRef struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	ToolUseID string `json:"tool_use_id"`
+}
+
+func claudeRefs(content json.RawMessage) []claudeRef {
+	if len(content) == 0 || content[0] != '[' {
+		return nil
+	}
+	out, _ := decodeEach[claudeRef](content)
+	return out
+}
+
+// claudeSubagents reads the work of Task subagents from the agent_progress
+// lines Claude Code writes while one runs (data.message: the subagent's own
+// assistant and user messages; parentToolUseID: the Task call): the files
+// each subagent's successful tool calls read and modified, by Task call id.
+// The Task call's result carries them as artifacts, so the subagent's edits
+// count as the session's.
+func claudeSubagents(b *builder, lines []*claudeLine) map[string]*subagentWork {
+	type call struct {
+		task string
+		c    *mappedCall
+	}
+	var work map[string]*subagentWork
+	pending := map[string]call{}
+	for _, l := range lines {
+		if l.Type != "progress" || len(l.Data) == 0 || l.ParentToolUseID == "" {
+			continue
+		}
+		var d struct {
+			Type    string `json:"type"`
+			Message struct {
+				Type    string `json:"type"`
+				Message struct {
+					Content json.RawMessage `json:"content"`
+				} `json:"message"`
+			} `json:"message"`
+		}
+		if jsondec.Unmarshal(l.Data, &d) != nil || d.Type != "agent_progress" {
+			continue
+		}
+		content := d.Message.Message.Content
+		if len(content) == 0 || content[0] != '[' {
+			continue
+		}
+		blocks, _ := decodeEach[claudeBlock](content)
+		for _, bl := range blocks {
+			switch {
+			case bl.Type == "tool_use" && d.Message.Type == "assistant":
+				if s, ok := claudeTools[bl.Name]; ok && (s.kind == kindRead || s.kind == kindModify) {
+					pending[bl.ID] = call{task: l.ParentToolUseID, c: b.mapCall(claudeTools, bl.Name, bl.Input)}
+				}
+			case bl.Type == "tool_result" && d.Message.Type == "user":
+				p, ok := pending[bl.ToolUseID]
+				if !ok {
+					continue
+				}
+				delete(pending, bl.ToolUseID)
+				if bl.IsError {
+					continue
+				}
+				if work == nil {
+					work = map[string]*subagentWork{}
+				}
+				w := work[p.task]
+				if w == nil {
+					w = &subagentWork{}
+					work[p.task] = w
+				}
+				if p.c.kind == kindModify {
+					w.modified = appendNew(w.modified, p.c.paths...)
+				} else {
+					w.read = appendNew(w.read, p.c.paths...)
+				}
+			}
+		}
+	}
+	return work
+}
+
+// subagentWork is what a Task subagent's tools read and modified.
+type subagentWork struct{ read, modified []string }
+
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		if !slices.Contains(list, it) {
+			list = append(list, it)
+		}
+	}
+	return list
 }

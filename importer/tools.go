@@ -41,6 +41,9 @@ type mappedCall struct {
 	// changes (renames as "old → new", deletions as "path (deleted)"),
 	// recorded when it succeeds (R-C6).
 	shellRead, shellModified []string
+	// subRead and subModified are the files a Claude Code Task call's
+	// subagent read and modified with its own successful calls.
+	subRead, subModified []string
 }
 
 // shellFiles reads a command's file effects, paths relative to the
@@ -97,6 +100,10 @@ func (b *builder) shellFiles(cmd string) (read, modified []string) {
 func (c *mappedCall) artifacts(ok bool, exit *int) *session.Artifacts {
 	if c.pending {
 		return &session.Artifacts{}
+	}
+	if len(c.subRead)+len(c.subModified) > 0 {
+		// Whatever the Task's own outcome, its subagent's edits were made.
+		return &session.Artifacts{FilesRead: c.subRead, FilesModified: c.subModified}
 	}
 	switch c.kind {
 	case kindRead:
