@@ -82,6 +82,9 @@ type toolRun struct {
 	// the state's lock.
 	checkpoint *session.Checkpoint
 	skill      string
+	// approval is the user's answer when the call was asked about
+	// (session.ApprovalOnce, …), recorded with the result.
+	approval string
 }
 
 // toolEnv is what tools run against.

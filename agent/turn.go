@@ -686,6 +686,7 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 		return
 	}
 	skill := a.tools.changesSkill(sc)
+	approval := "" // the user's answer, recorded with the result
 	if a.needsApproval(call.Name) || skill {
 		allowed := false
 		scope := a.approvalScope(call.Name)
@@ -704,12 +705,14 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 			}
 			switch decision {
 			case AllowSession:
+				approval = session.ApprovalSession
 				if !skill {
 					_ = a.do(func(st *state) { st.allowSession[scope] = true })
 				}
 			case AllowOnce:
+				approval = session.ApprovalOnce
 			default:
-				a.appendToolResult(turnID, sc, toolRun{content: "denied: the user did not allow this " + call.Name + " call"})
+				a.appendToolResult(turnID, sc, toolRun{content: "denied: the user did not allow this " + call.Name + " call", approval: session.ApprovalDenied})
 				return
 			}
 		}
@@ -739,24 +742,26 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 			st.activeSkills = appendUnique(st.activeSkills, run.skill)
 		}
 	})
+	run.approval = approval
 	a.appendToolResult(turnID, sc, run)
 }
 
 // appendToolResult records a tool result linked to its call.
 func (a *Agent) appendToolResult(turnID string, call session.ToolCall, run toolRun) {
 	ok := run.ok
+	summary := run.summary
+	if summary == "" {
+		summary = firstLineOf(run.content, 160)
+	}
 	_ = a.do(func(st *state) {
 		_, err := a.appendEntry(st, session.Entry{Type: session.TypeToolResult, ToolResult: &session.ToolResult{
-			ToolCallID: call.ID, ToolName: call.Name, OK: run.ok, Content: run.content, Artifacts: run.artifacts}})
+			ToolCallID: call.ID, ToolName: call.Name, OK: run.ok, Content: run.content, Artifacts: run.artifacts,
+			Summary: run.summary, Approval: run.approval}})
 		if err != nil {
 			a.opt.Notifier.Warn("soba: could not record a tool result: " + err.Error())
 		}
 		a.publishBudget(st)
 	})
-	summary := run.summary
-	if summary == "" {
-		summary = firstLineOf(run.content, 160)
-	}
 	ev := Event{TurnID: turnID, Type: "tool_result", ID: call.ID, OK: &ok, Summary: summary, Output: run.content}
 	if ok && run.artifacts != nil {
 		ev.FilesRead = slices.Clone(run.artifacts.FilesRead)

@@ -154,6 +154,32 @@ func (b *LSPBackend) SessionHistory(context.Context) ([]protocol.HistoryPoint, e
 	return out, err
 }
 
+func (b *LSPBackend) SessionTranscript(_ context.Context, args protocol.SessionTranscriptArgs) (protocol.SessionTranscript, error) {
+	page, err := b.a().Transcript(args.Before, args.Limit)
+	if err != nil {
+		return protocol.SessionTranscript{}, err
+	}
+	return TranscriptOf(page), nil
+}
+
+// TranscriptOf is an agent's transcript page on the wire.
+func TranscriptOf(page agent.TranscriptPage) protocol.SessionTranscript {
+	out := protocol.SessionTranscript{Items: make([]protocol.TranscriptItem, 0, len(page.Items)), Before: page.Before, LeafID: page.LeafID}
+	for _, it := range page.Items {
+		w := protocol.TranscriptItem{EntryID: it.EntryID, Kind: protocol.TranscriptKind(it.Kind), CreatedAt: it.CreatedAt, Text: it.Text}
+		if t := it.Tool; t != nil {
+			w.Tool = &protocol.TranscriptTool{ID: t.ID, Name: t.Name, Arguments: t.Arguments, OK: t.OK, Summary: t.Summary,
+				Approval: t.Approval, FilesModified: t.FilesModified}
+		}
+		if c := it.Capsule; c != nil {
+			w.Compaction = &protocol.TranscriptCompaction{CheckpointID: c.CheckpointID, Trigger: protocol.Trigger(c.Trigger),
+				TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter, Quality: protocol.Quality(c.Quality)}
+		}
+		out.Items = append(out.Items, w)
+	}
+	return out
+}
+
 func (b *LSPBackend) CancelCompaction(operationID string) bool {
 	return b.a().CancelCompaction(operationID)
 }

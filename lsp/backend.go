@@ -40,6 +40,9 @@ type Backend interface {
 	// SessionHistory lists the points of the current path a rewind can go
 	// back to (soba.session.history, an addition to PROTOCOL.md).
 	SessionHistory(ctx context.Context) ([]protocol.HistoryPoint, error)
+	// SessionTranscript returns a page of the current path's conversation
+	// (soba.session.transcript, an addition to PROTOCOL.md).
+	SessionTranscript(ctx context.Context, args protocol.SessionTranscriptArgs) (protocol.SessionTranscript, error)
 
 	// CancelCompaction cancels the running compaction with this operation id
 	// (the editor cancelled its progress). It reports whether one was running.

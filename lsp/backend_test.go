@@ -243,6 +243,13 @@ func (b *testBackend) SessionHistory(ctx context.Context) ([]protocol.HistoryPoi
 	return []protocol.HistoryPoint{{EntryID: "e_2", Kind: protocol.HistoryUser, Text: "fix the bug", RewindTo: "e_1"}}, nil
 }
 
+func (b *testBackend) SessionTranscript(ctx context.Context, a protocol.SessionTranscriptArgs) (protocol.SessionTranscript, error) {
+	if err := b.record("SessionTranscript", a); err != nil {
+		return protocol.SessionTranscript{}, err
+	}
+	return protocol.SessionTranscript{LeafID: "e_2"}, nil
+}
+
 func (b *testBackend) CancelCompaction(operationID string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -23,23 +23,24 @@ type commandFunc func(ctx context.Context, b Backend, name string, arguments []j
 
 // commandTable maps each command of knownCommands to its handler.
 var commandTable = map[string]commandFunc{
-	protocol.CommandPrompt:         withArgs(Backend.Prompt),
-	protocol.CommandCancel:         noArgs(Backend.Cancel),
-	protocol.CommandBudget:         noArgs(budgetOf(Backend.Budget)),
-	protocol.CommandCompact:        withArgs(Backend.Compact),
-	protocol.CommandAutoCompact:    withArgs(budgetWithArgs(Backend.SetAutoCompact)),
-	protocol.CommandCheckpoint:     withArgs(Backend.Checkpoint),
-	protocol.CommandCapsuleCreate:  withArgs(Backend.CapsuleCreate),
-	protocol.CommandCapsuleExport:  withArgs(Backend.CapsuleExport),
-	protocol.CommandCapsuleLoad:    withArgs(capsuleLoad),
-	protocol.CommandCapsuleList:    noArgs(Backend.CapsuleList),
-	protocol.CommandCapsuleShow:    withArgs(Backend.CapsuleShow),
-	protocol.CommandSessionInfo:    noArgs(Backend.SessionInfo),
-	protocol.CommandSessionList:    noArgs(Backend.SessionList),
-	protocol.CommandSessionNew:     noArgs(Backend.SessionNew),
-	protocol.CommandSessionResume:  withArgs(Backend.SessionResume),
-	protocol.CommandSessionRewind:  withArgs(Backend.SessionRewind),
-	protocol.CommandSessionHistory: noArgs(sessionHistory),
+	protocol.CommandPrompt:            withArgs(Backend.Prompt),
+	protocol.CommandCancel:            noArgs(Backend.Cancel),
+	protocol.CommandBudget:            noArgs(budgetOf(Backend.Budget)),
+	protocol.CommandCompact:           withArgs(Backend.Compact),
+	protocol.CommandAutoCompact:       withArgs(budgetWithArgs(Backend.SetAutoCompact)),
+	protocol.CommandCheckpoint:        withArgs(Backend.Checkpoint),
+	protocol.CommandCapsuleCreate:     withArgs(Backend.CapsuleCreate),
+	protocol.CommandCapsuleExport:     withArgs(Backend.CapsuleExport),
+	protocol.CommandCapsuleLoad:       withArgs(capsuleLoad),
+	protocol.CommandCapsuleList:       noArgs(Backend.CapsuleList),
+	protocol.CommandCapsuleShow:       withArgs(Backend.CapsuleShow),
+	protocol.CommandSessionInfo:       noArgs(Backend.SessionInfo),
+	protocol.CommandSessionList:       noArgs(Backend.SessionList),
+	protocol.CommandSessionNew:        noArgs(Backend.SessionNew),
+	protocol.CommandSessionResume:     withArgs(Backend.SessionResume),
+	protocol.CommandSessionRewind:     withArgs(Backend.SessionRewind),
+	protocol.CommandSessionHistory:    noArgs(sessionHistory),
+	protocol.CommandSessionTranscript: withArgs(sessionTranscript),
 }
 
 // withArgs adapts a backend method taking an argument struct A.
@@ -106,4 +107,13 @@ func sessionHistory(b Backend, ctx context.Context) ([]protocol.HistoryPoint, er
 		}
 	}
 	return list, err
+}
+
+// sessionTranscript makes the page's item list an array.
+func sessionTranscript(b Backend, ctx context.Context, args protocol.SessionTranscriptArgs) (protocol.SessionTranscript, error) {
+	page, err := b.SessionTranscript(ctx, args)
+	if page.Items == nil {
+		page.Items = []protocol.TranscriptItem{}
+	}
+	return page, err
 }

@@ -166,6 +166,10 @@ func TestCommandArguments_RO3(t *testing.T) {
 		{protocol.CommandSessionRewind, map[string]any{"entryId": 7}, "soba.session.rewind: entryId must be a string, got a number"},
 		{protocol.CommandSessionHistory, nil, ""},
 		{protocol.CommandSessionHistory, map[string]any{"leaf": "e1"}, "soba.session.history: leaf is not a known field"},
+		{protocol.CommandSessionTranscript, nil, ""},
+		{protocol.CommandSessionTranscript, map[string]any{"before": "e1", "limit": 20}, ""},
+		{protocol.CommandSessionTranscript, map[string]any{"limit": "20"}, "soba.session.transcript: limit must be a number, got a string"},
+		{protocol.CommandSessionTranscript, map[string]any{"limit": 900}, "soba.session.transcript: limit must be between 1 and 500 (0 for the default), got 900"},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {

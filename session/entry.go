@@ -119,7 +119,22 @@ type ToolResult struct {
 	// ContentOmitted says that a lean decoding left a non-empty Content
 	// out (DecodeLineLean); never written.
 	ContentOmitted bool `json:"-"`
+	// Summary is the one line the editors showed for the result ("exit 1 ·
+	// 38 lines · FAIL ./x"), so a reopened session's tool card reads the
+	// same; empty in sessions written before it was recorded.
+	Summary string `json:"summary,omitempty"`
+	// Approval is the user's answer when the call was asked about:
+	// "once", "session" or "denied"; empty when it was not asked (a tool
+	// that needs no approval, or one allowed for the session earlier).
+	Approval string `json:"approval,omitempty"`
 }
+
+// Approval answers recorded on a ToolResult.
+const (
+	ApprovalOnce    = "once"
+	ApprovalSession = "session"
+	ApprovalDenied  = "denied"
+)
 
 // Artifacts are the exact facts a tool call left: files it read or modified,
 // the verification command it ran and its exit code, the skill it activated.

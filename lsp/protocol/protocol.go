@@ -36,6 +36,11 @@ const (
 // from PROTOCOL.md's commands because it is answered but not advertised.
 const CommandSessionHistory = "soba.session.history"
 
+// CommandSessionTranscript is an addition to PROTOCOL.md (docs/protocol.md):
+// the conversation of the current path in pages, newest page first, which
+// the editors' chats show when a session is reopened.
+const CommandSessionTranscript = "soba.session.transcript"
+
 // Commands lists every command of PROTOCOL.md in its order. The server
 // advertises exactly these in executeCommandProvider.commands: PROTOCOL.md's
 // table is the advertised list, so a client that compares the two finds
@@ -51,7 +56,7 @@ var Commands = []string{
 // (docs/protocol.md). SOBA's own front ends call them through
 // workspace/executeCommand; they are not advertised, so the advertised list
 // stays PROTOCOL.md's table exactly.
-var Additions = []string{CommandSessionHistory}
+var Additions = []string{CommandSessionHistory, CommandSessionTranscript}
 
 // Notifications of PROTOCOL.md that are SOBA's own.
 const (
@@ -204,4 +209,27 @@ type RunKind string
 const (
 	RunKindCommand RunKind = "command"
 	RunKindPrompt  RunKind = "prompt"
+)
+
+// TranscriptKind is what a soba.session.transcript item is.
+type TranscriptKind string
+
+// soba.session.transcript kinds.
+const (
+	KindUser       TranscriptKind = "user"
+	KindAssistant  TranscriptKind = "assistant"
+	KindTool       TranscriptKind = "tool"
+	KindCompaction TranscriptKind = "compaction"
+	KindCheckpoint TranscriptKind = "checkpoint"
+	KindError      TranscriptKind = "error"
+)
+
+// TranscriptKinds lists the soba.session.transcript kinds.
+var TranscriptKinds = []TranscriptKind{KindUser, KindAssistant, KindTool, KindCompaction, KindCheckpoint, KindError}
+
+// Approval answers of a soba.session.transcript tool item.
+const (
+	ApprovalOnce    = "once"
+	ApprovalSession = "session"
+	ApprovalDenied  = "denied"
 )

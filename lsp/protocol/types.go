@@ -70,6 +70,23 @@ type SessionRewindArgs struct {
 	EntryID string `json:"entryId"`
 }
 
+// SessionTranscriptArgs are the arguments of soba.session.transcript (an
+// addition to PROTOCOL.md): Before is the cursor a page returned (empty: the
+// newest page), Limit the number of path entries a page covers (0: 60, at
+// most 500).
+type SessionTranscriptArgs struct {
+	Before string `json:"before,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+}
+
+// Validate: limit is between 0 and 500.
+func (a *SessionTranscriptArgs) Validate() (field, problem string) {
+	if a.Limit < 0 || a.Limit > 500 {
+		return "limit", fmt.Sprintf("must be between 1 and 500 (0 for the default), got %d", a.Limit)
+	}
+	return "", ""
+}
+
 // Validate checks the rules beyond JSON types; it returns the offending
 // field and the problem, or two empty strings.
 func (a *PromptArgs) Validate() (field, problem string) { return required("text", a.Text) }
@@ -227,6 +244,52 @@ type HistoryPoint struct {
 	CreatedAt          time.Time   `json:"createdAt"`
 	RewindTo           string      `json:"rewindTo"`
 	FilesModifiedAfter []string    `json:"filesModifiedAfter"`
+}
+
+// SessionTranscript is the result of soba.session.transcript: a page of
+// the current path's conversation, its items root first. Before is the
+// cursor of the next older page, empty when this page starts at the
+// session's beginning; LeafID is the leaf the page was read from.
+type SessionTranscript struct {
+	Items  []TranscriptItem `json:"items"`
+	Before string           `json:"before"`
+	LeafID string           `json:"leafId"`
+}
+
+// TranscriptItem is one block of a reopened session's chat: a user message,
+// the assistant's text (Markdown), a tool call with its result, a compaction
+// marker (a capsule replaced the history before it), a checkpoint, or an
+// inference that failed (Text is the error).
+type TranscriptItem struct {
+	EntryID    string                `json:"entryId"`
+	Kind       TranscriptKind        `json:"kind"`
+	CreatedAt  time.Time             `json:"createdAt"`
+	Text       string                `json:"text"`
+	Tool       *TranscriptTool       `json:"tool,omitempty"`
+	Compaction *TranscriptCompaction `json:"compaction,omitempty"`
+}
+
+// TranscriptTool is a tool item's call and result. OK is absent while the
+// path holds no result; Approval is the user's answer when the call was
+// asked about ("once", "session", "denied").
+type TranscriptTool struct {
+	ID            string          `json:"id"`
+	Name          string          `json:"name"`
+	Arguments     json.RawMessage `json:"arguments,omitempty"`
+	OK            *bool           `json:"ok,omitempty"`
+	Summary       string          `json:"summary"`
+	Approval      string          `json:"approval,omitempty"`
+	FilesModified []string        `json:"filesModified,omitempty"`
+}
+
+// TranscriptCompaction is a compaction item's capsule: soba.capsule.show
+// with its CheckpointID shows it.
+type TranscriptCompaction struct {
+	CheckpointID string  `json:"checkpointId"`
+	Trigger      Trigger `json:"trigger"`
+	TokensBefore int     `json:"tokensBefore"`
+	TokensAfter  int     `json:"tokensAfter"`
+	Quality      Quality `json:"quality"`
 }
 
 // SessionNewResult is the result of soba.session.new.

@@ -31,6 +31,7 @@ export const ServerCommand = {
 export const ServerAddition = {
   /** The rewind picker's points. */
   sessionHistory: 'soba.session.history',
+  sessionTranscript: 'soba.session.transcript',
 } as const;
 
 export type ServerCommandId =
@@ -170,6 +171,35 @@ export interface HistoryPoint {
   rewindTo: string;
   filesModifiedAfter: string[];
 }
+/** The kinds of soba.session.transcript items. */
+export type TranscriptKind = 'user' | 'assistant' | 'tool' | 'compaction' | 'checkpoint' | 'error';
+/**
+ * A page of soba.session.transcript (an addition to PROTOCOL.md): the current
+ * path's conversation, items root first; pass `before` back for the next
+ * older page ('' when this page starts at the session's beginning).
+ */
+export interface SessionTranscript { items: TranscriptItem[]; before: string; leafId: string }
+/** One block of a reopened session's chat. */
+export interface TranscriptItem {
+  entryId: string;
+  kind: TranscriptKind | string;
+  createdAt: string;
+  text: string;
+  tool?: TranscriptTool | null;
+  compaction?: TranscriptCompaction | null;
+}
+/** A tool item's call and result; `ok` is absent while the path holds no result. */
+export interface TranscriptTool {
+  id: string;
+  name: string;
+  arguments?: unknown;
+  ok?: boolean;
+  summary: string;
+  approval?: 'once' | 'session' | 'denied' | string;
+  filesModified?: string[];
+}
+/** A compaction item's capsule (soba.capsule.show with its checkpointId shows it). */
+export interface TranscriptCompaction { checkpointId: string; trigger: string; tokensBefore: number; tokensAfter: number; quality: string }
 /**
  * The `soba` member of the approval's window/showMessageRequest params: the
  * tool, the whole summary, for a write or an edit the path and the file's

@@ -332,6 +332,35 @@ func (b *backend) SessionHistory(context.Context) ([]protocol.HistoryPoint, erro
 	}, nil
 }
 
+// SessionTranscript pages a scripted reopened session: the newest page holds
+// a request with a tool call the user allowed, the answer in Markdown and
+// the compaction marker before them; older pages hold earlier requests, the
+// oldest "the first request".
+func (b *backend) SessionTranscript(_ context.Context, a protocol.SessionTranscriptArgs) (protocol.SessionTranscript, error) {
+	at := time.Now().UTC().Add(-time.Hour)
+	ok := true
+	item := func(id string, kind protocol.TranscriptKind, text string) protocol.TranscriptItem {
+		return protocol.TranscriptItem{EntryID: id, Kind: kind, CreatedAt: at, Text: text}
+	}
+	switch a.Before {
+	case "":
+		tool := item("e21", protocol.KindTool, "")
+		tool.Tool = &protocol.TranscriptTool{ID: "c1", Name: "write_file", Arguments: json.RawMessage(`{"path":"notes.md","content":"x\n"}`),
+			OK: &ok, Summary: "wrote 1 line", Approval: protocol.ApprovalOnce, FilesModified: []string{"notes.md"}}
+		marker := item("e20", protocol.KindCompaction, "Compacted")
+		marker.Compaction = &protocol.TranscriptCompaction{CheckpointID: "ck_1", Trigger: protocol.TriggerUser, TokensBefore: 9000, TokensAfter: 1200, Quality: protocol.QualityFull}
+		return protocol.SessionTranscript{LeafID: "e23", Before: "e20", Items: []protocol.TranscriptItem{
+			marker, item("e21u", protocol.KindUser, "write the notes"), tool, item("e23", protocol.KindAssistant, "Wrote **notes.md**.")}}, nil
+	case "e20":
+		return protocol.SessionTranscript{LeafID: "e23", Before: "e10", Items: []protocol.TranscriptItem{
+			item("e11", protocol.KindUser, "fix the login bug"), item("e12", protocol.KindAssistant, "Fixed `auth/login.go`.")}}, nil
+	case "e10":
+		return protocol.SessionTranscript{LeafID: "e23", Items: []protocol.TranscriptItem{
+			item("e1", protocol.KindUser, "the first request"), item("e2", protocol.KindAssistant, "The first answer.")}}, nil
+	}
+	return protocol.SessionTranscript{}, fmt.Errorf("no entry %q on the session's current path; ask for the newest page (no `before`) and page back from there", a.Before)
+}
+
 func (b *backend) CancelCompaction(string) bool    { return false }
 func (b *backend) Configure(json.RawMessage) error { return nil }
 func (b *backend) DidOpen(string)                  {}
