@@ -54,6 +54,10 @@ type Options struct {
 	// window in characters).
 	SummaryWindowChars int
 
+	// MaxToolResultTokens is the most tokens one tool result may take
+	// (tools.maxResultTokens); 0 means a quarter of the hard limit.
+	MaxToolResultTokens int
+
 	// Approval is "ask" or "auto" (tools.approval).
 	Approval string
 	// AutoApprovePaths are the user's glob patterns of protected paths
@@ -251,7 +255,8 @@ func newAgent(opt Options) (*Agent, error) {
 	a := &Agent{
 		opt: opt,
 		tools: &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{root: opt.Resolver},
-			protected: protectedPaths(opt.Root, opt.SessionDir, opt.FlightDir), mcp: opt.MCP},
+			protected: protectedPaths(opt.Root, opt.SessionDir, opt.FlightDir), mcp: opt.MCP,
+			counter: opt.Counter, share: resultShare(opt.Compaction, opt.MaxToolResultTokens)},
 	}
 	a.barrier = &compaction.Barrier{Counter: opt.Counter, Summarizer: opt.Summarizer, SummaryWindowChars: opt.SummaryWindowChars,
 		SummaryMaxOutputTokens: 2048, Now: opt.Now, Work: &a.work}

@@ -101,7 +101,7 @@ func TestToolsReadOnlyInsideTheWorkspace_RW1(t *testing.T) {
 		{"read_file /dev/stdin link", tool.ReadFile, `{"path":"stdin"}`, false, "escapes the workspace root"},
 		{"read_file FIFO", tool.ReadFile, `{"path":"pipe"}`, false, "pipe is not a regular file (a named pipe)"},
 		{"read_file sparse 64 GB with limit", tool.ReadFile, `{"path":"core.dump","limit":5}`, false, "core.dump is a binary file"},
-		{"read_file offset and limit", tool.ReadFile, `{"path":"lines.txt","offset":9000,"limit":2}`, true, "line\nline\n\n[lines.txt: showing lines 9000-9001 of 10000; use offset to read more]"},
+		{"read_file offset and limit", tool.ReadFile, `{"path":"lines.txt","offset":9000,"limit":2}`, true, "line\nline\n\n[lines.txt: showing lines 9000-9001 of 10000; continue with offset 9002]"},
 		{"read_file past the end", tool.ReadFile, `{"path":"lines.txt","offset":10001}`, false, "lines.txt has 10000 lines, offset 10001 is past the end"},
 		{"grep skips links, FIFOs and huge files", tool.Grep, `{"pattern":"root|needle"}`, true, "main.go:2: // needle"},
 		{"grep names the skipped huge file", tool.Grep, `{"pattern":"x"}`, true, "[skipped 1 files over 8388608 bytes: core.dump]"},

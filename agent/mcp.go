@@ -528,10 +528,13 @@ func (m *MCP) call(ctx context.Context, name string, raw json.RawMessage, root *
 		}
 	}
 	out := strings.TrimRight(b.String(), "\n")
+	whole := ""
 	if len(out) > maxMCPOutput {
+		whole = out
 		out = out[:maxMCPOutput] + fmt.Sprintf("\n[%s: result cut at %d bytes of %d]", name, maxMCPOutput, len(out))
 	}
-	run := toolRun{ok: !res.IsError, content: out}
+	// Fitted to its share of the context like every result (sizer.fit).
+	run := toolRun{ok: !res.IsError, content: out, raw: whole}
 	if run.ok && len(named) > 0 {
 		// The server handed the model these files' contents or links:
 		// they are files read, as exact as the read_file tool's (R-C2). A

@@ -59,7 +59,7 @@ const (
 	maxToolOutput      = 64 << 10 // bytes of a result kept whole in the transcript
 	maxReadLines       = 2000
 	maxListEntries     = 1000
-	maxGrepMatches     = 500
+	maxGrepMatches     = 10000    // the result is fitted to its share; the rest is saved
 	maxGrepFileBytes   = 8 << 20  // grep skips larger files and says so
 	maxCountBytes      = 16 << 20 // read_file counts a file's lines to this size
 	maxEditBytes       = 8 << 20  // edit_file reads the file whole, up to this
@@ -85,6 +85,10 @@ type toolRun struct {
 	// approval is the user's answer when the call was asked about
 	// (session.ApprovalOnce, …), recorded with the result.
 	approval string
+	// raw is the whole output when content holds only part of it (a
+	// command's output over the byte bound): it is saved beside the
+	// session and named in the result (sizer.fit).
+	raw string
 }
 
 // toolEnv is what tools run against.
@@ -98,6 +102,10 @@ type toolEnv struct {
 	// defaultToolTimeout.
 	timeout time.Duration
 	mcp     *MCP // the workspace's MCP tools; nil when there are none
+	// counter and share size read_file's pages: whole lines up to share
+	// tokens (resultShare); share 0 means no share (the byte bounds only).
+	counter compaction.Counter
+	share   int
 }
 
 func fail(format string, args ...any) toolRun {
@@ -217,6 +225,10 @@ func (env *toolEnv) readFile(ctx context.Context, raw json.RawMessage) toolRun {
 	var out bytes.Buffer
 	line, partial := 1, false // partial: the current line has bytes
 	cut, eof := false, false
+	// full: the next whole line would take the page over its share of the
+	// context; the page ends before it.
+	full, fullLine, used := false, false, 0
+	budget := env.share - 64 // the footer's room
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {
 			return fail("read_file: interrupted")
@@ -224,6 +236,20 @@ func (env *toolEnv) readFile(ctx context.Context, raw json.RawMessage) toolRun {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
 			if line >= start && line < start+limit {
+				if env.counter != nil && env.share > 0 {
+					n := env.counter.Count(string(chunk))
+					if used+n > budget && (out.Len() > 0 || n > budget) {
+						if out.Len() > 0 {
+							full, fullLine = true, chunk[len(chunk)-1] == '\n'
+							break
+						}
+						// One line alone is over the share: its start.
+						out.WriteString(cutToTokens(env.counter, string(chunk), budget, false))
+						cut, partial = true, true
+						break
+					}
+					used += n
+				}
 				if out.Len()+len(chunk) > maxToolOutput {
 					out.Write(chunk[:maxToolOutput-out.Len()])
 					cut = true
@@ -260,18 +286,27 @@ func (env *toolEnv) readFile(ctx context.Context, raw json.RawMessage) toolRun {
 		total = shownEnd
 	} else if !cut && size >= 0 && size <= maxCountBytes {
 		total = line - 1 + countLines(ctx, br)
+		if fullLine {
+			total++ // the line that did not fit was read whole
+		}
 	}
 	if eof && start > total && size > 0 {
 		return fail("read_file: %s has %d lines, offset %d is past the end", rel, total, a.Offset)
 	}
 	s := out.String()
 	switch {
+	case cut && env.share > 0 && out.Len() < maxToolOutput:
+		s += fmt.Sprintf("\n[%s: line %d alone is longer than this result's share of the context (%d tokens): its start is shown; continue with offset %d]", rel, shownEnd, env.share, shownEnd+1)
 	case cut:
 		s += fmt.Sprintf("\n[%s: output cut at %d bytes in line %d; use offset and limit to read on]", rel, maxToolOutput, shownEnd)
+	case full && total >= 0:
+		s += fmt.Sprintf("\n[%s: showing lines %d-%d of %d, as many as fit this result's share of the context (%d tokens); continue with offset %d]", rel, start, shownEnd, total, env.share, shownEnd+1)
+	case full:
+		s += fmt.Sprintf("\n[%s: showing lines %d-%d of more, as many as fit this result's share of the context (%d tokens); continue with offset %d]", rel, start, shownEnd, env.share, shownEnd+1)
 	case total >= 0 && shownEnd < total:
-		s += fmt.Sprintf("\n[%s: showing lines %d-%d of %d; use offset to read more]", rel, start, shownEnd, total)
+		s += fmt.Sprintf("\n[%s: showing lines %d-%d of %d; continue with offset %d]", rel, start, shownEnd, total, shownEnd+1)
 	case total < 0:
-		s += fmt.Sprintf("\n[%s: showing lines %d-%d of more; use offset to read more]", rel, start, shownEnd)
+		s += fmt.Sprintf("\n[%s: showing lines %d-%d of more; continue with offset %d]", rel, start, shownEnd, shownEnd+1)
 	}
 	return toolRun{ok: true, content: s, summary: readSummary(start, shownEnd, total), artifacts: &session.Artifacts{FilesRead: []string{rel}}}
 }
@@ -475,7 +510,7 @@ func (env *toolEnv) listFiles(ctx context.Context, raw json.RawMessage) toolRun 
 	if s == "" {
 		s = "(no files)"
 	}
-	return toolRun{ok: true, content: s, summary: sum}
+	return toolRun{ok: true, content: s, summary: sum}.capped()
 }
 
 // grep searches the regular files under a path through the door: symlinks
@@ -565,7 +600,7 @@ func (env *toolEnv) grep(ctx context.Context, raw json.RawMessage) toolRun {
 	if len(large) > 0 {
 		s += fmt.Sprintf("\n[skipped %d files over %d bytes: %s]", len(large), maxGrepFileBytes, text.Clip(strings.Join(large, ", "), 500))
 	}
-	return toolRun{ok: true, content: capOutput(s), summary: grepSummary(len(out), len(read), len(large)), artifacts: &session.Artifacts{FilesRead: read}}
+	return toolRun{ok: true, content: s, summary: grepSummary(len(out), len(read), len(large)), artifacts: &session.Artifacts{FilesRead: read}}.capped()
 }
 
 func (env *toolEnv) bash(ctx context.Context, raw json.RawMessage) toolRun {
@@ -618,7 +653,11 @@ func (env *toolEnv) bash(ctx context.Context, raw json.RawMessage) toolRun {
 	if exit != 0 {
 		out += fmt.Sprintf("\n[exit code %d]", exit)
 	}
-	return toolRun{ok: exit == 0, content: out, summary: bashSummary(exit, output), artifacts: art}
+	run := toolRun{ok: exit == 0, content: out, summary: bashSummary(exit, output), artifacts: art}
+	if buf.dropped > 0 {
+		run.raw = string(buf.all)
+	}
+	return run
 }
 
 // grepSummary counts a search's matches and the files they are in.
@@ -680,15 +719,20 @@ func (env *toolEnv) activateSkill(raw json.RawMessage) toolRun {
 	return toolRun{ok: true, content: sk.Body, skill: sk.Name, artifacts: &session.Artifacts{Skill: sk.Name}}
 }
 
-// cappedBuffer keeps the head and the tail of a long output.
+// cappedBuffer keeps the head and the tail of a long output, and the
+// whole of it up to maxSavedOutput to be saved beside the session.
 type cappedBuffer struct {
 	head    bytes.Buffer
 	tail    []byte
 	dropped int
+	all     []byte
 }
 
 func (c *cappedBuffer) Write(p []byte) (int, error) {
 	n := len(p)
+	if room := maxSavedOutput + 1 - len(c.all); room > 0 {
+		c.all = append(c.all, p[:min(room, len(p))]...)
+	}
 	if room := maxToolOutput/2 - c.head.Len(); room > 0 {
 		k := min(room, len(p))
 		c.head.Write(p[:k])
@@ -713,11 +757,14 @@ func (c *cappedBuffer) String() string {
 	return fmt.Sprintf("%s\n[… %d bytes of output omitted …]\n%s", c.head.String(), c.dropped, c.tail)
 }
 
-func capOutput(s string) string {
-	if len(s) <= maxToolOutput {
-		return s
+// capped bounds the content to maxToolOutput bytes, head and tail, keeping
+// the whole as raw to be saved beside the session.
+func (r toolRun) capped() toolRun {
+	if len(r.content) <= maxToolOutput {
+		return r
 	}
 	var c cappedBuffer
-	c.WriteString(s)
-	return c.String()
+	c.WriteString(r.content)
+	r.raw, r.content = r.content, c.String()
+	return r
 }

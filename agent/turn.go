@@ -725,6 +725,7 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 	if r := recoverTurn(func() { run = a.tools.run(ctx, sc) }); r != nil {
 		run = fail("%s: internal error: %v", call.Name, r)
 	}
+	run = a.sizer().fit(sc, run)
 	_ = a.do(func(st *state) {
 		a.step(st, phaseGenerating)
 		if run.checkpoint != nil {

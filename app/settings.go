@@ -25,7 +25,7 @@ func LoadSettings(root string, initOptions, didChange json.RawMessage) (Settings
 }
 
 func settingsOf(cfg workspace.Config, root string) Settings {
-	s := Settings{Model: cfg.Model, Compaction: cfg.EngineConfig(), Approval: cfg.Tools.Approval,
+	s := Settings{Model: cfg.Model, Compaction: cfg.EngineConfig(), Approval: cfg.Tools.Approval, MaxToolResultTokens: cfg.Tools.MaxResultTokens,
 		AutoApprovePaths: cfg.Tools.AutoApprovePaths, SessionDir: cfg.ResolveSessionDir(root), SessionOnStart: cfg.SessionOnStart,
 		RepositoryIgnored: cfg.RepositoryIgnored, WorkspaceTrusted: cfg.WorkspaceTrusted}
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {

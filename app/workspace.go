@@ -35,6 +35,8 @@ type Settings struct {
 	SummaryModel *ModelSettings
 	Compaction   compaction.Config
 	Approval     string
+	// MaxToolResultTokens is tools.maxResultTokens (0: a quarter of the hard limit).
+	MaxToolResultTokens int
 	// SessionDir is absolute.
 	SessionDir string
 	// MCPServers are the configured MCP servers (mcpServers), sorted by name.
@@ -267,7 +269,7 @@ func (w *Workspace) agentOptions(s Settings) agent.Options {
 		Compaction: s.Compaction, Approval: s.Approval, Approver: w.opt.Approver, Notifier: w.opt.Notifier,
 		Counter: w.opt.Counter, EntryTokens: w.opt.EntryTokens, Touched: w.touched, Memory: w.memory,
 		SystemPrompt: joinPrompt(w.agents, w.memory.Summary()), ModelName: s.Model.Name, ProviderName: s.Model.Provider, MCP: w.mcp,
-		NativeContinuation: s.Model.NativeContinuation, AutoApprovePaths: s.AutoApprovePaths,
+		NativeContinuation: s.Model.NativeContinuation, AutoApprovePaths: s.AutoApprovePaths, MaxToolResultTokens: s.MaxToolResultTokens,
 		RepositorySettingsIgnored: s.RepositoryIgnored,
 	}
 	model, err := newProvider(s.Model)

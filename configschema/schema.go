@@ -243,6 +243,8 @@ var Keys = concat(
 		}, Repository: RepoTighten, Tighter: ApprovalAsk, Doc: "whether tools ask before they act; writes to protected paths (docs/security.md) are asked every time either way, unless `autoApprovePaths` names them"},
 		{Path: "tools.autoApprovePaths", Type: StringList, Default: []any{}, Repository: RepoNever, Scope: "machine",
 			Doc: "glob patterns (`*` within a name, `**` across directories) of protected paths (SPEC R-W6, docs/security.md) that `approval: auto` and \"Allow … for this session\" may cover, e.g. `[\".vscode/settings.json\"]`; every other protected path is asked every time. Only the user's own layers set it: a repository's is ignored, trusted or not"},
+		{Path: "tools.maxResultTokens", Type: Int, Default: 0, Rule: NonNegative, Repository: RepoApplies,
+			Doc: "the most tokens one tool result may take in the model's input, counted like the budget; `0` means a quarter of the hard limit (R-G4). `read_file` then shows whole lines up to it and says which `offset` to continue from; `bash`, `grep`, `list_files` and MCP results keep their head and tail and say how much was left out, and the whole output is saved beside the session (`<sessionDir>/<session>.outputs/`) and named in the result. A value above the hard limit is the hard limit"},
 
 		{Path: "mcpServers", Type: Map, OneSetting: true, Repository: RepoIgnored,
 			Doc: "the user's MCP servers, by name, in the shape of Claude Code's `.mcp.json`; their tools reach the model as `mcp__<server>__<tool>`; a workspace's own `.soba/config.json` cannot start them (a repository never runs programs by being opened)"},

@@ -72,7 +72,7 @@ func TestDefaultsOnce_RS1(t *testing.T) {
 	got, _ := json.Marshal(all)
 	want := `{"compaction":{"auto":true,"autoCompactThresholdRatio":0.8,"compactOnMilestone":true,"compactOnTurnComplete":true,"keepRecentTokens":20000,"minReclaimableTokens":12000,"minSavingsRatio":0.25,"minTokensForAutoCompact":32000,"safetyReserveTokens":8192,"timeoutMs":15000},` +
 		`"model":{"apiKeyEnv":"OPENAI_API_KEY","baseURL":"http://127.0.0.1:11434","contextWindow":65000,"maxOutputTokens":8000,"name":"qwen2.5-coder:7b","nativeContinuation":true,"provider":"ollama"},` +
-		`"sessionDir":".soba/sessions","sessionOnStart":"resume","tools":{"approval":"ask","autoApprovePaths":[]}}`
+		`"sessionDir":".soba/sessions","sessionOnStart":"resume","tools":{"approval":"ask","autoApprovePaths":[],"maxResultTokens":0}}`
 	if string(got) != want {
 		t.Fatalf("defaults in use =\n%s\nwant\n%s", got, want)
 	}

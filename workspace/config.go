@@ -90,6 +90,9 @@ type ToolsConfig struct {
 	// that approval auto and an answer for the session may cover; only the
 	// user's layers set them.
 	AutoApprovePaths []string `json:"autoApprovePaths"`
+	// MaxResultTokens is the most tokens one tool result may take; 0 means
+	// a quarter of the hard limit.
+	MaxResultTokens int `json:"maxResultTokens"`
 }
 
 // DefaultConfig returns the built-in defaults, those of package

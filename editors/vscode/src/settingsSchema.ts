@@ -18,6 +18,7 @@ export const SERVER_KEYS = [
   'compaction',
   'tools.approval',
   'tools.autoApprovePaths',
+  'tools.maxResultTokens',
   'mcpServers',
   'sessionDir',
   'sessionOnStart',
