@@ -51,14 +51,22 @@ const (
 	partSystem     = "system"
 )
 
+// What compacting did before a turn was found over the hard limit.
+const (
+	overCompacted        = "compacted"
+	overCannotCompact    = "cannot"
+	overNothingToCompact = "nothing"
+)
+
 // overLimit is what a turn that cannot meet the hard limit knows about
 // itself (R-G4).
 type overLimit struct {
 	Limit  int // the hard limit
 	Needed int // the input it would send
-	// Compacted is set when a compaction ran and the input is still over;
-	// unset when there was nothing older to compact.
-	Compacted bool
+	// How says what compacting did: overCompacted (it ran and the input
+	// is still over), overCannotCompact (what must stay is over the limit
+	// by itself, so it did not run), overNothingToCompact.
+	How string
 	// Part is the one piece that alone takes a large share of the limit
 	// (partNone when none does), PartTokens its size, Latest whether it is
 	// the newest of its kind.
@@ -71,9 +79,12 @@ type overLimit struct {
 func msgOverLimit(o overLimit) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "SOBA could not fit this turn into the model's %s-token limit", thousands(o.Limit))
-	if o.Compacted {
+	switch o.How {
+	case overCompacted:
 		b.WriteString(" even after compacting: ")
-	} else {
+	case overCannotCompact:
+		b.WriteString(", and compacting cannot bring it under: ")
+	default:
 		b.WriteString(", and there is nothing older to compact: ")
 	}
 	n := thousands(o.PartTokens)
@@ -105,8 +116,8 @@ func msgOverLimit(o overLimit) string {
 // overLimitOf finds what makes the input too big: the system prompt and
 // tool schemas, or the largest entry of the kept tail, when it alone takes
 // at least a third of the limit.
-func overLimitOf(st *state, needed, limit int, compacted bool) overLimit {
-	o := overLimit{Limit: limit, Needed: needed, Compacted: compacted}
+func overLimitOf(st *state, needed, limit int, how string) overLimit {
+	o := overLimit{Limit: limit, Needed: needed, How: how}
 	best, bestAt := 0, -1
 	for i := max(st.base.Start, 0); i < len(st.path); i++ {
 		m := st.path[i]

@@ -242,17 +242,19 @@ func TestUserMessages(t *testing.T) {
 	cases := []struct {
 		name, got, want string
 	}{
-		{"over limit, latest tool result", msgOverLimit(overLimit{Limit: 17000, Needed: 22162, Compacted: true, Part: partToolResult, PartTokens: 12000, Latest: true}),
+		{"over limit, latest tool result", msgOverLimit(overLimit{Limit: 17000, Needed: 22162, How: overCompacted, Part: partToolResult, PartTokens: 12000, Latest: true}),
 			"SOBA could not fit this turn into the model's 17,000-token limit even after compacting: the latest tool result alone is 12,000 tokens. Raise `model.contextWindow` if the model allows it, or ask for a smaller part."},
-		{"over limit, older tool result", msgOverLimit(overLimit{Limit: 17000, Compacted: true, Part: partToolResult, PartTokens: 9000}),
+		{"over limit, older tool result", msgOverLimit(overLimit{Limit: 17000, How: overCompacted, Part: partToolResult, PartTokens: 9000}),
 			"SOBA could not fit this turn into the model's 17,000-token limit even after compacting: one tool result alone is 9,000 tokens. Raise `model.contextWindow` if the model allows it, or ask for a smaller part."},
 		{"over limit, user message, nothing to compact", msgOverLimit(overLimit{Limit: 10000, Part: partUser, PartTokens: 12001}),
 			"SOBA could not fit this turn into the model's 10,000-token limit, and there is nothing older to compact: your message alone is 12,001 tokens. Raise `model.contextWindow` if the model allows it, or send a shorter message."},
-		{"over limit, answer", msgOverLimit(overLimit{Limit: 8000, Compacted: true, Part: partAnswer, PartTokens: 5000}),
+		{"over limit, what must stay is over by itself", msgOverLimit(overLimit{Limit: 17000, How: overCannotCompact, Part: partToolResult, PartTokens: 18000, Latest: true}),
+			"SOBA could not fit this turn into the model's 17,000-token limit, and compacting cannot bring it under: the latest tool result alone is 18,000 tokens. Raise `model.contextWindow` if the model allows it, or ask for a smaller part."},
+		{"over limit, answer", msgOverLimit(overLimit{Limit: 8000, How: overCompacted, Part: partAnswer, PartTokens: 5000}),
 			"SOBA could not fit this turn into the model's 8,000-token limit even after compacting: the model's last answer alone is 5,000 tokens. Raise `model.contextWindow` if the model allows it, or ask for a shorter answer."},
-		{"over limit, system prompt", msgOverLimit(overLimit{Limit: 6000, Compacted: true, Part: partSystem, PartTokens: 4000}),
+		{"over limit, system prompt", msgOverLimit(overLimit{Limit: 6000, How: overCompacted, Part: partSystem, PartTokens: 4000}),
 			"SOBA could not fit this turn into the model's 6,000-token limit even after compacting: the system prompt and tool descriptions alone are 4,000 tokens. Raise `model.contextWindow` if the model allows it, or turn off skills or MCP servers this session does not need."},
-		{"over limit, no single part", msgOverLimit(overLimit{Limit: 1000000, Needed: 1000500, Compacted: true}),
+		{"over limit, no single part", msgOverLimit(overLimit{Limit: 1000000, Needed: 1000500, How: overCompacted}),
 			"SOBA could not fit this turn into the model's 1,000,000-token limit even after compacting: what must stay is still 1,000,500 tokens. Raise `model.contextWindow` if the model allows it, or start a new session."},
 		{"quota", msgQuota("anthropic", "Your credit balance is too low to access the Anthropic API."),
 			"The model provider (anthropic) says the account's quota or credit is used up: \"Your credit balance is too low to access the Anthropic API.\". SOBA did not retry, since waiting will not help: add credit or raise the limit with the provider, or switch `model.provider` or `model.name`."},
@@ -276,5 +278,42 @@ func TestUserErrorKeepsTheEngineError(t *testing.T) {
 	var got *provider.QuotaError
 	if !errors.As(err, &got) || got != qe || provider.Kind(err) != provider.KindQuota {
 		t.Fatalf("errors.As lost the provider error: %v", err)
+	}
+}
+
+// A turn that cannot meet the hard limit even by compacting tells the user
+// what is too big and what to do, not the engine's figures (R-G4, issue 26
+// point 5); nothing is sent, and the figures are in the log.
+func TestHardLimitAfterCompactingNamesTheCause_RG4(t *testing.T) {
+	var script []providertest.Reply
+	for i := 0; i < historyTurns; i++ {
+		script = append(script, providertest.Text("answer "+bigText))
+	}
+	f := newFixture(t, smallWindow, script...)
+	for i := 0; i < historyTurns; i++ {
+		if end := f.prompt(t, "q "+bigText); end.Outcome != "completed" {
+			t.Fatalf("history turn %d: %s %s", i, end.Outcome, end.Error)
+		}
+	}
+	before := len(f.model.Requests())
+	huge := strings.Repeat("y", 4*11000) // ~11000 tokens alone: the hard limit is 10000
+	end := f.prompt(t, huge)
+	want := "SOBA could not fit this turn into the model's 10,000-token limit, and compacting cannot bring it under: your message alone is "
+	if end.Outcome != "failed" || !strings.HasPrefix(end.Error, want) || !strings.HasSuffix(end.Error, "Raise `model.contextWindow` if the model allows it, or send a shorter message.") {
+		f.rec.mu.Lock()
+		defer f.rec.mu.Unlock()
+		t.Fatalf("turn %s: %q\nlog: %q", end.Outcome, end.Error, f.rec.logs)
+	}
+	if n := len(f.model.Requests()) - before; n != 0 {
+		t.Fatalf("%d requests sent over the hard limit", n)
+	}
+	f.rec.mu.Lock()
+	logs := strings.Join(f.rec.logs, "\n")
+	f.rec.mu.Unlock()
+	// The hard_limit compaction was planned and found the message alone
+	// over the limit; the engine's figures are in the log.
+	if !strings.Contains(logs, "cannot fit the request under the hard limit of 10000 tokens") ||
+		!strings.Contains(logs, "over the hard limit of 10000, and compaction could not bring it under; nothing was sent") {
+		t.Fatalf("the engine's figures are not in the log: %q", logs)
 	}
 }

@@ -212,7 +212,7 @@ func (a *Agent) preflight(ctx context.Context, turnID string) error {
 				a.recordConsumed(st, d.Consume)
 			}
 			if h := a.opt.Compaction.HardLimit(); eff > h {
-				err = a.overLimitError(st, eff, h, false)
+				err = a.overLimitError(st, eff, h, overNothingToCompact)
 			}
 			return
 		}
@@ -236,25 +236,31 @@ func (a *Agent) preflight(ctx context.Context, turnID string) error {
 		if res.Outcome != "" {
 			a.finishCompaction(res, plan)
 		}
-		return a.checkFits(false)
+		// Not run: nothing older to compact (skipped), or the plan found
+		// that what must stay is over the limit by itself (failed).
+		how := overNothingToCompact
+		if res.Outcome == compaction.OutcomeFailed {
+			how = overCannotCompact
+		}
+		return a.checkFits(how)
 	}
 	res = a.runCompaction(ctx, plan, run)
 	a.finishCompaction(res, plan)
 	if res.Outcome == compaction.OutcomeCancelled && ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return a.checkFits(res.Outcome == compaction.OutcomeCompleted)
+	return a.checkFits(overCompacted)
 }
 
 // checkFits fails closed when the next request is known to exceed the hard
-// limit (R-G4): it is never sent. compacted says whether a compaction
-// completed before the check.
-func (a *Agent) checkFits(compacted bool) error {
+// limit (R-G4): it is never sent. how says what compacting did before
+// the check (overCompacted, overCannotCompact, overNothingToCompact).
+func (a *Agent) checkFits(how string) error {
 	var err error
 	_ = a.do(func(st *state) {
 		eff, _ := st.effective()
 		if h := a.opt.Compaction.HardLimit(); eff > h {
-			err = a.overLimitError(st, eff, h, compacted)
+			err = a.overLimitError(st, eff, h, how)
 		}
 	})
 	return err
@@ -264,13 +270,13 @@ func (a *Agent) checkFits(compacted bool) error {
 // limit (R-G4, issue 26 point 5): the user reads what happened and what to
 // do (msgOverLimit); the engine's figures go to the log and soba.budget.
 // It runs under the state's lock.
-func (a *Agent) overLimitError(st *state, eff, h int, compacted bool) error {
+func (a *Agent) overLimitError(st *state, eff, h int, how string) error {
 	engine := fmt.Sprintf("the request needs %d tokens, over the hard limit of %d; nothing was sent", eff, h)
-	if compacted {
+	if how != overNothingToCompact {
 		engine = fmt.Sprintf("the request needs %d tokens, over the hard limit of %d, and compaction could not bring it under; nothing was sent", eff, h)
 	}
 	a.opt.Notifier.Log("soba: " + engine)
-	return &UserError{Message: msgOverLimit(overLimitOf(st, eff, h, compacted)), Err: errors.New(engine)}
+	return &UserError{Message: msgOverLimit(overLimitOf(st, eff, h, how)), Err: errors.New(engine)}
 }
 
 // recordConsumed notes consumed intents in the transcript so resume does
@@ -604,7 +610,7 @@ func (a *Agent) buildRequest() (req provider.Request, native *capsule.Native, ch
 		// (R-G4), so a session over it costs no decoding here.
 		eff, _ := st.effective()
 		if h := a.opt.Compaction.HardLimit(); eff > h {
-			err = a.overLimitError(st, eff, h, true)
+			err = a.overLimitError(st, eff, h, overCompacted)
 			return
 		}
 		lp := newPathView(st.store, st.path, 0, st.latest)
