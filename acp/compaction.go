@@ -1,12 +1,10 @@
 package acp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"sync"
-	"sync/atomic"
 
 	sdk "github.com/coder/acp-go-sdk"
 )
@@ -14,9 +12,9 @@ import (
 // The unstable compaction updates of ACP schema 1.7.0 (`compaction_update`,
 // sent only to a client whose initialize set
 // `clientCapabilities.session.compaction`) are not in the Go SDK's types:
-// neither the capability nor the update. So the server watches the
-// client's initialize request on the way in for the capability, and writes
-// the update as a whole `session/update` line through the same serialized
+// neither the capability nor the update. So the server reads the client's
+// initialize itself (intercept.go) for the capability, and writes the
+// update as a whole `session/update` line through the same serialized
 // writer the SDK writes its messages with (one Write per message).
 
 // lineWriter serializes whole-message writes of the SDK and of the server.
@@ -29,64 +27,6 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// initSniffer passes the client's bytes through and, until the initialize
-// request has gone by, reads each line for the compaction capability.
-type initSniffer struct {
-	r          io.Reader
-	compaction *atomic.Bool
-	done       bool
-	line       []byte
-}
-
-// maxSniffLine bounds the bytes kept while looking for initialize.
-const maxSniffLine = 1 << 20
-
-func (s *initSniffer) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if !s.done && n > 0 {
-		s.scan(p[:n])
-	}
-	return n, err
-}
-
-func (s *initSniffer) scan(b []byte) {
-	for len(b) > 0 && !s.done {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			if len(s.line)+len(b) <= maxSniffLine {
-				s.line = append(s.line, b...)
-			}
-			return
-		}
-		if len(s.line)+i <= maxSniffLine {
-			s.line = append(s.line, b[:i]...)
-			s.inspect(s.line)
-		}
-		s.line = s.line[:0]
-		b = b[i+1:]
-	}
-}
-
-func (s *initSniffer) inspect(line []byte) {
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			ClientCapabilities struct {
-				Session struct {
-					Compaction json.RawMessage `json:"compaction"`
-				} `json:"session"`
-			} `json:"clientCapabilities"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(line, &msg) != nil || msg.Method != sdk.AgentMethodInitialize {
-		return
-	}
-	c := bytes.TrimSpace(msg.Params.ClientCapabilities.Session.Compaction)
-	s.compaction.Store(len(c) > 0 && !bytes.Equal(c, []byte("null")))
-	s.done = true
-	s.line = nil
 }
 
 // CompactionStatus is a compaction_update status.

@@ -3,39 +3,39 @@ package acp
 import (
 	"io"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/iotest"
 )
 
-// The compaction opt-in is read from the client's initialize however the
-// bytes arrive, and only from initialize; the bytes pass through unchanged.
-func TestInitSnifferReadsCompactionOptIn(t *testing.T) {
-	huge := `{"jsonrpc":"2.0","method":"_x","params":{"pad":"` + strings.Repeat("x", maxSniffLine+10) + `"}}` + "\n"
+// The interceptor passes every line it does not consume through unchanged,
+// however the bytes arrive (one at a time, a line longer than its buffer),
+// and hands each whole line to handle exactly once.
+func TestInterceptorPassesLinesThrough(t *testing.T) {
+	huge := `{"jsonrpc":"2.0","method":"_x","params":{"pad":"` + strings.Repeat("x", maxInterceptLine+10) + `"}}` + "\n"
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n"
+	del := `{"jsonrpc":"2.0","id":2,"method":"session/delete","params":{"sessionId":"s_1"}}` + "\n"
 	tests := []struct {
-		name, in string
-		want     bool
+		name, in, want string
+		handled        []string
 	}{
-		{"opted in", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"session":{"compaction":{}}}}}` + "\n", true},
-		{"null", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientCapabilities":{"session":{"compaction":null}}}}` + "\n", false},
-		{"absent", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientCapabilities":{}}}` + "\n", false},
-		{"another method first", `{"method":"session/new","params":{"clientCapabilities":{"session":{"compaction":{}}}}}` + "\n" +
-			`{"id":1,"method":"initialize","params":{"clientCapabilities":{"session":{"compaction":{}}}}}` + "\n", true},
-		{"garbage, then a huge line, then initialize", "not json\n" + huge +
-			`{"id":1,"method":"initialize","params":{"clientCapabilities":{"session":{"compaction":{}}}}}` + "\n", true},
-		{"only the first initialize counts", `{"id":1,"method":"initialize","params":{}}` + "\n" +
-			`{"id":2,"method":"initialize","params":{"clientCapabilities":{"session":{"compaction":{}}}}}` + "\n", false},
+		{"nothing consumed", "not json\n" + init, "not json\n" + init, []string{"not json\n", init}},
+		{"a consumed line is dropped", init + del + init, init + init, []string{init, del, init}},
+		{"a huge line passes uninspected", huge + del + "tail without newline", huge + "tail without newline", []string{del, "tail without newline"}},
+		{"blank lines pass", "\n\n" + del, "\n\n", []string{del}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var flag atomic.Bool
-			s := &initSniffer{r: iotest.OneByteReader(strings.NewReader(tt.in)), compaction: &flag}
-			out, err := io.ReadAll(s)
-			if err != nil || string(out) != tt.in {
-				t.Fatalf("bytes changed on the way through (err %v)", err)
+			var seen []string
+			r := newInterceptor(iotest.OneByteReader(strings.NewReader(tt.in)), func(line []byte) bool {
+				seen = append(seen, string(line))
+				return strings.Contains(string(line), "session/delete")
+			})
+			out, err := io.ReadAll(r)
+			if err != nil || string(out) != tt.want {
+				t.Fatalf("passed through %d bytes (err %v), want %d", len(out), err, len(tt.want))
 			}
-			if flag.Load() != tt.want {
-				t.Fatalf("opted in = %v, want %v", flag.Load(), tt.want)
+			if strings.Join(seen, "|") != strings.Join(tt.handled, "|") {
+				t.Fatalf("handled %q, want %q", seen, tt.handled)
 			}
 		})
 	}

@@ -23,6 +23,8 @@ type Peer struct {
 	// compaction says whether the client opted in to it.
 	raw        io.Writer
 	compaction *atomic.Bool
+	// caps is what the client offered when the session was opened.
+	caps ClientCaps
 
 	mu       sync.Mutex // guards id, lastUsed, early; serializes sends
 	id       string

@@ -24,6 +24,7 @@ func (noBackend) LoadSession(context.Context, SessionOptions) (Session, error) {
 	return nil, errors.New("no sessions here")
 }
 func (noBackend) ListSessions(context.Context, string) ([]SessionSummary, error) { return nil, nil }
+func (noBackend) DeleteSession(context.Context, string, string) (bool, error)    { return false, nil }
 
 // Garbage lines, a JSON-RPC batch, an unknown method and requests with bad
 // params are answered or dropped, and the server keeps serving: the next

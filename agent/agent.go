@@ -95,6 +95,9 @@ type Options struct {
 	Touched interface {
 		Snapshot() (read, modified []string)
 	}
+	// Editor is the editor's file system and terminal when its client
+	// offers them (ACP); nil means the disk and a local bash.
+	Editor Editor
 
 	Now func() time.Time
 }
@@ -196,6 +199,8 @@ type turnState struct {
 	cancel        context.CancelFunc
 	softAttempted bool
 	overflowTried bool
+	// usage sums what the provider reported for the turn's requests.
+	usage *TurnUsage
 }
 
 type queuedPrompt struct {
@@ -256,7 +261,7 @@ func newAgent(opt Options) (*Agent, error) {
 		opt: opt,
 		tools: &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{root: opt.Resolver},
 			protected: protectedPaths(opt.Root, opt.SessionDir, opt.FlightDir), mcp: opt.MCP,
-			counter: opt.Counter, share: resultShare(opt.Compaction, opt.MaxToolResultTokens)},
+			counter: opt.Counter, share: resultShare(opt.Compaction, opt.MaxToolResultTokens), editor: opt.Editor},
 	}
 	a.barrier = &compaction.Barrier{Counter: opt.Counter, Summarizer: opt.Summarizer, SummaryWindowChars: opt.SummaryWindowChars,
 		SummaryMaxOutputTokens: 2048, Now: opt.Now, Work: &a.work}

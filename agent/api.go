@@ -68,6 +68,15 @@ type Event struct {
 	FilesModified []string
 	Outcome       string
 	Error         string
+	// Usage, on turn_end, is what the provider reported for the turn's
+	// requests; nil when it reported nothing.
+	Usage *TurnUsage
+}
+
+// TurnUsage sums the provider's usage over a turn's requests: Input counts
+// every prompt token, Cached the part of it a prompt cache served.
+type TurnUsage struct {
+	Input, Output, Cached int
 }
 
 // CompactionEvent is a `soba/compaction` notification: phase start, progress

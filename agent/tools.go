@@ -106,6 +106,9 @@ type toolEnv struct {
 	// tokens (resultShare); share 0 means no share (the byte bounds only).
 	counter compaction.Counter
 	share   int
+	// editor is the client's file system and terminal; nil for the disk
+	// and a local bash.
+	editor Editor
 }
 
 func fail(format string, args ...any) toolRun {
@@ -139,11 +142,11 @@ func (env *toolEnv) run(ctx context.Context, call session.ToolCall) toolRun {
 	}
 	switch call.Name {
 	case tool.WriteFile:
-		return env.writeFile(call.Arguments)
+		return env.writeFile(ctx, call.Arguments)
 	case tool.EditFile:
-		return env.editFile(call.Arguments)
+		return env.editFile(ctx, call.Arguments)
 	case tool.Bash:
-		return env.bash(ctx, call.Arguments)
+		return env.bash(ctx, call.ID, call.Arguments)
 	case tool.Checkpoint:
 		return checkpointTool(call.Arguments)
 	case tool.ReadFile, tool.ListFiles, tool.Grep, tool.ActivateSkill:
@@ -204,16 +207,26 @@ func (env *toolEnv) readFile(ctx context.Context, raw json.RawMessage) toolRun {
 	if err != nil {
 		return fail("read_file: %v", err)
 	}
-	f, err := env.root.Open(rel)
-	if err != nil {
-		return fail("read_file: %v", err)
-	}
-	defer f.Close()
+	var src io.Reader
 	size := int64(-1)
-	if fi, err := f.Stat(); err == nil {
-		size = fi.Size()
+	if text, ok, err := env.readFromEditor(ctx, rel); ok {
+		// The editor's view: what the user sees, unsaved changes included.
+		if err != nil {
+			return fail("read_file: %v", err)
+		}
+		src, size = strings.NewReader(text), int64(len(text))
+	} else {
+		f, err := env.root.Open(rel)
+		if err != nil {
+			return fail("read_file: %v", err)
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil {
+			size = fi.Size()
+		}
+		src = f
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	br := bufio.NewReaderSize(src, 64<<10)
 	if head, _ := br.Peek(8000); bytes.IndexByte(head, 0) >= 0 {
 		return fail("read_file: %s is a binary file", rel)
 	}
@@ -368,7 +381,7 @@ func (env *toolEnv) writeTarget(name, path string) (rel string, err error) {
 	return rel, nil
 }
 
-func (env *toolEnv) writeFile(raw json.RawMessage) toolRun {
+func (env *toolEnv) writeFile(ctx context.Context, raw json.RawMessage) toolRun {
 	var a struct {
 		Path    string `json:"path"`
 		Content string `json:"content"`
@@ -380,13 +393,17 @@ func (env *toolEnv) writeFile(raw json.RawMessage) toolRun {
 	if err != nil {
 		return fail("write_file: %v", err)
 	}
-	if err := env.root.WriteFileGuarded(rel, []byte(a.Content), 0o644, env.protected.check); err != nil {
+	if ok, err := env.writeThroughEditor(ctx, rel, a.Content); ok {
+		if err != nil {
+			return fail("write_file: %v", err)
+		}
+	} else if err := env.root.WriteFileGuarded(rel, []byte(a.Content), 0o644, env.protected.check); err != nil {
 		return fail("write_file: %v", err)
 	}
 	return toolRun{ok: true, content: fmt.Sprintf("wrote %d bytes to %s", len(a.Content), rel), artifacts: &session.Artifacts{FilesModified: []string{rel}}}
 }
 
-func (env *toolEnv) editFile(raw json.RawMessage) toolRun {
+func (env *toolEnv) editFile(ctx context.Context, raw json.RawMessage) toolRun {
 	var a struct {
 		Path    string `json:"path"`
 		OldText string `json:"old_text"`
@@ -399,8 +416,13 @@ func (env *toolEnv) editFile(raw json.RawMessage) toolRun {
 	if err != nil {
 		return fail("edit_file: %v", err)
 	}
-	data, err := env.root.ReadFile(rel, maxEditBytes)
-	if err != nil {
+	var data []byte
+	if text, ok, err := env.readFromEditor(ctx, rel); ok {
+		if err != nil {
+			return fail("edit_file: %v", err)
+		}
+		data = []byte(text)
+	} else if data, err = env.root.ReadFile(rel, maxEditBytes); err != nil {
 		return fail("edit_file: %v", err)
 	}
 	if a.OldText == "" {
@@ -414,7 +436,11 @@ func (env *toolEnv) editFile(raw json.RawMessage) toolRun {
 		return fail("edit_file: old_text occurs %d times in %s; give more context so it is unique", n, rel)
 	}
 	out := strings.Replace(string(data), a.OldText, a.NewText, 1)
-	if err := env.root.WriteFileGuarded(rel, []byte(out), 0o644, env.protected.check); err != nil {
+	if ok, err := env.writeThroughEditor(ctx, rel, out); ok {
+		if err != nil {
+			return fail("edit_file: %v", err)
+		}
+	} else if err := env.root.WriteFileGuarded(rel, []byte(out), 0o644, env.protected.check); err != nil {
 		return fail("edit_file: %v", err)
 	}
 	return toolRun{ok: true, content: "edited " + rel, artifacts: &session.Artifacts{FilesModified: []string{rel}}}
@@ -603,7 +629,7 @@ func (env *toolEnv) grep(ctx context.Context, raw json.RawMessage) toolRun {
 	return toolRun{ok: true, content: s, summary: grepSummary(len(out), len(read), len(large)), artifacts: &session.Artifacts{FilesRead: read}}.capped()
 }
 
-func (env *toolEnv) bash(ctx context.Context, raw json.RawMessage) toolRun {
+func (env *toolEnv) bash(ctx context.Context, callID string, raw json.RawMessage) toolRun {
 	var a struct {
 		Command   string `json:"command"`
 		TimeoutMs int    `json:"timeoutMs"`
@@ -620,6 +646,9 @@ func (env *toolEnv) bash(ctx context.Context, raw json.RawMessage) toolRun {
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if env.editor != nil && env.editor.CanRun() {
+		return env.bashInEditor(ctx, cctx, callID, a.Command, timeout)
+	}
 	// pipefail: `go test ./... | tail` must report the tests' exit code, not
 	// tail's, or the capsule would record a failing run as passing.
 	cmd := exec.CommandContext(cctx, "bash", "-o", "pipefail", "-c", a.Command)

@@ -83,6 +83,9 @@ func (a *Agent) startTurn(st *state, turnID, text string) error {
 func (a *Agent) endTurn(turnID, outcome string, ferr error) {
 	_ = a.do(func(st *state) {
 		ev := Event{TurnID: turnID, Type: "turn_end", Outcome: outcome}
+		if st.turn != nil && st.turn.id == turnID {
+			ev.Usage = st.turn.usage
+		}
 		if ferr != nil {
 			ev.Error = ferr.Error()
 		}
@@ -661,6 +664,14 @@ func (a *Agent) appendAssistant(turnID string, resp provider.Response, failure s
 			// The completion counts the thinking too (R-C9).
 			st.meter.UsageThinking(as.Usage.InputTokens, as.Usage.OutputTokens, a.countThinking(resp.Thinking))
 			st.cachedTokens = as.Usage.CachedTokens
+			if t := st.turn; t != nil && t.id == turnID {
+				if t.usage == nil {
+					t.usage = &TurnUsage{}
+				}
+				t.usage.Input += as.Usage.InputTokens
+				t.usage.Output += as.Usage.OutputTokens
+				t.usage.Cached += as.Usage.CachedTokens
+			}
 		}
 		a.publishBudget(st)
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -60,15 +61,11 @@ func (b *ACPBackend) LoadSession(_ context.Context, opt acp.SessionOptions) (acp
 // ListSessions lists the sessions of the workspace at cwd, from its
 // configured session directory.
 func (b *ACPBackend) ListSessions(_ context.Context, cwd string) ([]acp.SessionSummary, error) {
-	root, err := workspace.NewRoot(cwd)
+	dir, err := b.sessionDir(cwd)
 	if err != nil {
 		return nil, err
 	}
-	settings, _, err := b.Load(root.Dir(), nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	list, err := session.List(settings.SessionDir)
+	list, err := session.List(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +74,35 @@ func (b *ACPBackend) ListSessions(_ context.Context, cwd string) ([]acp.SessionS
 		out = append(out, acp.SessionSummary{ID: l.SessionID, UpdatedAt: l.UpdatedAt, Title: l.Title})
 	}
 	return out, nil
+}
+
+// sessionDir is the configured session directory of the workspace at cwd.
+func (b *ACPBackend) sessionDir(cwd string) (string, error) {
+	root, err := workspace.NewRoot(cwd)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	settings, _, err := b.Load(root.Dir(), nil, nil)
+	if err != nil {
+		return "", err
+	}
+	return settings.SessionDir, nil
+}
+
+// DeleteSession moves session id of the workspace at cwd out of its list,
+// into the session directory's deleted/ folder (with its index): nothing
+// is lost, and moving the file back restores it. A session another
+// process has open is refused, naming the reason.
+func (b *ACPBackend) DeleteSession(_ context.Context, cwd, id string) (bool, error) {
+	if id != filepath.Base(id) || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
+		return false, fmt.Errorf("session/delete: %q is not a session id", id)
+	}
+	dir, err := b.sessionDir(cwd)
+	if err != nil {
+		return false, err
+	}
+	return session.Delete(dir, id)
 }
 
 // replay sends the session's leaf path as session/updates (session/load):
@@ -128,9 +154,13 @@ func (b *ACPBackend) open(opt acp.SessionOptions) (*acpSession, error) {
 	for _, m := range opt.MCPServers {
 		servers = append(servers, agent.MCPServer{Name: m.Name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, SSE: m.SSE})
 	}
+	var editor agent.Editor
+	if c := opt.Peer.Caps(); c.ReadTextFile || c.WriteTextFile || c.Terminal {
+		editor = acpEditor{s}
+	}
 	ws, warnings, err := OpenWorkspace(WorkspaceOptions{Root: opt.Cwd, Load: b.Load, Notifier: acpNotifier{s}, Approver: acpApprover{s},
 		Counter: b.Counter, EntryTokens: b.EntryTokens, MCPServers: servers, SessionID: opt.SessionID,
-		NewSession: opt.SessionID == ""})
+		NewSession: opt.SessionID == "", Editor: editor})
 	if err != nil {
 		close(s.queue)
 		s.work.Wait()
@@ -146,6 +176,7 @@ func (b *ACPBackend) open(opt acp.SessionOptions) (*acpSession, error) {
 
 type turnEnd struct {
 	outcome, err string
+	usage        *agent.TurnUsage
 }
 
 // acpSession is one ACP session over a Workspace. Updates go through one
@@ -229,10 +260,20 @@ func (s *acpSession) ID() string {
 
 // Prompt runs a slash command through the server's grammar (lsp/slash, the
 // same handlers as soba.run) or one turn of the agent.
-func (s *acpSession) Prompt(ctx context.Context, text string) (acp.StopReason, error) {
+func (s *acpSession) Prompt(ctx context.Context, text string) (acp.TurnResult, error) {
+	stop, usage, err := s.prompt(ctx, text)
+	r := acp.TurnResult{Stop: stop}
+	if usage != nil {
+		r.Usage = &acp.Usage{Input: usage.Input, Output: usage.Output, Cached: usage.Cached}
+	}
+	return r, err
+}
+
+func (s *acpSession) prompt(ctx context.Context, text string) (acp.StopReason, *agent.TurnUsage, error) {
 	p := slash.Parse(text)
 	if p.Kind != slash.Prompt {
-		return s.command(ctx, p, text)
+		stop, err := s.command(ctx, p, text)
+		return stop, nil, err
 	}
 	s.mu.Lock()
 	s.inTurn = true
@@ -244,7 +285,7 @@ func (s *acpSession) Prompt(ctx context.Context, text string) (acp.StopReason, e
 	}()
 	turnID, _, err := s.ws.Agent().Prompt(p.Text)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	end := s.endOf(turnID)
 	defer func() {
@@ -260,22 +301,22 @@ func (s *acpSession) Prompt(ctx context.Context, text string) (acp.StopReason, e
 		select {
 		case e = <-end:
 		case <-time.After(10 * time.Second):
-			return acp.Cancelled, nil
+			return acp.Cancelled, nil, nil
 		}
 		if e.outcome != "failed" {
-			return acp.Cancelled, nil
+			return acp.Cancelled, e.usage, nil
 		}
 	}
 	switch e.outcome {
 	case "cancelled":
-		return acp.Cancelled, nil
+		return acp.Cancelled, e.usage, nil
 	case "failed":
 		if e.err == agent.ErrTooManyModelCalls.Error() {
-			return acp.MaxTurnRequests, nil
+			return acp.MaxTurnRequests, e.usage, nil
 		}
-		return "", errors.New(e.err)
+		return "", e.usage, errors.New(e.err)
 	}
-	return acp.EndTurn, nil
+	return acp.EndTurn, e.usage, nil
 }
 
 // command runs a slash command and shows its lines as the agent's message.
@@ -451,7 +492,7 @@ func (n acpNotifier) Event(e agent.Event) {
 			if e.Outcome == "failed" && e.Error != "" {
 				s.peer.Text(bg, "\n> **Error:** "+e.Error+"\n")
 			}
-			end <- turnEnd{outcome: e.Outcome, err: e.Error}
+			end <- turnEnd{outcome: e.Outcome, err: e.Error, usage: e.Usage}
 		})
 	}
 }
@@ -676,4 +717,29 @@ func resultContent(name, summary, output string) string {
 		output = text.Clip(output, maxShownOutput) + fmt.Sprintf("\n[%d bytes shown of %d]", maxShownOutput, len(output))
 	}
 	return "```\n" + output + "\n```"
+}
+
+// acpEditor is the client's file system and terminal, as the agent's
+// tools use them (agent.Editor).
+type acpEditor struct{ s *acpSession }
+
+func (e acpEditor) CanRead() bool  { return e.s.peer.Caps().ReadTextFile }
+func (e acpEditor) CanWrite() bool { return e.s.peer.Caps().WriteTextFile }
+func (e acpEditor) CanRun() bool   { return e.s.peer.Caps().Terminal }
+
+func (e acpEditor) ReadTextFile(ctx context.Context, abs string) (string, error) {
+	return e.s.peer.ReadTextFile(ctx, abs)
+}
+
+func (e acpEditor) WriteTextFile(ctx context.Context, abs, content string) error {
+	return e.s.peer.WriteTextFile(ctx, abs, content)
+}
+
+// Run runs the command in the client's terminal, after every update queued
+// so far (the tool call it is shown in is announced first).
+func (e acpEditor) Run(ctx context.Context, callID string, c agent.Command) (agent.CommandResult, error) {
+	e.s.flush()
+	r, err := e.s.peer.RunInTerminal(ctx, acp.TerminalCommand{ToolCallID: callID, Command: "bash",
+		Args: []string{"-o", "pipefail", "-c", c.Line}, Cwd: c.Dir, OutputLimit: c.OutputLimit})
+	return agent.CommandResult{Output: r.Output, Truncated: r.Truncated, ExitCode: r.ExitCode, Signal: r.Signal, Killed: r.Killed}, err
 }

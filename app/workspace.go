@@ -80,6 +80,9 @@ type WorkspaceOptions struct {
 	// (ACP's session/new). Without it and without SessionID, sessionOnStart
 	// decides.
 	NewSession bool
+	// Editor is the client's file system and terminal (ACP); nil for the
+	// disk and a local bash.
+	Editor agent.Editor
 }
 
 // Workspace is SOBA in one editor workspace: the configuration, the file
@@ -270,7 +273,7 @@ func (w *Workspace) agentOptions(s Settings) agent.Options {
 		Counter: w.opt.Counter, EntryTokens: w.opt.EntryTokens, Touched: w.touched, Memory: w.memory,
 		SystemPrompt: joinPrompt(w.agents, w.memory.Summary()), ModelName: s.Model.Name, ProviderName: s.Model.Provider, MCP: w.mcp,
 		NativeContinuation: s.Model.NativeContinuation, AutoApprovePaths: s.AutoApprovePaths, MaxToolResultTokens: s.MaxToolResultTokens,
-		RepositorySettingsIgnored: s.RepositoryIgnored,
+		RepositorySettingsIgnored: s.RepositoryIgnored, Editor: w.opt.Editor,
 	}
 	model, err := newProvider(s.Model)
 	if err != nil {

@@ -9,4 +9,4 @@ here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
 cd "$here/../.."
-go test -count=1 -run 'TestACPWithOfficialClient|TestLSPModeRunsPublishedMCPServer' -v ./acp/conformance/ ./app/ | tail -40
+go test -count=1 -run 'TestACPWithOfficialClient|TestACPEditorDelegationWithOfficialClient|TestLSPModeRunsPublishedMCPServer' -v ./acp/conformance/ ./app/ | tail -40

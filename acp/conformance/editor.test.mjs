@@ -1,0 +1,163 @@
+// `soba-lsp acp` and a client that offers its file system and terminal
+// (fs.readTextFile, fs.writeTextFile, terminal), driven by the official ACP
+// TypeScript SDK; then the smaller methods: PromptResponse.usage,
+// $/cancel_request, session/list without cwd, session/delete. Run by
+// conformance_test.go (TestACPEditorDelegationWithOfficialClient), which
+// starts the fake model server, writes the workspace and checks afterwards
+// what the model read: SOBA_LSP is the binary, SOBA_WORKSPACE the workspace.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { Readable, Writable } from 'node:stream';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as acp from '@agentclientprotocol/sdk/unstable';
+
+const binary = process.env.SOBA_LSP;
+const cwd = process.env.SOBA_WORKSPACE;
+
+async function until(cond, what, ms = 10000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('a client that offers fs and terminal sees the agent use them', { timeout: 90000 }, async () => {
+  assert.ok(binary && cwd, 'set SOBA_LSP and SOBA_WORKSPACE');
+  // Started in the workspace, as an editor starts its agent: session/list
+  // without cwd finds its sessions.
+  const child = spawn(binary, ['acp'], { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+
+  const updates = [];
+  const calls = []; // every fs/* and terminal/* request, in order
+  // The editor's unsaved buffer of a.txt differs from the disk.
+  const buffers = { [path.join(cwd, 'a.txt')]: 'unsaved buffer text\n' };
+  const terminals = {};
+  let nextTerminal = 1;
+  const app = acp.client()
+    .onRequest('session/request_permission', async ({ params }) => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } }))
+    .onNotification('session/update', ({ params }) => { updates.push(params); })
+    .onRequest('fs/read_text_file', async ({ params }) => {
+      calls.push(['fs/read_text_file', params]);
+      const text = buffers[params.path] ?? fs.readFileSync(params.path, 'utf8');
+      return { content: text };
+    })
+    .onRequest('fs/write_text_file', async ({ params }) => {
+      calls.push(['fs/write_text_file', params]);
+      buffers[params.path] = params.content; // an unsaved buffer: the disk is not written
+      return {};
+    })
+    .onRequest('terminal/create', async ({ params }) => {
+      calls.push(['terminal/create', params]);
+      const id = `term-${nextTerminal++}`;
+      const command = params.args.at(-1);
+      let resolveExit;
+      const exit = new Promise((r) => { resolveExit = r; });
+      terminals[id] = { command, exit, resolveExit, output: '' };
+      // A command that finishes: "echo hi; exit 3" prints and exits 3. A
+      // sleep runs until it is killed.
+      if (!command.startsWith('sleep')) {
+        terminals[id].output = 'hi\n';
+        resolveExit({ exitCode: 3, signal: null });
+      }
+      return { terminalId: id };
+    })
+    .onRequest('terminal/wait_for_exit', async ({ params }) => {
+      calls.push(['terminal/wait_for_exit', params]);
+      return terminals[params.terminalId].exit;
+    })
+    .onRequest('terminal/output', async ({ params }) => {
+      calls.push(['terminal/output', params]);
+      const t = terminals[params.terminalId];
+      return { output: t.output, truncated: false };
+    })
+    .onRequest('terminal/kill', async ({ params }) => {
+      calls.push(['terminal/kill', params]);
+      const t = terminals[params.terminalId];
+      t.output = 'killed\n';
+      t.resolveExit({ exitCode: null, signal: 'SIGKILL' });
+      return {};
+    })
+    .onRequest('terminal/release', async ({ params }) => {
+      calls.push(['terminal/release', params]);
+      return {};
+    });
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  try {
+    await app.connectWith(stream, async (cx) => {
+      const init = await cx.request('initialize', {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+      });
+      assert.deepEqual(init.agentCapabilities.sessionCapabilities.delete, {}, 'session/delete is announced');
+      assert.ok(init.authMethods.length >= 1, 'at least one auth method (the ACP registry lists only such agents)');
+      assert.equal(init.authMethods[0].id, 'soba-config');
+      await cx.request('authenticate', { methodId: 'soba-config' });
+
+      const { sessionId } = await cx.request('session/new', { cwd, mcpServers: [] });
+
+      // One turn: read_file, write_file and bash, each through the editor.
+      const r1 = await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'use the editor' }] });
+      assert.equal(r1.stopReason, 'end_turn');
+      const read = calls.find(([m]) => m === 'fs/read_text_file');
+      assert.equal(read?.[1].path, path.join(cwd, 'a.txt'), JSON.stringify(calls));
+      assert.equal(read[1].sessionId, sessionId);
+      const write = calls.find(([m]) => m === 'fs/write_text_file');
+      assert.deepEqual([write?.[1].path, write?.[1].content], [path.join(cwd, 'sub', 'b.txt'), 'from the agent\n']);
+      assert.ok(!fs.existsSync(path.join(cwd, 'sub', 'b.txt')), 'the agent wrote the disk itself');
+      const create = calls.find(([m]) => m === 'terminal/create')[1];
+      assert.equal(create.command, 'bash');
+      assert.deepEqual(create.args, ['-o', 'pipefail', '-c', 'echo hi; exit 3']);
+      assert.equal(create.cwd, cwd);
+      assert.equal(create.outputByteLimit, 65536);
+      const order = calls.filter(([m]) => m.startsWith('terminal/')).map(([m, p]) => `${m} ${p.terminalId ?? ''}`.trim());
+      assert.deepEqual(order, ['terminal/create', 'terminal/wait_for_exit term-1', 'terminal/output term-1', 'terminal/release term-1']);
+      const shown = updates.find((u) => u.update.sessionUpdate === 'tool_call_update' && u.update.toolCallId === 'e3'
+        && (u.update.content ?? []).some((c) => c.type === 'terminal'));
+      assert.equal(shown?.update.content.find((c) => c.type === 'terminal').terminalId, 'term-1', 'the tool call shows the terminal');
+      const result = updates.filter((u) => u.update.sessionUpdate === 'tool_call_update' && u.update.toolCallId === 'e3').at(-1);
+      assert.equal(result.update.status, 'failed', 'exit 3 fails the call');
+      // PromptResponse.usage: the sum over the turn's four model requests.
+      assert.deepEqual(r1.usage, { inputTokens: 1000, outputTokens: 100, totalTokens: 1100, cachedReadTokens: 400 });
+
+      // A bash that runs until the turn is cancelled: terminal/kill, then
+      // terminal/release.
+      const slow = cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'run the long one' }] });
+      await until(() => calls.some(([m, p]) => m === 'terminal/wait_for_exit' && p.terminalId === 'term-2'), 'the long command');
+      await cx.notify('session/cancel', { sessionId });
+      const r2 = await slow;
+      assert.equal(r2.stopReason, 'cancelled');
+      const order2 = calls.filter(([m, p]) => m.startsWith('terminal/') && p.terminalId === 'term-2').map(([m]) => m);
+      assert.deepEqual(order2.filter((m) => m !== 'terminal/output'), ['terminal/wait_for_exit', 'terminal/kill', 'terminal/release']);
+
+      // $/cancel_request on a prompt: the request answers -32800.
+      const ac = new AbortController();
+      const pending = cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'take your time' }] }, { cancellationSignal: ac.signal });
+      await new Promise((r) => setTimeout(r, 300));
+      ac.abort();
+      await assert.rejects(pending, (err) => { assert.equal(err.code, -32800, JSON.stringify(err)); return true; });
+
+      // session/list without cwd, then session/delete.
+      const listed = await cx.request('session/list', {});
+      assert.ok(listed.sessions.some((s) => s.sessionId === sessionId && s.cwd === cwd), JSON.stringify(listed));
+      assert.deepEqual(await cx.request('session/delete', { sessionId }), {});
+      const after = await cx.request('session/list', { cwd });
+      assert.ok(!after.sessions.some((s) => s.sessionId === sessionId), JSON.stringify(after));
+      assert.ok(fs.existsSync(path.join(cwd, '.soba', 'sessions', 'deleted', `${sessionId}.jsonl`)), 'the deleted session is kept aside');
+      assert.deepEqual(await cx.request('session/delete', { sessionId }), {}, 'deleting again succeeds silently');
+      assert.deepEqual(await cx.request('session/delete', { sessionId: 's_never' }), {});
+    });
+  } catch (err) {
+    err.message += `\nstderr:\n${stderr}`;
+    throw err;
+  } finally {
+    child.stdin.end();
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+    child.kill();
+  }
+});
