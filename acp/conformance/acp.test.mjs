@@ -147,6 +147,9 @@ test('soba-lsp acp speaks ACP v1 to the official TypeScript SDK', { timeout: 600
       const r4 = await slow;
       assert.equal(r4.stopReason, 'cancelled');
     });
+  } catch (err) {
+    err.message += ` ${JSON.stringify(err.data ?? null)}\nstderr:\n${a.stderr()}`;
+    throw err;
   } finally {
     a.child.stdin.end();
     await Promise.race([a.exited, new Promise((r) => setTimeout(r, 5000))]);

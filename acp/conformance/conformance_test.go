@@ -40,8 +40,8 @@ func TestACPWithOfficialClient_RB3_RF2_RW3(t *testing.T) {
 	)
 	summary := providertest.NewOpenAI(t, providertest.Text("## Goal\nwrite notes\n## Done\n- wrote notes.txt\n"))
 	summary.RepeatLast()
-	ws := workspaceDir(t, model.URL, summary.URL)
-	runNode(t, node, "acp.test.mjs", ws)
+	ws, configHome := workspaceDir(t, model.URL, summary.URL)
+	runNode(t, node, "acp.test.mjs", ws, configHome)
 	data, err := os.ReadFile(filepath.Join(ws, "notes.txt"))
 	if err != nil || string(data) != "hello from acp\n" {
 		t.Fatalf("notes.txt after the approved write: %q, %v", data, err)
@@ -61,15 +61,19 @@ func needNode(t *testing.T) string {
 	return node
 }
 
-// workspaceDir makes a workspace (its real path) whose .soba/config.json
-// names the fake model and summary model, with approvals asked for.
-func workspaceDir(t *testing.T, modelURL, summaryURL string) string {
+// workspaceDir makes a workspace (its real path) and the user's
+// configuration directory, whose soba/config.json names the fake model and
+// summary model, with approvals asked for: the user's file, since an
+// untrusted workspace's own .soba/config.json may not choose the model
+// server (R-W5).
+func workspaceDir(t *testing.T, modelURL, summaryURL string) (ws, configHome string) {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(ws, ".soba"), 0o755); err != nil {
+	configHome = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(configHome, "soba"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(`{
@@ -78,14 +82,15 @@ func workspaceDir(t *testing.T, modelURL, summaryURL string) string {
   "compaction": {"keepRecentTokens": 100, "minReclaimableTokens": 100, "minSavingsRatio": 0.1, "timeoutMs": 15000},
   "tools": {"approval": "ask"}
 }`, modelURL, summaryURL)
-	if err := os.WriteFile(filepath.Join(ws, ".soba", "config.json"), []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(configHome, "soba", "config.json"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return ws
+	return ws, configHome
 }
 
-// runNode builds soba-lsp and runs one node test file against it in ws.
-func runNode(t *testing.T, node, file, ws string) {
+// runNode builds soba-lsp and runs one node test file against it in ws,
+// with the user's configuration in configHome.
+func runNode(t *testing.T, node, file, ws, configHome string) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "soba-lsp")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/soba-lsp").CombinedOutput(); err != nil {
@@ -93,7 +98,7 @@ func runNode(t *testing.T, node, file, ws string) {
 	}
 	cmd := exec.Command(node, "--test", file)
 	cmd.Env = append(os.Environ(), "SOBA_LSP="+bin, "SOBA_WORKSPACE="+ws, "SOBA_TEST_API_KEY=test",
-		"XDG_CONFIG_HOME="+t.TempDir())
+		"XDG_CONFIG_HOME="+configHome, "XDG_STATE_HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node ACP test %s failed: %v\n%s", file, err, out)
@@ -120,11 +125,11 @@ func TestACPEditorDelegationWithOfficialClient_RW1(t *testing.T) {
 		providertest.Call("e4", "bash", map[string]any{"command": "sleep 100"}),
 		providertest.Reply{Text: "too late", Delay: 60 * time.Second},
 	)
-	ws := workspaceDir(t, model.URL, model.URL)
+	ws, configHome := workspaceDir(t, model.URL, model.URL)
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("text on disk\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runNode(t, node, "editor.test.mjs", ws)
+	runNode(t, node, "editor.test.mjs", ws, configHome)
 	reqs := model.Requests()
 	if len(reqs) < 2 {
 		t.Fatalf("the model got %d requests", len(reqs))
