@@ -532,7 +532,13 @@ func isAgentCommand(text string) bool {
 	if len(t) > 40 || strings.ContainsAny(t, "\n") {
 		return false
 	}
-	return agentCommand.MatchString(t)
+	if !agentCommand.MatchString(t) {
+		return false
+	}
+	// A command that asks for work (/review URL, a project's own command)
+	// is a request: only the agents' own commands are not.
+	name, _, _ := strings.Cut(t[1:], " ")
+	return harnessCommands[name]
 }
 
 var agentCommand = lazyregexp.New(`^/[a-z][a-z0-9-]*(\s+\S+){0,2}$`)

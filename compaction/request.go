@@ -42,6 +42,51 @@ const (
 	codexMyRequest  = "## My request for Codex:"
 )
 
+// A Claude Code slash command the user typed is written as
+// <command-message>, <command-name>/NAME</command-name> and
+// <command-args>ARGS</command-args>; the prompt it expands to follows as a
+// harness note. A command that asks for work (/review URL, a project's
+// own command) is the user's request: "/NAME ARGS". Claude Code's own
+// commands that run locally (/exit, /clear, /model…) ask nothing, and
+// neither do Codex's, pi's, opencode's and SOBA's own (harnessCommands).
+var (
+	slashName = lazyregexp.New(`<command-name>\s*/?([^<\s]+)\s*</command-name>`)
+	slashArgs = lazyregexp.New(`(?s)<command-args>(.*?)</command-args>`)
+)
+
+var harnessCommands = map[string]bool{
+	"add-dir": true, "agents": true, "bashes": true, "bug": true, "clear": true, "compact": true, "config": true,
+	"context": true, "cost": true, "doctor": true, "exit": true, "export": true, "help": true, "hooks": true,
+	"ide": true, "install-github-app": true, "login": true, "logout": true, "mcp": true, "memory": true,
+	"model": true, "output-style": true, "permissions": true, "plugin": true, "plugins": true,
+	"privacy-settings": true, "release-notes": true, "resume": true, "rewind": true, "sandbox": true,
+	"status": true, "statusline": true, "terminal-setup": true, "todos": true, "upgrade": true, "usage": true,
+	"vim": true, "theme": true, "stats": true, "tasks": true, "rename": true, "skills": true, "fast": true,
+	// Codex's and pi's own.
+	"quit": true, "new": true, "approvals": true, "diff": true, "mention": true, "settings": true, "share": true,
+	"copy": true, "session": true, "changelog": true, "hotkeys": true, "fork": true, "tree": true, "reload": true,
+	"thinking": true, "scoped-models": true,
+	// opencode's and SOBA's own.
+	"mode": true, "models": true, "themes": true, "editor": true, "sessions": true, "undo": true, "redo": true,
+	"unshare": true, "details": true, "budget": true, "auto-compact": true, "milestone": true, "pivot": true,
+	"capsule": true, "cancel": true,
+}
+
+// slashRequest is the request a slash command message makes ("" for none).
+func slashRequest(msg string) string {
+	m := slashName.FindStringSubmatch(msg)
+	if m == nil || harnessCommands[m[1]] {
+		return ""
+	}
+	req := "/" + m[1]
+	if a := slashArgs.FindStringSubmatch(msg); a != nil {
+		if args := strings.TrimSpace(a[1]); args != "" {
+			req += " " + args
+		}
+	}
+	return req
+}
+
 // userWords is a user message without the context wrapped around it; ""
 // when the message is context only (R-C8).
 func userWords(msg string) string {
@@ -56,8 +101,15 @@ func userWords(msg string) string {
 			s, _, _ = strings.Cut(s, codexIDEContext)
 		}
 	}
+	slash := ""
+	if strings.Contains(s, "<command-name>") {
+		slash = slashRequest(s)
+	}
 	if strings.Contains(s, "<") {
 		s = contextTagPattern.ReplaceAllString(s, "")
+	}
+	if slash != "" {
+		s = slash + "\n" + s
 	}
 	if strings.Contains(s, "[Request interrupted") {
 		s = interruptMarker.ReplaceAllString(s, "")

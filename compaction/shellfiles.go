@@ -67,6 +67,11 @@ func filePath(p, dir string) (string, bool) {
 	if p == "" || p == "-" || strings.HasPrefix(p, "&") || strings.HasPrefix(p, "/dev/") || strings.ContainsAny(p, "$`*?{}\n") {
 		return "", false
 	}
+	if !path.IsAbs(p) && strings.ContainsAny(dir, "$`*?{}\n") {
+		// Relative to a directory the command names by an unexpanded
+		// variable (`cd "$tmpdir" && … > f`): not a path we know.
+		return "", false
+	}
 	if !path.IsAbs(p) && dir != "" && !strings.HasPrefix(p, "~") {
 		p = path.Join(dir, p)
 	}

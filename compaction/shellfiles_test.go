@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -48,5 +49,25 @@ func TestDeletionsAndRenamesListed_RC6(t *testing.T) {
 	want := []string{"a.go", "docs/plan.md (deleted)", "a.go → lib/a.go", "b.go"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("files modified %q, want %q", got, want)
+	}
+}
+
+// TestUnexpandedVariableIsNotAFile_RC6: a path under a directory the
+// command names by an unexpanded variable (`cd "$tmpdir"`, a test script's
+// scratch directory) is no file of the workspace: never listed.
+func TestUnexpandedVariableIsNotAFile_RC6(t *testing.T) {
+	for _, cmd := range []string{
+		`cd "$tmpdir" && echo '{"enabled": true}' > .entire/settings.json`,
+		`cd "${TMP}/repo" && touch a.txt && rm b.txt`,
+		`cd $dir; sed -i 's/a/b/' go.mod`,
+		`echo x > "$tmpdir"/.entire/settings.json`,
+	} {
+		if f := FilesOfCommand(cmd); len(f.Written)+len(f.Deleted)+len(f.Renamed)+len(f.Read) > 0 {
+			t.Errorf("%s: %+v", cmd, f)
+		}
+	}
+	// A literal directory still places its files.
+	if f := FilesOfCommand(`cd sub && echo x > out.txt`); !slices.Equal(f.Written, []string{"sub/out.txt"}) {
+		t.Errorf("literal cd: %+v", f)
 	}
 }

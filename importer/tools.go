@@ -126,6 +126,9 @@ func (c *mappedCall) artifacts(ok bool, exit *int) *session.Artifacts {
 	return nil
 }
 
+// unexpandedVar matches a shell variable left unexpanded in a path.
+var unexpandedVar = lazyregexp.New(`\$\{?[A-Za-z_]`)
+
 // toolSpec maps one foreign tool onto a SOBA tool.
 type toolSpec struct {
 	// name is the SOBA tool; "" keeps the call verbatim (artifacts only).
@@ -200,7 +203,9 @@ func (b *builder) mapCall(specs map[string]toolSpec, name string, raw json.RawMe
 		return c // not an object: verbatim, no artifacts
 	}
 	c.kind = spec.kind
-	if p := jsonString(args[spec.path]); p != "" {
+	if p := jsonString(args[spec.path]); p != "" && !unexpandedVar.MatchString(p) {
+		// A path naming an unexpanded variable ("$tmpdir/x") is no file
+		// we know of.
 		c.paths = []string{b.rel(p)}
 	}
 	c.command = commandInCwd(b.res.Cwd, jsonString(args["workdir"]), jsonString(args[spec.command]))

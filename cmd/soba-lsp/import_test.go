@@ -523,3 +523,20 @@ func TestBudgetInputAsTheServerBuildsIt_RM1_RG4(t *testing.T) {
 		})
 	}
 }
+
+// TestExplicitCompactOfTinySessionIsSkipped_RG8: a real six-line Claude Code
+// session (testdata/corpus/rules/tiny-session.jsonl) asked to compact with
+// no keep window: the capsule would not be smaller than the history it
+// replaces, so there is nothing worth compacting — a no-op, exit 0, not a
+// failure.
+func TestExplicitCompactOfTinySessionIsSkipped_RG8(t *testing.T) {
+	ws, file := importInto(t, filepath.Join("..", "..", "testdata", "corpus", "rules", "tiny-session.jsonl"))
+	cfg := filepath.Join(ws, "k0.json")
+	if err := os.WriteFile(cfg, []byte(`{"compaction": {"keepRecentTokens": 0}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, errs, code := runCLI(t, ws, "compact", "--dry-run", "--config", cfg, file)
+	if code != 0 || stdout != "" || !strings.Contains(errs, "outcome: skipped") || !strings.Contains(errs, "nothing worth compacting") {
+		t.Fatalf("exit %d, stdout %q\n%s", code, stdout, errs)
+	}
+}

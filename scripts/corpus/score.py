@@ -91,12 +91,17 @@ def last_outcome(runs, command):
     """The outcome of the last run of command: a run of the command itself
     (also behind a leading `cd DIR &&`), or of an `A && B` chain holding it,
     which passed only if each part passed and says nothing of a part when
-    it failed."""
+    it failed; a run piped into another command says nothing sure."""
     last = None
     for r in runs:
         c = re.sub(r"^cd [^&;|]+&&\s*", "", r["command"].strip())
         if c == command:
             last = r["outcome"]
+            continue
+        if re.match(re.escape(command) + r"(\s+[0-9]*>&?[0-9]+)*\s*\|[^|]", c):
+            # Piped: the exit status is the last stage's; the run says
+            # nothing sure about the command.
+            last = "unknown"
             continue
         if "|" in c or ";" in c or "\n" in c:
             continue
