@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 )
@@ -412,9 +413,9 @@ func classify(provider string, status int, header http.Header, body []byte) erro
 	case KindQuota:
 		return &QuotaError{Provider: provider, Status: status, Message: eb.Message}
 	case KindOverload:
-		return &RateLimitError{Provider: provider, Status: status, Message: eb.Message, Overloaded: true, RetryAfter: retryAfter(header)}
+		return &RateLimitError{Provider: provider, Status: status, Message: eb.Message, Overloaded: true, RetryAfter: waitAsked(header, body)}
 	case KindRateLimit:
-		return &RateLimitError{Provider: provider, Status: status, Message: eb.Message, RetryAfter: retryAfter(header)}
+		return &RateLimitError{Provider: provider, Status: status, Message: eb.Message, RetryAfter: waitAsked(header, body)}
 	case KindOverflowPrompt, KindOverflowOutput:
 		return overflowFrom(provider, eb)
 	}
@@ -432,4 +433,41 @@ func classify(provider string, status int, header http.Header, body []byte) erro
 	default:
 		return &StreamError{Provider: provider, Message: "error event: " + eb.Message}
 	}
+}
+
+// Waits a body asks for when no header does: Gemini's RetryInfo
+// "retryDelay": "17s", OpenAI's and Groq's "Please try again in 8s" /
+// "in 9m38.016s", Moonshot's "please try again after 1 seconds".
+var (
+	reRetryDelay = lazyregexp.New(`"retryDelay"\s*:\s*"([\d.]+s)"`)
+	reTryAgainIn = lazyregexp.New(`(?i)try again in ((?:\d+h)?(?:\d+m)?(?:[\d.]+s|\d+ms))`)
+	reTryAfter   = lazyregexp.New(`(?i)try again after ([\d.]+) seconds?`)
+)
+
+// maxBodyWait bounds a wait read from a body, as a hostile or garbled body
+// must not ask for a wait of years (a longer one is reported, not waited).
+const maxBodyWait = 24 * time.Hour
+
+// waitAsked is the wait the server asked for: the Retry-After header (or
+// retry-after-ms), else what the body says; 0 when neither says.
+func waitAsked(h http.Header, body []byte) time.Duration {
+	if d := retryAfter(h); d > 0 {
+		return d
+	}
+	if len(body) > maxErrorBody {
+		body = body[:maxErrorBody]
+	}
+	text := string(body)
+	var d time.Duration
+	if m := reRetryDelay.FindStringSubmatch(text); m != nil {
+		d, _ = time.ParseDuration(m[1])
+	} else if m := reTryAgainIn.FindStringSubmatch(text); m != nil {
+		d, _ = time.ParseDuration(m[1])
+	} else if m := reTryAfter.FindStringSubmatch(text); m != nil {
+		d, _ = time.ParseDuration(m[1] + "s")
+	}
+	if d <= 0 {
+		return 0
+	}
+	return min(d, maxBodyWait)
 }

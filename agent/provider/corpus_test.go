@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sidecar is the provenance and expected meaning of one collected error
@@ -113,8 +115,11 @@ func TestErrorCorpusClassified_RG9(t *testing.T) {
 			}
 			// Only rate limits and overloads are retried; an overflow,
 			// a quota or anything else is sent once.
+			// A wait the server asks for that is longer than MaxDelay is
+			// not made: the error comes back at once.
 			want := 1
-			if k := Kind(err); k == KindRateLimit || k == KindOverload {
+			var rl *RateLimitError
+			if errors.As(err, &rl) && rl.RetryAfter <= DefaultRetry.MaxDelay {
 				want = DefaultRetry.MaxAttempts
 			}
 			if w.requests() != want {
@@ -201,6 +206,34 @@ func TestErrorBodyHostile(t *testing.T) {
 		err := classify("x", 400, nil, []byte(c))
 		if err == nil || err.Error() == "" {
 			t.Errorf("%.40q: %v", c, err)
+		}
+	}
+}
+
+// A wait asked for in the body counts when no header asks for one.
+func TestWaitAskedInBody(t *testing.T) {
+	cases := []struct {
+		header map[string]string
+		body   string
+		want   time.Duration
+	}{
+		{nil, `{"error":{"message":"Rate limit reached for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Used 29000, Requested 5000. Please try again in 8s."}}`, 8 * time.Second},
+		{nil, `{"error":{"message":"Rate limit reached for model x on tokens per day (TPD): Limit 100000, Used 97050, Requested 3619. Please try again in 9m38.016s."}}`, 9*time.Minute + 38016*time.Millisecond},
+		{nil, `{"error":{"message":"Please try again in 250ms."}}`, 250 * time.Millisecond},
+		{nil, `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"17s"}]}}`, 17 * time.Second},
+		{nil, `{"error":{"message":"Your account org-x request reached max request: 3, please try again after 1 seconds","type":"rate_limit_reached_error"}}`, time.Second},
+		{map[string]string{"Retry-After": "3"}, `{"error":{"message":"Please try again in 8s."}}`, 3 * time.Second},
+		{nil, `{"error":{"message":"Please try again in 2000h0m1s."}}`, 24 * time.Hour},
+		{nil, `{"error":{"message":"Please try again in 99999999999h0m1s."}}`, 0}, // unreadable: the usual backoff
+		{nil, `{"error":{"message":"Rate limit reached"}}`, 0},
+	}
+	for _, tc := range cases {
+		h := http.Header{}
+		for k, v := range tc.header {
+			h.Set(k, v)
+		}
+		if got := waitAsked(h, []byte(tc.body)); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.body, got, tc.want)
 		}
 	}
 }
