@@ -237,3 +237,17 @@ func TestWaitAskedInBody(t *testing.T) {
 		}
 	}
 }
+
+// docs/providers.md's table of wordings names every collected body, so the
+// table and the corpus cannot drift apart.
+func TestProvidersDocListsTheCorpus(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "providers.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, sc := range loadCorpus(t) {
+		if !strings.Contains(string(doc), "| `"+name+"` |") {
+			t.Errorf("docs/providers.md does not list %s (%s)", name, sc.Server)
+		}
+	}
+}
