@@ -383,6 +383,46 @@ test('ChatRendersAgentStream', function()
   vim.cmd('only')
 end)
 
+-- ChatFoldsThinking_RC9: the model's thinking is written apart from the
+-- answer, each line marked, and folded closed in the chat window; thinking
+-- that first streamed as the answer (moved) is taken out of it.
+test('ChatFoldsThinking_RC9', function()
+  chat.clear()
+  chat.clock = function()
+    return '10:00'
+  end
+  for _, ev in ipairs({
+    { turnId = 't1', type = 'turn_start' },
+    { turnId = 't1', type = 'thinking', delta = 'The user wants ' },
+    { turnId = 't1', type = 'thinking', delta = 'a file.\nRead it.' },
+    { turnId = 't1', type = 'text', delta = 'Reading it.' },
+    { turnId = 't1', type = 'tool_call', id = 'c1', name = 'read_file', arguments = { path = 'a.go' } },
+    { turnId = 't1', type = 'tool_result', id = 'c1', ok = true, summary = '12 lines' },
+    { turnId = 't1', type = 'text', delta = 'Hmm, short' },
+    { turnId = 't1', type = 'text', delta = ' file.\n' },
+    { turnId = 't1', type = 'thinking', delta = 'Hmm, short file.\n', moved = true },
+    { turnId = 't1', type = 'text', delta = 'It is a.go.' },
+    { turnId = 't1', type = 'turn_end', outcome = 'completed' },
+  }) do
+    feed('soba/event', ev)
+  end
+  local T = chat.THINK
+  eq({ '# SOBA chat', '', '', '## 10:00', '', T .. 'Thinking (zo opens, zc closes)', T .. 'The user wants a file.', T .. 'Read it.', '',
+    'Reading it.', '', '→ read_file {"path":"a.go"}', '← 12 lines', '', T .. 'Thinking (zo opens, zc closes)', T .. 'Hmm, short file.', T,
+    '', 'It is a.go.', '', '— completed' }, chat.lines(), 'chat buffer')
+  local b = chat.open()
+  local win = chat.window()
+  vim.api.nvim_set_current_win(win)
+  local lines = chat.lines()
+  for i, l in ipairs(lines) do
+    local closed = vim.fn.foldclosed(i) ~= -1
+    eq(l:sub(1, #T) == T, closed, 'line ' .. i .. ' folded: ' .. l)
+  end
+  eq(false, vim.bo[b].modifiable, 'chat is read-only')
+  vim.cmd('only')
+  chat.clear()
+end)
+
 local input = require('soba.input')
 
 -- typed runs keys now as if the user typed them, mappings included.

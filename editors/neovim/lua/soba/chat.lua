@@ -16,6 +16,15 @@ local headers, waiting, shown = {}, {}, {}
 -- titles[turnId] is the request of a turn, for its heading; started[turnId]
 -- the time its heading shows.
 local titles, started = {}, {}
+-- The model's thinking is kept apart from its answer (R-C9): its lines start
+-- with M.THINK and the chat windows fold them (M.fold_window), so a block
+-- shows as one closed line until opened with zo. thinking is set while the
+-- last lines written are thinking; answer_at is an extmark where the current
+-- model call's answer text began, so text that turns out to have been
+-- thinking (a `moved` event) can be taken out of the answer.
+M.THINK = '┊ '
+local thinking = false
+local answer_at = nil
 
 -- M.clock is the time a turn's heading shows (tests replace it).
 M.clock = function()
@@ -68,7 +77,27 @@ function M.buffer()
   vim.bo[bufnr].filetype = 'markdown'
   vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, { '# SOBA chat', '' })
   vim.bo[bufnr].modifiable = false
+  vim.api.nvim_create_autocmd('BufWinEnter', {
+    buffer = bufnr,
+    callback = function()
+      M.fold_window(vim.api.nvim_get_current_win())
+    end,
+  })
   return bufnr
+end
+
+-- M.foldexpr is the chat windows' 'foldexpr': thinking lines fold.
+M.foldexpr = "getline(v:lnum)=~'^" .. M.THINK .. "'?1:0"
+
+-- M.fold_window makes win fold the chat's thinking, closed.
+function M.fold_window(win)
+  if not (win and vim.api.nvim_win_is_valid(win)) or vim.api.nvim_win_get_buf(win) ~= bufnr then
+    return
+  end
+  vim.wo[win].foldmethod = 'expr'
+  vim.wo[win].foldexpr = M.foldexpr
+  vim.wo[win].foldlevel = 0
+  vim.wo[win].foldenable = true
 end
 
 local function edit(fn)
@@ -118,6 +147,61 @@ local function str(v)
   return tostring(v)
 end
 
+-- thinking_lines are the chat lines of a piece of thinking, each marked.
+local function thinking_pieces(text)
+  local out = {}
+  for _, l in ipairs(vim.split(text, '\n', { plain = true })) do
+    out[#out + 1] = M.THINK .. l
+  end
+  return out
+end
+
+-- M.append_thinking writes a piece of thinking: a new block (its first
+-- line says what it is) or the continuation of the open one.
+function M.append_thinking(text)
+  if text == nil or text == '' then
+    return
+  end
+  edit(function(b)
+    local pieces = thinking_pieces(text)
+    local n = vim.api.nvim_buf_line_count(b)
+    if not thinking then
+      local last = vim.api.nvim_buf_get_lines(b, n - 1, n, false)[1] or ''
+      local head = { M.THINK .. 'Thinking (zo opens, zc closes)' }
+      if last ~= '' then
+        table.insert(head, 1, '')
+      end
+      vim.api.nvim_buf_set_lines(b, -1, -1, false, head)
+      vim.api.nvim_buf_set_lines(b, -1, -1, false, pieces)
+    else
+      local last = vim.api.nvim_buf_get_lines(b, n - 1, n, false)[1] or ''
+      pieces[1] = last .. text:match('^[^\n]*')
+      vim.api.nvim_buf_set_lines(b, n - 1, n, false, pieces)
+    end
+  end)
+  thinking = true
+end
+
+-- M.take_back_answer removes the current model call's answer text: it
+-- turned out to be thinking (the server's template had opened the block).
+function M.take_back_answer()
+  if not answer_at then
+    return
+  end
+  local b = M.buffer()
+  local pos = vim.api.nvim_buf_get_extmark_by_id(b, ns, answer_at, {})
+  vim.api.nvim_buf_del_extmark(b, ns, answer_at)
+  answer_at = nil
+  if not pos[1] then
+    return
+  end
+  edit(function()
+    local row, col = pos[1], pos[2]
+    local first = vim.api.nvim_buf_get_lines(b, row, row + 1, false)[1] or ''
+    vim.api.nvim_buf_set_lines(b, row, -1, false, { first:sub(1, col) })
+  end)
+end
+
 -- M.render turns one soba/event into the lines it adds; `text` events
 -- return (nil, delta) because they continue the current line.
 function M.render(ev)
@@ -158,7 +242,27 @@ function M.on_event(_, ev)
   if type(ev) ~= 'table' then
     return
   end
+  if ev.type == 'thinking' then
+    if ev.moved == true then
+      M.take_back_answer()
+    end
+    M.append_thinking(str(ev.delta))
+    return
+  end
   local lines, text = M.render(ev)
+  if ev.type ~= 'text' then
+    answer_at = nil
+  elseif not answer_at then
+    local b = M.buffer()
+    if thinking then
+      M.append({ '', '' }) -- the answer starts below the thinking, after a blank line
+    end
+    local n = vim.api.nvim_buf_line_count(b)
+    local last = vim.api.nvim_buf_get_lines(b, n - 1, n, false)[1] or ''
+    -- Left gravity: the answer streamed at the mark goes after it.
+    answer_at = vim.api.nvim_buf_set_extmark(b, ns, n - 1, #last, { right_gravity = false })
+  end
+  thinking = false
   if ev.type == 'turn_start' then
     local id = str(ev.turnId)
     if waiting[id] then
@@ -268,6 +372,7 @@ function M.open()
     vim.api.nvim_win_set_buf(win, b)
     vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(b), 0 })
   end
+  M.fold_window(win)
   if require('soba.config').current.chat.input.enabled then
     win = require('soba.input').open(win)
   end
@@ -280,6 +385,7 @@ function M.clear()
   local b = M.buffer()
   vim.api.nvim_buf_clear_namespace(b, ns, 0, -1)
   headers, waiting, shown, titles, started = {}, {}, {}, {}, {}
+  thinking, answer_at = false, nil
   vim.bo[b].modifiable = true
   vim.api.nvim_buf_set_lines(b, 0, -1, false, { '# SOBA chat', '' })
   vim.bo[b].modifiable = false

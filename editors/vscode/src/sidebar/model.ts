@@ -21,6 +21,8 @@ export type StreamItem =
       /** Why the text is not part of the session (a cancelled attempt); the block is shown dimmed with it. */
       discarded?: string;
     }
+  /** The model's thinking, kept apart from its answer and shown folded (R-C9). */
+  | { kind: 'thinking'; key: string; turnId: string; text: string }
   | {
       kind: 'tool';
       key: string;
@@ -217,6 +219,17 @@ export class SidebarModel {
         const last = this.stream[this.stream.length - 1];
         if (last && last.kind === 'assistant' && last.turnId === e.turnId && !last.discarded) last.text += e.delta ?? '';
         else this.push({ kind: 'assistant', key: this.key('a'), turnId: e.turnId, text: e.delta ?? '' });
+        break;
+      }
+      case 'thinking': {
+        if (e.moved) {
+          // The answer streamed so far in this model call was thinking (the server's template had opened the block): it moves.
+          const answer = this.unsettled(e.turnId).pop();
+          if (answer) this.stream = this.stream.filter((s) => s.key !== answer.key);
+        }
+        const last = this.stream[this.stream.length - 1];
+        if (last && last.kind === 'thinking' && last.turnId === e.turnId) last.text += e.delta ?? '';
+        else this.push({ kind: 'thinking', key: this.key('k'), turnId: e.turnId, text: e.delta ?? '' });
         break;
       }
       case 'tool_call': {

@@ -89,6 +89,9 @@ function renderItem(i: StreamItem, md: Markdown, now: number, userIndex: number)
       return `<div class="msg user" data-key="${e(i.key)}" data-index="${userIndex}"><div class="text">${e(i.text)}</div><div class="meta"><span class="time" title="${e(new Date(i.at).toISOString())}">${e(relativeTime(i.at, now))}</span>${button('rewind', i.key, 'Rewind to here', 'Move the session back to just before this message')}</div></div>`;
     case 'assistant':
       return `<div class="msg assistant${i.discarded ? ' discarded' : ''}" data-key="${e(i.key)}"><div class="md">${md(i.text)}</div>${i.discarded ? `<p class="note">${e(i.discarded)}</p>` : ''}</div>`;
+    case 'thinking':
+      // Folded: a closed block the user opens; the webview keeps it open or closed across renders by its key.
+      return `<details class="card thinking" data-key="${e(i.key)}" data-testid="thinking"><summary>Thinking</summary><div class="md">${md(i.text)}</div></details>`;
     case 'tool': {
       const state = i.status === 'running' ? 'running…' : i.status === 'ok' ? 'done' : 'failed';
       const actions = i.path

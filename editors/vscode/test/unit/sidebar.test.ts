@@ -54,6 +54,36 @@ describe('SidebarModel reduces the notifications', () => {
     expect(m.snapshot().stream.filter((i) => i.kind === 'compaction')).toHaveLength(n);
   });
 
+  it('keeps the thinking apart from the answer, folded, and moves back an answer that was thinking (R-C9)', () => {
+    const m = new SidebarModel();
+    m.applyEvent({ turnId: 't1', type: 'turn_start' });
+    m.applyEvent({ turnId: 't1', type: 'thinking', delta: 'The user wants ' });
+    m.applyEvent({ turnId: 't1', type: 'thinking', delta: 'a file.' });
+    m.applyEvent({ turnId: 't1', type: 'text', delta: 'Reading it.' });
+    m.applyEvent({ turnId: 't1', type: 'tool_call', id: 'c1', name: 'read_file', arguments: { path: 'a.go' } });
+    m.applyEvent({ turnId: 't1', type: 'tool_result', id: 'c1', ok: true, summary: '12 lines' });
+    m.applyEvent({ turnId: 't1', type: 'text', delta: 'Hmm, short file.\n' });
+    m.applyEvent({ turnId: 't1', type: 'thinking', delta: 'Hmm, short file.\n', moved: true });
+    m.applyEvent({ turnId: 't1', type: 'text', delta: 'It is a.go.' });
+    m.applyEvent({ turnId: 't1', type: 'turn_end', outcome: 'completed' });
+    const s = m.snapshot();
+    expect(s.stream.map((i) => [i.kind, 'text' in i ? i.text : ''])).toEqual([
+      ['thinking', 'The user wants a file.'],
+      ['assistant', 'Reading it.'],
+      ['tool', ''],
+      ['thinking', 'Hmm, short file.\n'],
+      ['assistant', 'It is a.go.'],
+    ]);
+    const html = renderSidebar(s, markdownRenderer());
+    const blocks = html.match(/<details class="card thinking"[^>]*>/g) ?? [];
+    expect(blocks).toHaveLength(2);
+    for (const b of blocks) expect(b).not.toMatch(/\bopen\b/);
+    expect(html).toContain('<summary>Thinking</summary>');
+    const answers = html.match(/<div class="msg assistant[^"]*"[^>]*><div class="md">([\s\S]*?)<\/div>/g) ?? [];
+    expect(answers.join('')).not.toContain('The user wants');
+    expect(answers.join('')).not.toContain('Hmm');
+  });
+
   it('keeps one row per operation and at most MAX_COMPACTIONS', () => {
     const m = new SidebarModel();
     for (let i = 0; i < MAX_COMPACTIONS + 3; i++) m.applyResult({ operationId: `op${i}`, trigger: 'user', outcome: 'completed' });
