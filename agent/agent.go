@@ -109,6 +109,9 @@ type Agent struct {
 	opt     Options
 	tools   *toolEnv
 	barrier *compaction.Barrier
+	// runCall runs one tool call and records its result: runLiveTool, or
+	// the recording's runner in replay (chosen once, at New).
+	runCall func(ctx context.Context, turnID string, call session.ToolCall)
 
 	// mu guards st and every compactWaiter: each read or change of the
 	// session's state runs under it (do). It is never held while the model,
@@ -262,6 +265,10 @@ func newAgent(opt Options) (*Agent, error) {
 		tools: &toolEnv{root: opt.Resolver, dir: opt.Root, skills: &skillSet{root: opt.Resolver},
 			protected: protectedPaths(opt.Root, opt.SessionDir, opt.FlightDir), mcp: opt.MCP,
 			counter: opt.Counter, share: resultShare(opt.Compaction, opt.MaxToolResultTokens), editor: opt.Editor},
+	}
+	a.runCall = a.runLiveTool
+	if opt.RecordedResults != nil {
+		a.runCall = recordedTools{a: a, results: opt.RecordedResults}.run
 	}
 	a.barrier = &compaction.Barrier{Counter: opt.Counter, Summarizer: opt.Summarizer, SummaryWindowChars: opt.SummaryWindowChars,
 		SummaryMaxOutputTokens: 2048, Now: opt.Now, Work: &a.work}

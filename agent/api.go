@@ -154,8 +154,11 @@ type ApprovalRequest struct {
 	// Scope is what an answer for the session covers (ApprovalScope), in
 	// words: "file edits", "bash commands", "the tools of MCP server x".
 	Scope string
-	// EveryTime is set for a call asked every time (a change to a skill):
-	// an answer for the session would allow it once only, so a front end
-	// that can should not offer one.
+	// EveryTime is set for a call asked every time (a write to a protected
+	// path, R-W6): an answer for the session would allow it once only, so a
+	// front end that can should not offer one.
 	EveryTime bool
+	// Why says, for a call asked every time, which path and why ("Asked
+	// every time: .git/hooks/pre-commit — git runs commands from it …").
+	Why string
 }

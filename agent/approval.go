@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/soba-agent/soba-lsp/configschema"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/tool"
 )
@@ -172,4 +173,115 @@ func (a *Agent) approvalScope(name string) string {
 		}
 	}
 	return name + " calls"
+}
+
+// Verdict is what the approval rule decides for one tool call.
+type Verdict int
+
+// The verdicts.
+const (
+	// VerdictRun: the call runs without a question.
+	VerdictRun Verdict = iota
+	// VerdictAsk: the user is asked; "Allow … for this session" covers
+	// later calls of the same scope.
+	VerdictAsk
+	// VerdictAskEveryTime: the user is asked, whatever was allowed before
+	// and under approval auto; no answer covers a later call (R-W6).
+	VerdictAskEveryTime
+	// VerdictRefuse: the call does not run (a write to a receipt, R-W2).
+	VerdictRefuse
+)
+
+// approvalCase is everything the approval rule looks at, settled before
+// the call runs: the tool, what it writes, the user's settings (already
+// resolved with the workspace's trust, SPEC R-W5) and what the user allowed
+// for the session.
+type approvalCase struct {
+	Tool string
+	// MCP marks a tool of an MCP server; ServerApproval is that server's
+	// own approval ("" when it has none, then tools.approval decides).
+	MCP            bool
+	ServerApproval string
+	// Paths are the workspace paths the call writes (writtenPaths).
+	Paths []string
+	// Approval is tools.approval; AutoApprovePaths the user's
+	// tools.autoApprovePaths.
+	Approval         string
+	AutoApprovePaths []string
+	// SessionAllowed: the user answered "Allow … for this session" for
+	// the call's scope.
+	SessionAllowed bool
+	// Receipts are the paths no tool writes (R-W2).
+	Receipts protected
+}
+
+// approvalVerdict is the decision, with the path and the reason for a
+// question asked every time or a refusal.
+type approvalVerdict struct {
+	Verdict   Verdict
+	Path, Why string
+}
+
+// decideApproval is the one rule that decides whether a tool call runs, is
+// asked, is asked every time, or is refused (R-W2, R-W3, R-W6):
+//
+//  1. write_file and edit_file never write a receipt (the transcript, the
+//     flight records, SOBA's configuration and memory): refused, without a
+//     question that could only lead to the tool's own refusal;
+//  2. a write to a path of AskPaths, or a bash command that writes one or
+//     a receipt, is asked every time, unless the user's own
+//     tools.autoApprovePaths names it;
+//  3. otherwise a tool that writes or runs something (and an MCP tool) is
+//     asked under approval "ask" (an MCP server's own approval decides for
+//     its tools), unless the user allowed its scope for the session.
+func decideApproval(c approvalCase) approvalVerdict {
+	editsFile := c.Tool == tool.WriteFile || c.Tool == tool.EditFile
+	for _, p := range c.Paths {
+		if err := c.Receipts.check(p); err != nil {
+			if editsFile {
+				return approvalVerdict{Verdict: VerdictRefuse, Path: p, Why: err.Error()}
+			}
+			if !autoApproved(p, c.AutoApprovePaths) {
+				return approvalVerdict{Verdict: VerdictAskEveryTime, Path: p, Why: "SOBA's receipts (the session, its flight records, configuration and memory) are written by SOBA alone (R-W2)"}
+			}
+		}
+	}
+	for _, p := range c.Paths {
+		if ap, ok := askPathFor(p); ok && !autoApproved(p, c.AutoApprovePaths) {
+			return approvalVerdict{Verdict: VerdictAskEveryTime, Path: p, Why: ap.Why}
+		}
+	}
+	var needs bool
+	switch {
+	case c.MCP && c.ServerApproval != "":
+		needs = c.ServerApproval == configschema.ApprovalAsk
+	case c.MCP:
+		needs = c.Approval == configschema.ApprovalAsk
+	default:
+		needs = tool.Mutates(c.Tool) && c.Approval == configschema.ApprovalAsk
+	}
+	if !needs || c.SessionAllowed {
+		return approvalVerdict{Verdict: VerdictRun}
+	}
+	return approvalVerdict{Verdict: VerdictAsk}
+}
+
+// approvalCaseOf gathers the case of one call: its written paths, the MCP
+// server's approval and the settings.
+func (a *Agent) approvalCaseOf(call session.ToolCall, sessionAllowed bool) approvalCase {
+	c := approvalCase{Tool: call.Name, Approval: a.opt.Approval, AutoApprovePaths: a.opt.AutoApprovePaths,
+		SessionAllowed: sessionAllowed, Receipts: a.tools.protected}
+	if IsMCPTool(call.Name) {
+		c.MCP = true
+		if m := a.opt.MCP; m != nil {
+			if r, ok := m.route[call.Name]; ok {
+				c.ServerApproval = r.approval
+			}
+		}
+		return c
+	}
+	if tool.Mutates(call.Name) {
+		c.Paths = a.tools.writtenPaths(call)
+	}
+	return c
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/session"
-	"github.com/soba-agent/soba-lsp/tool"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
 
@@ -414,21 +413,6 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set(k, v)
 	}
 	return http.DefaultTransport.RoundTrip(r)
-}
-
-// needsApproval reports whether a call of the tool name asks the user
-// first: writes and bash under tools.approval ask; MCP tools as their
-// server's approval says, else as tools.approval says.
-func (a *Agent) needsApproval(name string) bool {
-	if IsMCPTool(name) {
-		if m := a.opt.MCP; m != nil {
-			if r, ok := m.route[name]; ok && r.approval != "" {
-				return r.approval == "ask"
-			}
-		}
-		return a.opt.Approval == "ask"
-	}
-	return tool.Mutates(name) && a.opt.Approval == "ask"
 }
 
 // toolSpecs are the tools the model is offered: SOBA's own, then the MCP

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/soba-agent/soba-lsp/capsule"
 	"github.com/soba-agent/soba-lsp/session"
-	"github.com/soba-agent/soba-lsp/tool"
 	"github.com/soba-agent/soba-lsp/workspace"
 )
 
@@ -47,32 +45,6 @@ func (p protected) check(rel string) error {
 		}
 	}
 	return nil
-}
-
-// changesSkill reports whether call writes a skill's files.
-func (env *toolEnv) changesSkill(call session.ToolCall) bool {
-	if env.root == nil || (call.Name != tool.WriteFile && call.Name != tool.EditFile) {
-		return false
-	}
-	var a struct {
-		Path string `json:"path"`
-	}
-	if json.Unmarshal(call.Arguments, &a) != nil || a.Path == "" {
-		return false
-	}
-	_, rel, err := env.root.Resolve(a.Path)
-	if err != nil {
-		return false
-	}
-	real, _ := env.root.Real(rel)
-	return skillChange(rel) || skillChange(real)
-}
-
-// skillChange reports whether a write to rel changes a skill: skills are
-// instructions the model follows, so such a write is always asked for
-// explicitly, even under approval "auto" or after "Allow for session".
-func skillChange(rel string) bool {
-	return rel == skillsDir || strings.HasPrefix(rel, skillsDir+"/")
 }
 
 // readCapsuleFile reads a .capsule.md for capsule.load (R-W1): through the

@@ -374,3 +374,23 @@ func quoteShort(s string) string {
 	s = text.Clip(s, 47+len("…"))
 	return fmt.Sprintf("%q", s)
 }
+
+// recordedTools answers tool calls from a recording (replay): nothing runs
+// and nothing is asked; a call with no recorded result fails. It stands in
+// for the live runner, so the live tool path has no replay branch.
+type recordedTools struct {
+	a       *Agent
+	results map[string]session.ToolResult
+}
+
+func (r recordedTools) run(_ context.Context, turnID string, call session.ToolCall) {
+	res, ok := r.results[call.ID]
+	if !ok {
+		res = session.ToolResult{Content: "replay: no recorded result for this call"}
+	}
+	if res.Artifacts != nil && res.Artifacts.Skill != "" {
+		// A recorded activation is one too: the next capsule lists it.
+		_ = r.a.do(func(st *state) { st.activeSkills = appendUnique(st.activeSkills, res.Artifacts.Skill) })
+	}
+	r.a.appendToolResult(turnID, call, toolRun{ok: res.OK, content: res.Content, artifacts: res.Artifacts})
+}

@@ -685,53 +685,53 @@ func (a *Agent) countThinking(thinking string) int {
 	return a.opt.Counter.Count(thinking)
 }
 
-// runTool asks for approval where needed, runs one tool call and records
-// its result before the next inference.
+// runTool runs one tool call through the agent's runner and records its
+// result before the next inference: the live runner (runLiveTool), or a
+// recording's in replay (recordedTools).
 func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCall) {
 	a.opt.Notifier.Event(Event{TurnID: turnID, Type: "tool_call", ID: call.ID, Name: call.Name, Arguments: call.Arguments})
-	sc := session.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}
-	if a.opt.RecordedResults != nil {
-		r, ok := a.opt.RecordedResults[call.ID]
-		if !ok {
-			r = session.ToolResult{Content: "replay: no recorded result for this call"}
-		}
-		if r.Artifacts != nil && r.Artifacts.Skill != "" {
-			// A recorded activation is one too: the next capsule lists it.
-			_ = a.do(func(st *state) { st.activeSkills = appendUnique(st.activeSkills, r.Artifacts.Skill) })
-		}
-		a.appendToolResult(turnID, sc, toolRun{ok: r.OK, content: r.Content, artifacts: r.Artifacts})
-		return
-	}
-	skill := a.tools.changesSkill(sc)
+	a.runCall(ctx, turnID, session.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments})
+}
+
+// runLiveTool asks the approval rule (decideApproval), asks the user when
+// it says so, and runs the tool.
+func (a *Agent) runLiveTool(ctx context.Context, turnID string, sc session.ToolCall) {
+	scope := a.approvalScope(sc.Name)
+	allowed := false
+	_ = a.do(func(st *state) { allowed = st.allowSession[scope] })
+	v := decideApproval(a.approvalCaseOf(sc, allowed))
 	approval := "" // the user's answer, recorded with the result
-	if a.needsApproval(call.Name) || skill {
-		allowed := false
-		scope := a.approvalScope(call.Name)
-		if !skill { // a change to a skill is asked every time
-			_ = a.do(func(st *state) { allowed = st.allowSession[scope] })
+	switch v.Verdict {
+	case VerdictRefuse:
+		a.appendToolResult(turnID, sc, fail("%s", v.Why))
+		return
+	case VerdictAsk, VerdictAskEveryTime:
+		everyTime := v.Verdict == VerdictAskEveryTime
+		decision := Deny
+		if a.opt.Approver != nil {
+			req := a.tools.approvalRequest(sc)
+			req.Scope, req.EveryTime = scope, everyTime
+			if everyTime {
+				req.Why = fmt.Sprintf("Asked every time: %s — %s.", v.Path, strings.TrimSuffix(v.Why, "."))
+			}
+			d, err := a.opt.Approver.Approve(ctx, req)
+			if err == nil {
+				decision = d
+			}
 		}
-		if !allowed {
-			decision := Deny
-			if a.opt.Approver != nil {
-				req := a.tools.approvalRequest(sc)
-				req.Scope, req.EveryTime = scope, skill
-				d, err := a.opt.Approver.Approve(ctx, req)
-				if err == nil {
-					decision = d
-				}
+		switch decision {
+		case AllowSession:
+			approval = session.ApprovalSession
+			// An answer for the session never covers a call asked every
+			// time: it allows this one only.
+			if !everyTime {
+				_ = a.do(func(st *state) { st.allowSession[scope] = true })
 			}
-			switch decision {
-			case AllowSession:
-				approval = session.ApprovalSession
-				if !skill {
-					_ = a.do(func(st *state) { st.allowSession[scope] = true })
-				}
-			case AllowOnce:
-				approval = session.ApprovalOnce
-			default:
-				a.appendToolResult(turnID, sc, toolRun{content: "denied: the user did not allow this " + call.Name + " call", approval: session.ApprovalDenied})
-				return
-			}
+		case AllowOnce:
+			approval = session.ApprovalOnce
+		default:
+			a.appendToolResult(turnID, sc, toolRun{content: "denied: the user did not allow this " + sc.Name + " call", approval: session.ApprovalDenied})
+			return
 		}
 	}
 	_ = a.do(func(st *state) {
@@ -740,7 +740,7 @@ func (a *Agent) runTool(ctx context.Context, turnID string, call provider.ToolCa
 	})
 	var run toolRun
 	if r := recoverTurn(func() { run = a.tools.run(ctx, sc) }); r != nil {
-		run = fail("%s: internal error: %v", call.Name, r)
+		run = fail("%s: internal error: %v", sc.Name, r)
 	}
 	run = a.sizer().fit(sc, run)
 	_ = a.do(func(st *state) {

@@ -79,7 +79,7 @@ func (w wireNotifier) Warn(message string) { w.n.Warn(message) }
 type wireApprover struct{ a lsp.Approver }
 
 func (w wireApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
-	d, err := w.a.Approve(ctx, lsp.ApprovalRequest{Tool: req.Tool, Summary: req.Summary, Path: req.Path, Proposed: req.Proposed, Scope: req.Scope, EveryTime: req.EveryTime})
+	d, err := w.a.Approve(ctx, lsp.ApprovalRequest{Tool: req.Tool, Summary: req.Summary, Path: req.Path, Proposed: req.Proposed, Scope: req.Scope, EveryTime: req.EveryTime, Why: req.Why})
 	switch d {
 	case lsp.AllowOnce:
 		return agent.AllowOnce, err

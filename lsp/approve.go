@@ -22,7 +22,12 @@ const (
 // naming the tool, then the whole summary on the lines after it (the VS Code
 // extension shows them as the dialog's detail, the Neovim plugin as the
 // prompt), never cut to a first line.
-func approvalMessage(tool, summary string) string {
+func approvalMessage(tool, why, summary string) string {
+	if why != "" {
+		// Why a call is asked every time comes before what it does, so a
+		// dialog that shows the first lines shows it (R-W6).
+		return fmt.Sprintf("SOBA wants to run %s\n%s\n%s", tool, why, summary)
+	}
 	return fmt.Sprintf("SOBA wants to run %s\n%s", tool, summary)
 }
 
@@ -83,7 +88,7 @@ func (a *editorApprover) Approve(ctx context.Context, req ApprovalRequest) (Appr
 	case <-ctx.Done():
 		return Deny, ctx.Err()
 	}
-	params, err := encodeJSON(approvalParams{Type: lsproto.MessageTypeWarning, Message: approvalMessage(tool, req.Summary),
+	params, err := encodeJSON(approvalParams{Type: lsproto.MessageTypeWarning, Message: approvalMessage(tool, req.Why, req.Summary),
 		Actions: approvalActions(req), Soba: protocol.ApprovalDetail{Tool: tool, Summary: req.Summary, Path: req.Path, Proposed: req.Proposed, Scope: sessionScope(req)}})
 	if err != nil {
 		return Deny, fmt.Errorf("asking the editor to approve %s: %w", tool, err)

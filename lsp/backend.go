@@ -126,9 +126,12 @@ type ApprovalRequest struct {
 	// "bash commands", "the tools of MCP server \"github\""); the allow
 	// action names it. Empty: the tool alone.
 	Scope string
-	// EveryTime: the call is asked every time (a change to a skill), so no
-	// answer for the session is offered.
+	// EveryTime: the call is asked every time (a write to a protected
+	// path, R-W6), so no answer for the session is offered.
 	EveryTime bool
+	// Why says which protected path and why, for a call asked every time;
+	// the question's second line.
+	Why string
 }
 
 // BackendFactory creates the backend at `initialize`. An error fails the
