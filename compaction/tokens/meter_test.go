@@ -178,3 +178,36 @@ func TestEntryTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageCountsThinking_RC9: a completion that counted thinking the
+// transcript keeps apart is in the effective size until the next report,
+// and does not skew the calibration: an exact provider stays at ratio 1.
+func TestUsageCountsThinking_RC9(t *testing.T) {
+	tests := []struct {
+		name                     string
+		thinking                 int
+		usage                    func(m *Meter, prompt, completion, thinking int)
+		wantEffective, wantAfter int
+	}{
+		{"thinking estimated", 300, func(m *Meter, p, c, th int) { m.UsageThinking(p, c, th) }, 1000 + 350, 2000},
+		{"thinking left out of the estimate", 300, func(m *Meter, p, c, _ int) { m.Usage(p, c) }, 1000 + 350, 0},
+	}
+	for _, tt := range tests {
+		var m Meter
+		m.Reset(200, []int{800})
+		m.Add(50) // the answer's entry, thinking not included
+		tt.usage(&m, 1000, 50+tt.thinking, tt.thinking)
+		if got, _ := m.Effective(); got != tt.wantEffective {
+			t.Errorf("%s: effective %d, want %d (prompt + the whole completion)", tt.name, got, tt.wantEffective)
+		}
+		// A compaction rebuilds the view: the estimate is calibrated.
+		m.Reset(200, []int{1800})
+		got, _ := m.Effective()
+		if tt.wantAfter > 0 && got != tt.wantAfter {
+			t.Errorf("%s: calibrated estimate %d, want %d (an exact provider)", tt.name, got, tt.wantAfter)
+		}
+		if tt.wantAfter == 0 && got <= 2000 {
+			t.Errorf("%s: calibrated estimate %d: the thinking no longer inflates the ratio?", tt.name, got)
+		}
+	}
+}
