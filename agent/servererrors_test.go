@@ -239,7 +239,17 @@ func TestQuotaIsNotRetried(t *testing.T) {
 
 // The user-facing sentences, one row each (docs/messages.md).
 func TestUserMessages(t *testing.T) {
-	cases := []struct {
+	for _, tc := range userMessageCases() {
+		if tc.got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// userMessageCases are the agent's user-facing sentences as the code
+// writes them (got) and as they should read (want).
+func userMessageCases() []struct{ name, got, want string } {
+	return []struct {
 		name, got, want string
 	}{
 		{"over limit, latest tool result", msgOverLimit(overLimit{Limit: 17000, Needed: 22162, How: overCompacted, Part: partToolResult, PartTokens: 12000, Latest: true}),
@@ -262,11 +272,6 @@ func TestUserMessages(t *testing.T) {
 			"The model server still answered that the request does not fit its context window after SOBA compacted once, so the request was not sent again. The server says its window is 8,192 tokens but `model.contextWindow` is 32,768: set `model.contextWindow` to 8,192 or less, or start the server with a larger context."},
 		{"overflow, nothing to compact", msgOverflowAgain(false, 0, 32768),
 			"The model server answered that the request does not fit its context window, and there is nothing older to compact, so the request was not sent again. Set `model.contextWindow` to the window the server really has (llama.cpp -c, Ollama num_ctx, vLLM --max-model-len), or start a new session."},
-	}
-	for _, tc := range cases {
-		if tc.got != tc.want {
-			t.Errorf("%s:\n got %q\nwant %q", tc.name, tc.got, tc.want)
-		}
 	}
 }
 

@@ -138,10 +138,10 @@ func (b *Barrier) run(ctx context.Context, in RunInput, report *reporter, asked 
 			return CompactionResult{Outcome: OutcomeCancelled, Reason: "cancelled while the summary was generated"}
 		case errors.Is(err, context.DeadlineExceeded):
 			degraded = true
-			notice = fmt.Sprintf("The summary model did not answer within %d ms; SOBA used the deterministic fallback capsule (quality degraded).", p.Config.TimeoutMs)
+			notice = NoticeSummaryTimeout(time.Duration(p.Config.TimeoutMs) * time.Millisecond)
 		case err != nil:
 			degraded = true
-			notice = "The summary model failed (" + oneLine(err.Error()) + "); SOBA used the deterministic fallback capsule (quality degraded)."
+			notice = NoticeSummaryFailed(oneLine(err.Error()))
 		default:
 			summary = &st
 		}

@@ -237,7 +237,7 @@ func TestTimeoutFallbackDegraded_RF1(t *testing.T) {
 	if elapsed > time.Duration(cfg.TimeoutMs)*time.Millisecond+100*time.Millisecond {
 		t.Fatalf("fallback took %v, want within timeoutMs + 100 ms", elapsed)
 	}
-	if len(warns) != 1 || !strings.Contains(warns[0], "fallback") {
+	if len(warns) != 1 || warns[0] != NoticeSummaryTimeout(time.Duration(cfg.TimeoutMs)*time.Millisecond) {
 		t.Fatalf("warnings %q, want one naming the fallback", warns)
 	}
 	if app.appended[0].Quality != "degraded" || !strings.Contains(res.Line, "degraded") {

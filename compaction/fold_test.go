@@ -104,7 +104,7 @@ func TestFiveThousandFilesCapsule_RC7(t *testing.T) {
 func TestNotSmallerIsNeverCompleted_RC7(t *testing.T) {
 	for _, trigger := range []string{TriggerUser, TriggerHardLimit, TriggerContextOverflow, TriggerTurnComplete} {
 		p := Plan{PlanRequest: PlanRequest{Trigger: trigger, Config: DefaultConfig()}, TokensBefore: 4545}
-		if ok, why := p.Accept(Capsule{TokensAfter: 80522}); ok || !strings.Contains(why, "not fewer than the 4,545 it replaces") {
+		if ok, why := p.Accept(Capsule{TokensAfter: 80522}); ok || !strings.Contains(why, "no fewer than the 4,545 tokens of history it would replace") {
 			t.Errorf("%s: accepted %v, %q", trigger, ok, why)
 		}
 		if ok, _ := p.Accept(Capsule{TokensAfter: 1000}); !ok && !IsSoft(trigger) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/soba-agent/soba-lsp/capsule"
-	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -124,7 +123,7 @@ func MakePlan(t Transcript, c Counter, req PlanRequest) (Plan, error) {
 	p.Cut = cut
 	p.TokensBefore = req.SystemTokens + p.PreviousCapsuleTokens + cut.CompactTokens + cut.KeptTokens
 	if !cut.Compactable() {
-		return p, &Skip{Reason: "nothing old enough to compact (all of the history is in the recent part kept as is)"}
+		return p, &Skip{Reason: ReasonNothingOld}
 	}
 	return p, nil
 }
@@ -192,7 +191,7 @@ func BuildCapsule(t Transcript, c Counter, p Plan, summary *capsule.State, degra
 // replaces is never accepted (R-C7).
 func (p Plan) Accept(c Capsule) (bool, string) {
 	if p.TokensBefore > 0 && c.TokensAfter >= p.TokensBefore {
-		return false, fmt.Sprintf("the capsule would leave %s tokens, not fewer than the %s it replaces", text.Thousands(c.TokensAfter), text.Thousands(p.TokensBefore))
+		return false, ReasonNotSmaller(c.TokensAfter, p.TokensBefore)
 	}
 	return PostGenerationROI(p.Trigger, p.TokensBefore, c.TokensAfter, p.Config)
 }

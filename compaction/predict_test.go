@@ -54,7 +54,7 @@ func TestNoWastedSummary_RR1_RR2(t *testing.T) {
 		wantDecline bool
 	}{
 		{name: "soft, prediction declines: nothing asked", trigger: TriggerAutoThreshold, minReclaim: exactFloor + 1, answer: goodSummary,
-			want: OutcomeSkipped, wantLine: "predicted before generating: the capsule would reclaim only", wantDecline: true},
+			want: OutcomeSkipped, wantLine: "predicted before generating: it would free only", wantDecline: true},
 		{name: "soft with native, prediction declines: neither asked", trigger: TriggerTurnComplete, minReclaim: exactFloor + 1, answer: goodSummary, native: true,
 			want: OutcomeSkipped, wantLine: "the summary model was not asked", wantDecline: true},
 		{name: "soft, prediction passes: summary asked, completed", trigger: TriggerMilestone, minReclaim: exactFloor, answer: goodSummary,

@@ -34,10 +34,10 @@ func PostGenerationROI(trigger string, before, after int, c Config) (bool, strin
 	}
 	reclaimed := before - after
 	if before <= 0 || reclaimed < c.MinReclaimableTokens {
-		return false, fmt.Sprintf("the capsule would reclaim only %s tokens, below minReclaimableTokens %s", text.Thousands(max(reclaimed, 0)), text.Thousands(c.MinReclaimableTokens))
+		return false, ReasonTooLittleFreed(reclaimed, c.MinReclaimableTokens)
 	}
 	if ratio := float64(reclaimed) / float64(before); ratio < c.MinSavingsRatio {
-		return false, fmt.Sprintf("the capsule would save only %.0f%%, below minSavingsRatio %.0f%%", 100*ratio, 100*c.MinSavingsRatio)
+		return false, ReasonTooSmallShare(ratio, c.MinSavingsRatio)
 	}
 	return true, ""
 }
