@@ -703,6 +703,12 @@ func Roll(prev, next capsule.State) capsule.State {
 	}
 	var passedBefore []string
 	out.Done = slices.DeleteFunc(out.Done, func(d string) bool {
+		if cmd, _, ok := strings.Cut(strings.TrimPrefix(d, "`"), "` passed before "); ok && strings.HasPrefix(d, "`") {
+			// A pass from before later edits, carried from an older
+			// capsule: gone once a later run of the check says otherwise.
+			o, known := rolledOutcome[cmd]
+			return known && o != OutcomePassed
+		}
 		cmd, ok := strings.CutSuffix(strings.TrimPrefix(d, "`"), "` passes")
 		if !ok || !strings.HasPrefix(d, "`") {
 			return false

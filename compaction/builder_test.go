@@ -222,3 +222,24 @@ func TestDoneHoldsOnlyWorkWithEvidence_RC1(t *testing.T) {
 		t.Errorf("rolled Done = %q, want the milestone and no answered item", rolled.Done)
 	}
 }
+
+// TestDoneNeverCarriesContradictedPass_RC5: a capsule of a Claude Code
+// session said "`mise run test` passed before 1 later edit"; the runs after
+// it failed. Rolled into the next capsule, Done must not keep the pass.
+func TestDoneNeverCarriesContradictedPass_RC5(t *testing.T) {
+	prev := capsule.State{
+		Done:         []string{"`mise run test` passed before 1 later edit", "`mise run lint` passed before 2 later edits"},
+		Verification: []capsule.Verification{{Command: "mise run test", Outcome: OutcomePassed}, {Command: "mise run lint", Outcome: OutcomePassed}},
+	}
+	next := capsule.State{
+		Verification: []capsule.Verification{{Command: "mise run test", ExitCode: 1, Outcome: OutcomeFailedCmd}},
+	}
+	got := Roll(prev, next)
+	if slices.Contains(got.Done, "`mise run test` passed before 1 later edit") {
+		t.Errorf("Done keeps a pass the later run contradicts: %q", got.Done)
+	}
+	// A pass no later run contradicts stays, stale as it was.
+	if !slices.Contains(got.Done, "`mise run lint` passed before 2 later edits") {
+		t.Errorf("Done lost an uncontradicted pass: %q", got.Done)
+	}
+}

@@ -542,9 +542,10 @@ func (b *builder) addResult(line int, id, sourceName string, ok bool, content st
 	}
 	delete(b.calls, id)
 	r := &session.ToolResult{ToolCallID: id, ToolName: c.name, OK: ok, Content: content}
-	if ok || !compaction.IsDenial(content) {
+	if ok || !compaction.IsDenial(content) || len(c.subRead)+len(c.subModified) > 0 {
 		// A call the user refused ran nothing: no files, no command run
-		// (R-C6).
+		// (R-C6). A Task stopped after its subagent worked did run: its
+		// subagent's files stay.
 		r.Artifacts = c.artifacts(ok, exit)
 	}
 	if r.ToolName == "" {

@@ -196,6 +196,27 @@ def score(binary, path, work, cfg):
     return row, f
 
 
+def by_size(rows):
+    """Seconds per MB and peak RSS of import and dry-run compact by file
+    size: linear when the seconds per MB do not grow with the size (small
+    files carry the process start-up)."""
+    out = []
+    for lo, hi in ((0, 1e5), (1e5, 1e6), (1e6, 4e6), (4e6, 1e12)):
+        rs = [r for r in rows if lo <= r["bytes"] < hi and "compactSeconds" in r]
+        if not rs:
+            continue
+        mb = sum(r["bytes"] for r in rs) / 1e6
+        out.append({
+            "size": f"{lo / 1e6:g}-{hi / 1e6:g} MB" if hi < 1e12 else f">= {lo / 1e6:g} MB",
+            "transcripts": len(rs), "megabytes": round(mb, 1),
+            "importSecondsPerMB": round(sum(r["importSeconds"] for r in rs) / mb, 3),
+            "compactSecondsPerMB": round(sum(r["compactSeconds"] for r in rs) / mb, 3),
+            "peakImportRSSMiB": round(max(r["importRSS"] for r in rs) / 1024, 1),
+            "peakCompactRSSMiB": round(max(r["compactRSS"] for r in rs) / 1024, 1),
+        })
+    return out
+
+
 def main():
     binary, d = os.path.abspath(sys.argv[1]), sys.argv[2]
     out = sys.argv[3] if len(sys.argv) > 3 else None
@@ -241,6 +262,7 @@ def main():
         "peakImportRSSMiB": round(max((r.get("importRSS", 0) for r in scored), default=0) / 1024, 1),
         "peakCompactRSSMiB": round(max((r.get("compactRSS", 0) for r in scored), default=0) / 1024, 1),
     }
+    summary["bySize"] = by_size(scored)
     print(json.dumps(summary, indent=1))
     if out:
         with open(out, "w") as fh:
