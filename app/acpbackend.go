@@ -121,6 +121,8 @@ func (s *acpSession) replay() error {
 			s.post(func() { s.peer.UserText(bg, text) })
 		case e.Assistant != nil:
 			a := e.Assistant
+			// The thinking replays as thought, apart from the answer (R-C9).
+			s.post(func() { s.peer.Thought(bg, a.Thinking) })
 			s.post(func() { s.peer.Text(bg, a.Text) })
 			for _, c := range a.ToolCalls {
 				t := s.toolCall(c.ID, c.Name, c.Arguments)
