@@ -21,13 +21,17 @@ func LoadSettings(root string, initOptions, didChange json.RawMessage) (Settings
 	if err != nil {
 		return Settings{}, warnings, err
 	}
+	// The warning about ignored repository settings travels in the
+	// settings, so the workspace shows it once per change, not at each
+	// didChangeConfiguration.
+	warnings = slices.DeleteFunc(warnings, func(w string) bool { return w == cfg.RepositoryWarning })
 	return settingsOf(cfg, root), warnings, nil
 }
 
 func settingsOf(cfg workspace.Config, root string) Settings {
 	s := Settings{Model: cfg.Model, Compaction: cfg.EngineConfig(), Approval: cfg.Tools.Approval, MaxToolResultTokens: cfg.Tools.MaxResultTokens,
 		AutoApprovePaths: cfg.Tools.AutoApprovePaths, SessionDir: cfg.ResolveSessionDir(root), SessionOnStart: cfg.SessionOnStart,
-		RepositoryIgnored: cfg.RepositoryIgnored, WorkspaceTrusted: cfg.WorkspaceTrusted}
+		RepositoryIgnored: cfg.RepositoryIgnored, WorkspaceTrusted: cfg.WorkspaceTrusted, RepositoryWarning: cfg.RepositoryWarning}
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
 		m := cfg.MCPServers[name]
 		s.MCPServers = append(s.MCPServers, agent.MCPServer{Name: name, Command: m.Command, Args: m.Args, Env: m.Env, URL: m.URL, Headers: m.Headers, SSE: m.Type == "sse", Approval: m.Approval})

@@ -53,6 +53,9 @@ type Settings struct {
 	// WorkspaceTrusted is set when the repository's configuration applied
 	// in full.
 	WorkspaceTrusted bool
+	// RepositoryWarning is the one warning naming RepositoryIgnored, ""
+	// when nothing is ignored; the workspace shows it when it changes.
+	RepositoryWarning string
 }
 
 // SettingsLoader resolves the configuration layers of the workspace at
@@ -117,6 +120,9 @@ func OpenWorkspace(opt WorkspaceOptions) (*Workspace, []string, error) {
 	settings, warnings, err := opt.Load(root.Dir(), opt.InitOptions, nil)
 	if err != nil {
 		return nil, warnings, err
+	}
+	if settings.RepositoryWarning != "" {
+		warnings = append(warnings, settings.RepositoryWarning)
 	}
 	if _, err := workspace.EnsureSobaDir(root); err != nil {
 		return nil, warnings, err
@@ -322,6 +328,9 @@ func (w *Workspace) Configure(didChange json.RawMessage) ([]string, error) {
 	s, warnings, err := w.opt.Load(w.root.Dir(), w.opt.InitOptions, didChange)
 	if err != nil {
 		return warnings, err
+	}
+	if s.RepositoryWarning != "" && s.RepositoryWarning != w.settings.RepositoryWarning {
+		warnings = append(warnings, s.RepositoryWarning)
 	}
 	w.didChange, w.settings = didChange, s
 	if w.agent.Busy() {

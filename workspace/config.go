@@ -45,6 +45,10 @@ type Config struct {
 	// applied in full: the editor said the workspace is trusted, or the
 	// trust store records the file's current content.
 	WorkspaceTrusted bool `json:"-"`
+	// RepositoryWarning is the one warning about RepositoryIgnored (also
+	// among LoadConfig's warnings), so a caller that reloads can tell it
+	// apart and say it again only when it changes.
+	RepositoryWarning string `json:"-"`
 }
 
 // MCPServerConfig is one MCP server: Command (stdio) or URL (type http).
@@ -296,7 +300,10 @@ func LoadConfig(root string, l Layers) (Config, []string, error) {
 	}
 
 	layerIndex := map[string]int{LayerDefaults: -1}
-	var ignored []IgnoredKey
+	var (
+		ignored        []IgnoredKey
+		ignoredWarning string
+	)
 	for i, src := range sources {
 		layerIndex[src.name] = i
 		obj := src.obj
@@ -322,7 +329,8 @@ func LoadConfig(root string, l Layers) (Config, []string, error) {
 		mergeInto(merged, obj, "", src.name, origin)
 	}
 	if len(ignored) > 0 {
-		warnings = append(warnings, IgnoredWarning(root, ignored))
+		ignoredWarning = IgnoredWarning(root, ignored)
+		warnings = append(warnings, ignoredWarning)
 	}
 	if len(errs) > 0 {
 		return Config{}, nil, errors.Join(errs...)
@@ -357,6 +365,7 @@ func LoadConfig(root string, l Layers) (Config, []string, error) {
 	slices.Sort(cfg.RepositoryIgnored)
 	cfg.RepositoryIgnored = slices.Compact(cfg.RepositoryIgnored)
 	cfg.WorkspaceTrusted = trusted || fileTrusted
+	cfg.RepositoryWarning = ignoredWarning
 	return cfg, warnings, nil
 }
 

@@ -392,6 +392,18 @@ func TestTrustedWorkspaceAppliesInFull_RW5(t *testing.T) {
 			if err != nil || !strings.Contains(string(out), "changed since it was trusted: untrusted") {
 				t.Fatalf("trust --list: %v\n%s", err, out)
 			}
+			for _, want := range []string{"is no longer trusted", "was not trusted"} {
+				rv := exec.Command(binary, "trust", "--revoke", ws)
+				rv.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+				if out, err := rv.CombinedOutput(); err != nil || !strings.Contains(string(out), want) {
+					t.Fatalf("trust --revoke: %v\n%s (want %q)", err, out, want)
+				}
+			}
+			none := exec.Command(binary, "trust", t.TempDir())
+			none.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+			if out, err := none.CombinedOutput(); err == nil || !strings.Contains(string(out), "nothing to trust") {
+				t.Fatalf("trust of a directory without .soba/config.json: %v\n%s", err, out)
+			}
 		})
 	}
 }
