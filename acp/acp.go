@@ -160,7 +160,9 @@ func Serve(ctx context.Context, backend Backend, in io.Reader, out io.Writer, ve
 	// The SDK's reader starts at once, and its SetLogger is not
 	// synchronized with it: nothing is read until the logger is set.
 	ready := make(chan struct{})
-	s.conn = sdk.NewAgentSideConnection(s, s.out, &gatedReader{r: newInterceptor(in, s.intercept), open: ready})
+	// Lines over maxLineBytes are refused before anything else sees them
+	// (R-W7).
+	s.conn = sdk.NewAgentSideConnection(s, s.out, &gatedReader{r: newInterceptor(&boundedLines{r: in, out: s.out, log: log, limit: maxLineBytes}, s.intercept), open: ready})
 	s.conn.SetLogger(log)
 	close(ready)
 	select {

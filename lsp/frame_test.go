@@ -20,7 +20,7 @@ import (
 // is wrong, the request's id when it could be read (else null), and never a
 // long value echoed; the server keeps serving.
 func TestInvalidMessagesSayWhatIsWrong(t *testing.T) {
-	huge := strings.Repeat("m", 50<<20)
+	huge := strings.Repeat("m", 10<<20) // under maxFrameBytes: read, refused by its content
 	cases := []struct {
 		name, body string
 		code       int64
@@ -37,8 +37,8 @@ func TestInvalidMessagesSayWhatIsWrong(t *testing.T) {
 		{"id null", `{"jsonrpc":"2.0","id":null,"method":"workspace/executeCommand"}`, -32600, "null", `"id" is null`},
 		{"id an object", `{"jsonrpc":"2.0","id":{"x":1},"method":"shutdown"}`, -32600, "null", `"id" must be an integer or a string, got {"x":1}`},
 		{"method and result", `{"jsonrpc":"2.0","id":8,"method":"x","result":1}`, -32600, "8", `cannot carry both "method" and "result"`},
-		{"50 MB method name", `{"jsonrpc":"2.0","id":9,"method":"` + huge + `"}`, -32600, "9", `"method" is 52428800 bytes long`},
-		{"50 MB string id", `{"jsonrpc":"2.0","id":"` + huge + `","method":"soba/none"}`, -32600, "null", `"id" is a string of 52428800 bytes`},
+		{"10 MB method name", `{"jsonrpc":"2.0","id":9,"method":"` + huge + `"}`, -32600, "9", `"method" is 10485760 bytes long`},
+		{"10 MB string id", `{"jsonrpc":"2.0","id":"` + huge + `","method":"soba/none"}`, -32600, "null", `"id" is a string of 10485760 bytes`},
 	}
 	e := runServer(t)
 	e.initialize(false)
@@ -81,6 +81,74 @@ func TestInvalidMessagesSayWhatIsWrong(t *testing.T) {
 	if err := e.Call(MethodExecuteCommand, map[string]any{"command": huge[:1<<20]}, nil); err == nil || len(err.Message) > 1024 {
 		t.Errorf("unknown 1 MB command: error of %d bytes, want a short one", len(fmt.Sprint(err)))
 	}
+}
+
+// TestOversizedMessagesSkipped_RW7: a message over the limit is streamed
+// past unread and answered with -32600 naming its size and the limit: with
+// its id when it has one (found before or after its params), null when it
+// has neither id nor method, not at all when it is a notification (logged);
+// the server keeps serving, and a header line longer than the reader's
+// buffer ends the input instead of growing it.
+func TestOversizedMessagesSkipped_RW7(t *testing.T) {
+	const limit = 1 << 20
+	big := strings.Repeat("a", 3*limit)
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	e := runServer(t, WithMaxMessage(limit), WithLogger(log))
+	e.initialize(false)
+	size := func(body string) string { return fmt.Sprintf("the message is %d bytes, over the limit of %d bytes", len(body), limit) }
+	for _, c := range []struct {
+		name, body, id string
+	}{
+		{"request, id first", `{"jsonrpc":"2.0","id":31,"method":"workspace/executeCommand","params":{"command":"soba.prompt","arguments":[{"text":"` + big + `"}]}}`, "31"},
+		{"request, id last", `{"params":{"command":"soba.prompt","arguments":[{"text":"` + big + `"}]},"method":"workspace/executeCommand","jsonrpc":"2.0","id":"late"}`, `"late"`},
+		{"neither id nor method", `{"jsonrpc":"2.0","params":"` + big + `"}`, "null"},
+		{"notification", `{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"text":"` + big + `"}}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(e.Snapshot().Stray)
+			var ch <-chan lsptest.Msg
+			if c.id != "null" && c.id != "" {
+				ch = e.Expect(c.id)
+			}
+			e.WriteRaw(lsptest.Frame([]byte(c.body)))
+			var m lsptest.Msg
+			switch c.id {
+			case "":
+				if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
+					t.Fatalf("server stopped serving: %v", err)
+				}
+				if n := len(e.Snapshot().Stray); n != before {
+					t.Fatalf("a notification was answered")
+				}
+				if !strings.Contains(buf.String(), "a notification was skipped") || !strings.Contains(buf.String(), size(c.body)) {
+					t.Fatalf("the skipped notification is not logged:\n%s", buf.String())
+				}
+				return
+			case "null":
+				s := e.Await(func(s lsptest.State) bool { return len(s.Stray) > before }, wait)
+				m = s.Stray[len(s.Stray)-1]
+			default:
+				select {
+				case m = <-ch:
+				case <-time.After(wait):
+					t.Fatal("no reply")
+				}
+			}
+			if m.Error == nil || m.Error.Code != -32600 || string(m.ID) != c.id || !strings.Contains(m.Error.Message, size(c.body)) {
+				t.Fatalf("reply %.300v (id %.80s), want -32600 with id %s saying %q", m.Error, m.ID, c.id, size(c.body))
+			}
+			if err := e.Command(protocol.CommandBudget, nil, nil); err != nil {
+				t.Fatalf("server stopped serving: %v", err)
+			}
+		})
+	}
+	t.Run("header line over the buffer", func(t *testing.T) {
+		e.WriteRaw([]byte("Content-Length: 5\r\nX-Pad: " + strings.Repeat("p", 2*frameBufBytes) + "\r\n\r\n{}"))
+		if code := e.exitCode(wait); code != ExitNoShutdown {
+			t.Errorf("exit code %d, want %d", code, ExitNoShutdown)
+		}
+	})
 }
 
 // TestBrokenHeaderLoggedBeforeExit: a header that cannot be resynchronised

@@ -24,6 +24,7 @@ import (
 	"github.com/sourcegraph/conc/panics"
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/lsp/protocol"
 )
 
@@ -58,6 +59,7 @@ type Server struct {
 	flushTimeout   time.Duration
 	closeTimeout   time.Duration
 	createTimeout  time.Duration
+	maxFrame       int64 // the largest message read (R-W7)
 
 	conn     jsonrpc2.Conn
 	baseCtx  context.Context // the connection's lifetime; parent of every request context
@@ -100,6 +102,10 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 // (default 100ms, i.e. at most ~10 a second).
 func WithBudgetInterval(d time.Duration) Option { return func(s *Server) { s.budgetInterval = d } }
 
+// WithMaxMessage sets the largest message read from the editor (default
+// maxFrameBytes); a larger one is skipped unread and refused (R-W7).
+func WithMaxMessage(n int64) Option { return func(s *Server) { s.maxFrame = n } }
+
 // NewServer returns a server that creates its backend with factory at
 // initialize.
 func NewServer(factory BackendFactory, opts ...Option) *Server {
@@ -111,6 +117,7 @@ func NewServer(factory BackendFactory, opts ...Option) *Server {
 		flushTimeout:   2 * time.Second,
 		closeTimeout:   250 * time.Millisecond,
 		createTimeout:  5 * time.Second,
+		maxFrame:       maxFrameBytes,
 		exited:         make(chan struct{}),
 		inflight:       map[jsonrpc2.ID]context.CancelFunc{},
 		inputDone:      make(chan struct{}),
@@ -136,7 +143,11 @@ func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) int {
 
 	input := &inputTail{ReadWriteCloser: rwc}
 	stream := &tolerantStream{
-		Stream: jsonrpc2.NewHeaderStream(input),
+		Stream: jsonrpc2.NewHeaderStream(input), // for writing; frames reads
+		frames: newBoundedFrames(input, s.maxFrame),
+		skipped: func(method string, err error) {
+			s.log.Warn("a notification was skipped", "method", text.Clip(method, maxEchoBytes), "err", err)
+		},
 		onReadEnd: func(err error) {
 			if isCleanEnd(err) {
 				s.log.Debug("input ended", "err", err)

@@ -95,10 +95,45 @@ type tolerantStream struct {
 
 	onReadEnd func(err error)
 	endOnce   sync.Once
+
+	// frames, when set, is the bounded reader of the input (R-W7), used
+	// instead of the Stream's own; skipped is told of a notification over
+	// its limit, which cannot be answered.
+	frames  *boundedFrames
+	skipped func(method string, err error)
+}
+
+// readFrame is the next frame's body: from the bounded reader, skipping
+// (and answering) every frame over its limit, else from the Stream.
+func (s *tolerantStream) readFrame(ctx context.Context, fr frameReader) ([]byte, int64, error) {
+	if s.frames == nil {
+		return fr.ReadFrame(ctx)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		length, n, err := s.frames.header()
+		if err != nil {
+			return nil, 0, err
+		}
+		if length > s.frames.limit {
+			if err := s.skip(ctx, length); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		body, err := s.frames.body(length)
+		if err != nil {
+			return nil, 0, err
+		}
+		return body, int64(n) + length, nil
+	}
 }
 
 func (s *tolerantStream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
 	fr, ok := s.Stream.(frameReader)
+	ok = ok || s.frames != nil
 	for {
 		if !ok {
 			msg, n, err := s.Stream.Read(ctx)
@@ -107,7 +142,7 @@ func (s *tolerantStream) Read(ctx context.Context) (jsonrpc2.Message, int64, err
 			}
 			return msg, n, err
 		}
-		body, n, err := fr.ReadFrame(ctx)
+		body, n, err := s.readFrame(ctx, fr)
 		if err != nil {
 			s.end(err)
 			return nil, 0, err
