@@ -380,6 +380,13 @@ func (s *Server) drop(id string) {
 	}
 }
 
+// InvalidInput makes err the answer to a request whose own input is wrong
+// (-32602, its text under data.error), such as a prompt over the hard limit
+// (R-W7); other errors of a backend are -32603.
+func InvalidInput(err error) error {
+	return sdk.NewInvalidParams(map[string]any{"error": err.Error()})
+}
+
 // promptText is what the user sent, as the model sees it: text blocks as
 // they are, embedded resources as their text with the URI, links by URI.
 func promptText(blocks []sdk.ContentBlock) string {

@@ -422,13 +422,18 @@ func (a *Agent) CapsuleLoad(path string) (string, string, []string, error) {
 	if ck == "" {
 		ck = id.Checkpoint()
 	}
+	load := session.Entry{Type: session.TypeCapsuleLoad, CapsuleLoad: &session.CapsuleLoad{
+		CheckpointID: ck, Title: doc.Meta.Title, Path: path, Warnings: warnings, State: doc.State}}
+	// Its Markdown is about what the model input will carry of it.
+	if err := a.fits("the capsule", string(data)); err != nil {
+		return "", "", nil, fmt.Errorf("capsule load: %s: %w", path, err)
+	}
 	if e := a.do(func(st *state) {
 		if st.phase != phaseIdle {
 			err = errors.New("capsule load: a turn or compaction is running; try again when it ends")
 			return
 		}
-		_, err = a.appendEntry(st, session.Entry{Type: session.TypeCapsuleLoad, CapsuleLoad: &session.CapsuleLoad{
-			CheckpointID: ck, Title: doc.Meta.Title, Path: path, Warnings: warnings, State: doc.State}})
+		_, err = a.appendEntry(st, load)
 		a.publishBudget(st)
 	}); e != nil {
 		return "", "", nil, e

@@ -35,6 +35,9 @@ func (a *Agent) Prompt(text string) (turnID string, queued bool, err error) {
 	if strings.TrimSpace(text) == "" {
 		return "", false, errors.New("soba.prompt: text is empty")
 	}
+	if err := a.fits("the prompt", text); err != nil {
+		return "", false, err
+	}
 	turnID = id.Turn()
 	if e := a.do(func(st *state) {
 		if st.closing {

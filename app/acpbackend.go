@@ -286,6 +286,9 @@ func (s *acpSession) prompt(ctx context.Context, text string) (acp.StopReason, *
 		s.mu.Unlock()
 	}()
 	turnID, _, err := s.ws.Agent().Prompt(p.Text)
+	if _, tooLarge := errors.AsType[*agent.PromptTooLargeError](err); tooLarge {
+		return "", acp.InvalidInput(err)
+	}
 	if err != nil {
 		return "", nil, err
 	}

@@ -31,6 +31,11 @@ const (
 	O200kBase = "o200k_base"
 )
 
+// MaxTokenBytes is the longest token of both vocabularies, in bytes: no
+// token stands for more, so a text of n bytes is at least n/MaxTokenBytes
+// tokens (and, byte-level BPE, at most n). TestMaxTokenBytes checks it.
+const MaxTokenBytes = 128
+
 // DefaultEncoding is the vocabulary of Default.
 const DefaultEncoding = Cl100kBase
 
