@@ -99,7 +99,12 @@ func TestAutoThresholdCompactsAtPreflight_RB2_RG5(t *testing.T) {
 
 func TestHardLimitFailsClosed_RG4(t *testing.T) {
 	f := newFixture(t, smallWindow, providertest.Text("never sent"))
-	huge := strings.Repeat("x", 4*12000) // ~12000 tokens alone: over the hard limit
+	// A prompt over the hard limit on its own is refused before it is
+	// stored (R-W7, TestOverHardLimitNeverStored_RW7); this one fits the
+	// room the system prompt leaves to the token, and the request it would
+	// make (the message's framing on top) does not.
+	b, _ := f.agent.Budget()
+	huge := strings.Repeat("x", 4*(b.HardLimit-b.EffectiveTokens))
 	end := f.prompt(t, huge)
 	// The user reads what happened and what to do; the engine's figures
 	// go to the log (issue 26 point 5).

@@ -525,7 +525,7 @@ func jsonFiles(dir string) ([]string, error) {
 func readStorageMessage(root, file string) (*ocMsg, int) {
 	m := &ocMsg{loc: ocLoc{file: file, off: -1}}
 	id := strings.TrimSuffix(filepath.Base(file), ".json")
-	data, err := os.ReadFile(file)
+	data, err := readSource(file, MaxLineBytes)
 	if err == nil {
 		err = jsondec.Unmarshal(data, &m.info)
 	}
@@ -549,7 +549,7 @@ func readStorageMessage(root, file string) (*ocMsg, int) {
 		path := filepath.Join(partDir, name)
 		loc := ocLoc{file: path, off: -1}
 		var p ocPart
-		data, err := os.ReadFile(path)
+		data, err := readSource(path, MaxLineBytes)
 		if err == nil {
 			err = jsondec.Unmarshal(data, &p)
 		}
@@ -569,7 +569,7 @@ func readStorageMessage(root, file string) (*ocMsg, int) {
 // file (…/storage/session/<projectID>/<sessionID>.json) with its messages
 // and parts from the storage tree around it, any other file through Convert.
 func ConvertFile(path string, opt Options) (*Result, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSource(path, MaxSourceBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -585,7 +585,7 @@ func ConvertFile(path string, opt Options) (*Result, error) {
 // …/storage/part/<messageID>/. Damaged files are listed in Result.Problems
 // with their path and skipped.
 func ConvertOpencodeStorage(sessionFile string, opt Options) (*Result, error) {
-	data, err := os.ReadFile(sessionFile)
+	data, err := readSource(sessionFile, MaxSourceBytes)
 	if err != nil {
 		return nil, err
 	}

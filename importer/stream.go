@@ -44,7 +44,7 @@ const (
 // streamed. header.ImportedFrom, when set (the source's path), is prefixed
 // with the format found ("pi:/path").
 func ImportFile(src, dest string, header session.SessionHeader, opt Options, sopts session.Options) (*Result, error) {
-	f, err := os.Open(src)
+	f, _, err := openSource(src)
 	if err != nil {
 		return nil, err
 	}
