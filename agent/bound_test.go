@@ -19,9 +19,9 @@ import (
 // token is at least a byte; more than room×128 bytes never does, since no
 // token is longer than 128 bytes), and a refusal names both sizes.
 func TestPromptSizeDecision_RW7(t *testing.T) {
-	const system, hard = 1000, 11000 // room: 10,000 tokens
+	const system, hard = 1000, 11000                                                  // room: 10,000 tokens
 	prose := strings.Repeat("Keep functions short and named for what they do. ", 600) // ~30 KB, ~6k tokens
-	dense := strings.Repeat("☃", 8000)                                                   // 24 KB, 8k+ tokens beyond the room once doubled
+	dense := strings.Repeat("☃", 8000)                                                // 24 KB, 8k+ tokens beyond the room once doubled
 	for _, tc := range []struct {
 		name    string
 		text    string

@@ -96,7 +96,9 @@ func TestOversizedMessagesSkipped_RW7(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	e := runServer(t, WithMaxMessage(limit), WithLogger(log))
 	e.initialize(false)
-	size := func(body string) string { return fmt.Sprintf("the message is %d bytes, over the limit of %d bytes", len(body), limit) }
+	size := func(body string) string {
+		return fmt.Sprintf("the message is %d bytes, over the limit of %d bytes", len(body), limit)
+	}
 	for _, c := range []struct {
 		name, body, id string
 	}{
