@@ -295,13 +295,18 @@ func TestHardLimitAfterCompactingNamesTheCause_RG4(t *testing.T) {
 		script = append(script, providertest.Text("answer "+bigText))
 	}
 	f := newFixture(t, smallWindow, script...)
+	b0, _ := f.agent.Budget() // the system prompt alone
 	for i := 0; i < historyTurns; i++ {
 		if end := f.prompt(t, "q "+bigText); end.Outcome != "completed" {
 			t.Fatalf("history turn %d: %s %s", i, end.Outcome, end.Error)
 		}
 	}
 	before := len(f.model.Requests())
-	huge := strings.Repeat("y", 4*11000) // ~11000 tokens alone: the hard limit is 10000
+	// A message over the hard limit with the system prompt is refused
+	// before it is stored (R-W7, TestOverHardLimitNeverStored_RW7); this one
+	// fills the room the system prompt leaves to the token, so the request
+	// it makes (its framing on top) is over by itself.
+	huge := strings.Repeat("y", 4*(b0.HardLimit-b0.EffectiveTokens))
 	end := f.prompt(t, huge)
 	want := "SOBA could not fit this turn into the model's 10,000-token limit, and compacting cannot bring it under: your message alone is "
 	if end.Outcome != "failed" || !strings.HasPrefix(end.Error, want) || !strings.HasSuffix(end.Error, "Raise `model.contextWindow` if the model allows it, or send a shorter message.") {
