@@ -17,7 +17,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sourcegraph/conc"
+	"github.com/sourcegraph/conc/panics"
 
+	"github.com/soba-agent/soba-lsp/internal/background"
 	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/session"
 	"github.com/soba-agent/soba-lsp/workspace"
@@ -241,7 +243,11 @@ func (c *mcpConn) connect(ctx context.Context) ([]*mcp.Tool, error) {
 		tools = append(tools, tool)
 	}
 	ended := make(chan struct{})
-	go func() { _ = cs.Wait(); stopLive(); close(ended) }()
+	background.Go(func() {
+		defer close(ended)
+		defer stopLive()
+		_ = cs.Wait()
+	}, nil)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -265,19 +271,19 @@ func (b *boundedConnect) Connect(ctx context.Context) (mcp.Connection, error) {
 		err error
 	}
 	ch := make(chan result, 1)
-	go func() {
+	background.Go(func() {
 		c, err := b.t.Connect(b.live)
 		ch <- result{c, err}
-	}()
+	}, func(r *panics.Recovered) { ch <- result{nil, background.Error(r)} })
 	select {
 	case r := <-ch:
 		return r.c, r.err
 	case <-ctx.Done():
-		go func() { // a late connection is closed, never used
+		background.Go(func() { // a late connection is closed, never used
 			if r := <-ch; r.err == nil {
 				_ = r.c.Close()
 			}
-		}()
+		}, nil)
 		return nil, ctx.Err()
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sourcegraph/conc"
+
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/background"
 	"github.com/soba-agent/soba-lsp/internal/text"
 )
 
@@ -35,7 +38,7 @@ type compactionProgress struct {
 	lastSent time.Time
 	stopped  bool
 	done     chan struct{}
-	wg       sync.WaitGroup
+	wg       conc.WaitGroup // runs tick
 }
 
 // newProgress is the progress of a planned compaction; start begins its
@@ -48,8 +51,7 @@ func (p *compactionProgress) start(at time.Time) {
 	p.mu.Lock()
 	p.began = at
 	p.mu.Unlock()
-	p.wg.Add(1)
-	go p.tick()
+	p.wg.Go(p.tick)
 }
 
 // promptWaits notes a prompt queued behind the compaction: its title
@@ -68,7 +70,6 @@ func (p *compactionProgress) promptWaits() {
 }
 
 func (p *compactionProgress) tick() {
-	defer p.wg.Done()
 	t := time.NewTicker(progressTick)
 	defer t.Stop()
 	for {
@@ -134,7 +135,10 @@ func (p *compactionProgress) stop() {
 		close(p.done)
 	}
 	p.mu.Unlock()
-	p.wg.Wait()
+	if r := p.wg.WaitAndRecover(); r != nil {
+		// A panic in the reports ends them, not the compaction.
+		p.n.Log("compaction progress stopped: " + background.Error(r).Error())
+	}
 }
 
 // progressMessage says what a compaction is doing, for people:

@@ -19,6 +19,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sourcegraph/conc/panics"
+
+	"github.com/soba-agent/soba-lsp/internal/background"
 	"github.com/soba-agent/soba-lsp/internal/text"
 
 	"github.com/soba-agent/soba-lsp/compaction"
@@ -160,13 +163,9 @@ func (env *toolEnv) run(ctx context.Context, call session.ToolCall) toolRun {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	done := make(chan toolRun, 1)
-	go func() {
-		var run toolRun
-		if r := recoverTurn(func() { run = env.read(tctx, call) }); r != nil {
-			run = fail("%s: %v", call.Name, r)
-		}
-		done <- run
-	}()
+	// Abandoned at its deadline (the select below), so no one waits for it.
+	background.Go(func() { done <- env.read(tctx, call) },
+		func(r *panics.Recovered) { done <- fail("%s: %v", call.Name, background.Error(r)) })
 	select {
 	case run := <-done:
 		return run

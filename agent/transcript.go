@@ -3,7 +3,10 @@ package agent
 import (
 	"sync"
 
+	"github.com/sourcegraph/conc/panics"
+
 	"github.com/soba-agent/soba-lsp/compaction"
+	"github.com/soba-agent/soba-lsp/internal/background"
 	"github.com/soba-agent/soba-lsp/session"
 )
 
@@ -135,10 +138,10 @@ func (v *pathView) install(i int, es []session.Entry) {
 		metas := v.path[from:end]
 		ch := make(chan loadedBatch, 1)
 		v.prefetch = append(v.prefetch, pendingBatch{from: from, end: end, ch: ch})
-		go func() {
+		background.Go(func() {
 			es, err := v.load(metas)
 			ch <- loadedBatch{es, err}
-		}()
+		}, func(r *panics.Recovered) { ch <- loadedBatch{nil, background.Error(r)} })
 		from = end
 	}
 }

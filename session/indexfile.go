@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/soba-agent/soba-lsp/internal/background"
 	"github.com/soba-agent/soba-lsp/internal/id"
 )
 
@@ -244,9 +245,14 @@ func (s *Store) decodeIndex(data []byte, st fileStamp) (err error) {
 		return sumOK
 	}
 	defer wait()
-	go func() {
-		ok := false
-		defer func() { summed <- ok }()
+	background.Go(func() {
+		ok, isTouched := false, false
+		defer func() {
+			if !isTouched { // a panic before: the reader must not wait for it
+				close(touched)
+			}
+			summed <- ok
+		}()
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		defer recoverFault(nil) // a mapping cut short: ok stays false
 		per := 4096 / int(unsafe.Sizeof(Meta{}))
@@ -254,8 +260,9 @@ func (s *Store) decodeIndex(data []byte, st fileStamp) (err error) {
 			metas[i].Line = 0 // one write per page
 		}
 		close(touched)
+		isTouched = true
 		ok = crc32.Checksum(body, castagnoli) == sum
-	}()
+	}, nil)
 	flagsOf := make([]byte, 0, 64) // flags of the entries with extras, by index in extrasAt
 	extrasAt := make([]int, 0, 64)
 	var capsules, withFacts []int32 // for s.marked

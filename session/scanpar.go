@@ -9,6 +9,10 @@ import (
 	"os"
 	"runtime"
 	"time"
+
+	"github.com/sourcegraph/conc/panics"
+
+	"github.com/soba-agent/soba-lsp/internal/background"
 )
 
 // lineRec is what the first, parallel pass of resume learns of one line by
@@ -248,7 +252,7 @@ func (s *Store) scanSegments(f *os.File, size int64, use func(*segment) error) e
 	}
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
+	background.Go(func() {
 		for k := range n {
 			select {
 			case slots <- struct{}{}:
@@ -265,9 +269,10 @@ func (s *Store) scanSegments(f *os.File, size int64, use func(*segment) error) e
 			case <-done:
 				return
 			}
-			go func() { results[k] <- s.scanSegment(f, from, to, b.recs, b.checks) }()
+			background.Go(func() { results[k] <- s.scanSegment(f, from, to, b.recs, b.checks) },
+				func(r *panics.Recovered) { results[k] <- segment{err: background.Error(r)} })
 		}
-	}()
+	}, nil)
 	for k := range n {
 		seg := <-results[k]
 		<-slots
