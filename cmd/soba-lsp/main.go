@@ -110,6 +110,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		stdin: stdin, stdout: stdout, stderr: stderr,
 		log: slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level})),
 	}
+	// A panic recovered in a background goroutine is logged on the
+	// default logger (internal/background): make it this one.
+	slog.SetDefault(env.log)
 
 	rest := fs.Args()
 	cmd := subcommands[0]
