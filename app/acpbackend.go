@@ -287,7 +287,7 @@ func (s *acpSession) prompt(ctx context.Context, text string) (acp.StopReason, *
 	}()
 	turnID, _, err := s.ws.Agent().Prompt(p.Text)
 	if _, tooLarge := errors.AsType[*agent.PromptTooLargeError](err); tooLarge {
-		return "", acp.InvalidInput(err)
+		return "", nil, acp.InvalidInput(err)
 	}
 	if err != nil {
 		return "", nil, err
