@@ -261,6 +261,12 @@ func (env *toolEnv) readFile(ctx context.Context, raw json.RawMessage) toolRun {
 						break
 					}
 					used += n
+					if out.Len()+len(chunk) > maxToolResultChars-512 && out.Len() > 0 {
+						// The model input's byte bound: the page ends here too,
+						// so the model sees the page the transcript keeps.
+						full, fullLine = true, chunk[len(chunk)-1] == '\n'
+						break
+					}
 				}
 				if out.Len()+len(chunk) > maxToolOutput {
 					out.Write(chunk[:maxToolOutput-out.Len()])

@@ -42,6 +42,10 @@ func resultShare(cfg compaction.Config, configured int) int {
 type sizer struct {
 	counter compaction.Counter
 	share   int
+	// maxBytes bounds a result in bytes as the model input does
+	// (maxToolResultChars), so that what the transcript keeps is what the
+	// model sees; 0 means no bound.
+	maxBytes int
 	// save writes a raw output beside the session and returns its path
 	// relative to the workspace root.
 	save func(callID, raw string) (string, error)
@@ -53,7 +57,7 @@ func (z sizer) fit(call session.ToolCall, run toolRun) toolRun {
 	if z.counter == nil || z.share <= 0 {
 		return run
 	}
-	over := z.counter.Count(run.content) > z.share
+	over := z.counter.Count(run.content) > z.share || (z.maxBytes > 0 && len(run.content) > z.maxBytes)
 	if !over && run.raw == "" {
 		return run
 	}
@@ -76,7 +80,17 @@ func (z sizer) fit(call session.ToolCall, run toolRun) toolRun {
 		return run
 	}
 	note := fmt.Sprintf("\n[this result is shortened to its share of the context, %d tokens%s]", z.share, where)
-	run.content = headTail(z.counter, run.content, z.share-z.counter.Count(note)-32) + note
+	budget := z.share - z.counter.Count(note) - 32
+	for range 4 {
+		fitted := headTail(z.counter, run.content, budget)
+		if z.maxBytes <= 0 || len(fitted)+len(note) <= z.maxBytes {
+			run.content = fitted + note
+			return run
+		}
+		// Over the byte bound: fewer tokens, in proportion.
+		budget = budget * (z.maxBytes - len(note)) / (len(fitted) + 1) * 9 / 10
+	}
+	run.content = validUTF8(run.content[:max(0, z.maxBytes-len(note))], false) + note
 	return run
 }
 
@@ -182,7 +196,7 @@ func outputsDir(root, sessionDir, sessionID string) (string, bool) {
 func (a *Agent) sizer() sizer {
 	sid := ""
 	_ = a.do(func(st *state) { sid = st.sessionID })
-	return sizer{counter: a.opt.Counter, share: a.tools.share, save: func(callID, raw string) (string, error) {
+	return sizer{counter: a.opt.Counter, share: a.tools.share, maxBytes: maxToolResultChars, save: func(callID, raw string) (string, error) {
 		return a.saveOutput(sid, callID, raw)
 	}}
 }

@@ -88,3 +88,23 @@ func TestSavedOutputsAreTheSessions_RW2(t *testing.T) {
 		t.Error("outputs outside the workspace")
 	}
 }
+
+// TestFitKeepsWhatTheModelSees: a result within its token share but over
+// the model input's byte bound is fitted to the bound here, so the
+// transcript keeps exactly what the model is sent.
+func TestFitKeepsWhatTheModelSees(t *testing.T) {
+	var b strings.Builder
+	for i := 1; i <= 5000; i++ {
+		fmt.Fprintf(&b, "match %d\n", i)
+	}
+	z := sizer{counter: quarterCounter{}, share: 100000, maxBytes: maxToolResultChars, save: func(string, string) (string, error) {
+		return ".soba/sessions/s.outputs/x.txt", nil
+	}}
+	got := z.fit(session.ToolCall{ID: "c1"}, toolRun{ok: true, content: b.String()})
+	if len(got.content) > maxToolResultChars {
+		t.Fatalf("%d bytes, over the model input's bound of %d", len(got.content), maxToolResultChars)
+	}
+	if !strings.HasPrefix(got.content, "match 1\n") || !strings.Contains(got.content, "match 5000\n") || !strings.Contains(got.content, "left out") {
+		t.Errorf("head and tail: %q…", got.content[:200])
+	}
+}

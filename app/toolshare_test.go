@@ -230,6 +230,14 @@ func TestToolResultsFitTheirShareOfASmallWindow(t *testing.T) {
 			t.Errorf("the result of %s takes %d tokens, over its share of %d", id, n, share)
 		}
 	}
+	// The transcript keeps what the model was sent: the receipt.
+	for _, rq := range model.Requests() {
+		for _, m := range rq.Messages {
+			if res := results[m.ToolCallID]; m.Role == "tool" && res != nil && m.Text != res.Content {
+				t.Errorf("the model saw a different %s result than the transcript keeps (%d vs %d bytes)", m.ToolCallID, len(m.Text), len(res.Content))
+			}
+		}
+	}
 	// read_file: whole lines, the total, and where to continue.
 	first := results["c1"].Content
 	if offset <= 1 || !strings.Contains(first, "of 2000, as many as fit") {
