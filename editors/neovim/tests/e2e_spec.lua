@@ -487,6 +487,48 @@ test('SessionAndRewindPickers_RT4', function()
   end
 end)
 
+-- :Soba session resume shows the session's conversation in the chat from
+-- soba.session.transcript, the newest page first; moving to the top of the
+-- chat loads the older pages (4 entries each here) down to the first request.
+test('ResumeShowsConversation_RT2', function()
+  local info = client.execute_sync('soba.session.info', {}, 5000)
+  ok(info and info.sessionId, 'the current session')
+  chat.page_entries = 4
+  must('session resume ' .. info.sessionId)
+  wait(10000, function()
+    return table.concat(chat.lines(), '\n'):find('\n> ') ~= nil and chat.has_older()
+  end, 'the newest page in the chat, with older pages to load')
+  local first = #chat.lines()
+  eq('↑ Earlier messages: move to the top of the chat to load them', chat.lines()[2], 'the chat says earlier messages load at its top')
+  local back = vim.api.nvim_get_current_win()
+  chat.open()
+  local win = chat.window()
+  ok(win, 'the chat is in a window')
+  local loads = 0
+  for _ = 1, 40 do
+    if not chat.has_older() then
+      break
+    end
+    local n = #chat.lines()
+    vim.api.nvim_set_current_win(win)
+    vim.cmd('normal! gg')
+    vim.cmd('doautocmd CursorMoved')
+    wait(10000, function()
+      return #chat.lines() > n or not chat.has_older()
+    end, 'an older page to load')
+    loads = loads + 1
+  end
+  chat.page_entries = 60
+  pcall(vim.api.nvim_set_current_win, back)
+  ok(loads >= 1 and not chat.has_older() and #chat.lines() > first, string.format('older pages loaded (%d) down to the first request', loads))
+  local text = table.concat(chat.lines(), '\n')
+  ok(text:find('\n> Turn 1: summarise this%.') or text:find('\n> the first request', 1, true), 'the earliest request is shown: ' .. text:sub(1, 300))
+  ok(text:find('Turn one answered.', 1, true) or text:find('Wrote **notes.md**.', 1, true), 'the answer is shown')
+  ok(text:find('\n→ bash {"command":"echo allowed for session"}', 1, true) or text:find('\n→ write_file ', 1, true), 'the tool call is shown')
+  ok(text:find('\n← [^\n]* · allowed for the session') or text:find('\n← [^\n]* · allowed once'), 'its result with the approval answered')
+  ok(text:find('\n── Earlier history compacted · [%d,]+ → [%d,]+ tokens · View capsule: :Soba capsule show ck_'), 'the compaction marker: ' .. text)
+end)
+
 test('StartsForAnUnloadedFileBuffer', function()
   local ws2 = vim.fn.tempname()
   vim.fn.mkdir(ws2 .. '/.git', 'p')

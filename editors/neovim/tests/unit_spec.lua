@@ -232,7 +232,10 @@ test('SubcommandsSendProtocolCommands_RO3', function()
   local sent
   local orig = client.execute
   client.execute = function(cmd, args, cb)
-    sent = { cmd, args }
+    -- A resume is followed by the chat's page of the session (soba.session.transcript).
+    if cmd ~= 'soba.session.transcript' then
+      sent = { cmd, args }
+    end
     cb(nil, { checkpointId = 'ck_1', path = '/tmp/x', markdown = '## Goal\nship', cancelled = false,
       effectiveTokens = 1, hardLimit = 2, softLimit = 1, sessionId = 's_1' }, { id = 99 })
   end
@@ -1149,7 +1152,8 @@ test('SessionPicker', function()
   eq('New session', shown[1], 'a new session first')
   match('^add retries · %d+ s ago · 12 entries · 20 KB · current$', shown[2], 'title, time, size, current')
   match('^%(no request yet%) · 2 h ago · 1 entry · 300 B$', shown[3], 'a session without a request, one entry')
-  eq({ 'soba.session.resume', { sessionId = 's_old' } }, sent[#sent], 'resumes the one picked')
+  eq({ 'soba.session.resume', { sessionId = 's_old' } }, sent[#sent - 1], 'resumes the one picked')
+  eq({ 'soba.session.transcript', { limit = 60 } }, sent[#sent], 'then shows its conversation, the newest page')
 end)
 
 -- Only the workspace's files reach the server (autostart): a file under a

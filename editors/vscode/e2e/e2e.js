@@ -382,7 +382,8 @@ async function askInSidebar(page, chat, text) {
       check('/rewind <id> typed in the chat keeps the conversation before that point', !!retryParent && keptTyped && /Read notes\.md/.test(keptTyped[0]) && keptTyped[1] === 'Say hi.' && !/Hi again: the retry worked\./.test(afterTyped) && (await chat.locator('.messages .msg.assistant h2').count()) === 1, JSON.stringify({ retryParent, keptTyped }));
       await shot(sidebar, 'after-typed-rewind.png');
 
-      // The next start reopens this session: the chat lists its requests (each can be rewound to).
+      // The next start reopens this session: the chat shows its conversation from soba.session.transcript,
+      // the newest page first; scrolling up loads the older pages (4 entries each here, run-e2e.sh).
       await palette(page, 'Developer: Reload Window');
       await page.waitForTimeout(1500);
       await page.waitForSelector('.monaco-workbench', { timeout: 60000 });
@@ -391,13 +392,46 @@ async function askInSidebar(page, chat, text) {
         return STATUS_BUDGET.test(t) && t;
       }, 30000);
       // The sidebar comes back as it was; the activity bar icon would toggle it, so it is clicked only if needed.
-      let chat2 = await frameWith(page, '#content .msg.status', 8000);
+      let chat2 = await frameWith(page, '#content .messages [data-key]', 8000);
       if (!chat2) {
         await page.locator('.activitybar [aria-label^="SOBA"]').first().click().catch(() => {});
-        chat2 = await frameWith(page, '#content .msg.status', 15000);
+        chat2 = await frameWith(page, '#content .messages [data-key]', 15000);
       }
-      const earlier = chat2 ? await chat2.locator('.messages').innerText().catch(() => '') : '';
-      check('after a reload the session is reopened and the chat lists its earlier requests', /Earlier in this session: 2 requests/.test(earlier) && /Read notes\.md and say what it is about\./.test(earlier) && /Say hi\./.test(earlier) && !/Add a hello\.go file\./.test(earlier), JSON.stringify({ status: reopened, earlier: earlier.slice(0, 200) }));
+      const shownKeys = async () => (chat2 ? chat2.locator('.messages [data-key]').count() : 0);
+      const firstPage = await shownKeys();
+      const olderAtFirst = chat2 ? await chat2.locator('[data-testid="older"]').count() : 0;
+      check('after a reload the chat shows the newest page of the session, with earlier messages to load', firstPage > 0 && olderAtFirst === 1, JSON.stringify({ status: reopened, firstPage, olderAtFirst }));
+      // Scroll up until the session's beginning is shown; without a scrollbar, Load earlier does it.
+      let loads = 0;
+      for (let i = 0; i < 12 && chat2 && (await chat2.locator('[data-testid="older"]').count()) > 0; i++) {
+        const before = await shownKeys();
+        const scrolls = await chat2.locator('.messages').evaluate((el) => el.scrollHeight > el.clientHeight + 40);
+        if (scrolls) {
+          await chat2.locator('.messages').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+          await page.waitForTimeout(100);
+          await chat2.locator('.messages').evaluate((el) => { el.scrollTop = 0; el.dispatchEvent(new Event('scroll')); });
+        } else {
+          await chat2.locator('[data-testid="older"] button').click().catch(() => {});
+        }
+        if (await until(page, async () => (await shownKeys()) > before, 10000)) loads++;
+      }
+      const whole = chat2 ? await chat2.locator('.messages').innerText().catch(() => '') : '';
+      const reopenedChat = chat2
+        ? await chat2.locator('.messages').evaluate((el) => ({
+            users: [...el.querySelectorAll('.msg.user .text')].map((x) => x.textContent),
+            h2: el.querySelector('.msg.assistant h2')?.textContent,
+            tool: [...el.querySelectorAll('details.card.tool')].map((c) => ({ title: c.querySelector('.tool-title')?.textContent, ok: c.className.includes('status-ok'), brief: c.querySelector('.tool-summary')?.textContent })),
+            marker: [...el.querySelectorAll('[data-testid="compaction-marker"]')].map((m) => m.textContent.replace(/\s+/g, ' ').trim()),
+            older: !!el.querySelector('[data-testid="older"]'),
+          }))
+        : {};
+      check('scrolling up loaded the older pages, down to the session\'s first request', loads >= 1 && reopenedChat.older === false && (await shownKeys()) > firstPage, JSON.stringify({ loads, firstPage, now: await shownKeys() }));
+      check('the reopened chat shows the earlier request, the rendered answer, the tool card with its result and the compaction marker',
+        (reopenedChat.users || []).includes('Read notes.md and say what it is about.') && reopenedChat.h2 === 'What notes.md holds'
+          && (reopenedChat.tool || []).some((c) => c.title === 'Read notes.md' && c.ok && /124 lines/.test(c.brief || ''))
+          && (reopenedChat.marker || []).includes('Earlier history compacted · View capsule')
+          && !/Add a hello\.go file\./.test(whole),
+        JSON.stringify(reopenedChat));
       await shot(sidebar, 'reopened.png');
     }
 

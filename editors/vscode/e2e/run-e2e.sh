@@ -45,7 +45,8 @@ JSON
 timeout 120 "$CS" --user-data-dir "$W/data" --extensions-dir "$W/exts" --install-extension "$VSIX" >"$OUT/install.log" 2>&1 \
   || { cat "$OUT/install.log"; exit 1; }
 port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-timeout 300 "$CS" --bind-addr "127.0.0.1:$port" --auth none --disable-telemetry --disable-update-check \
+# Pages of 4 entries: the reopened chat of this short session takes several, loaded by scrolling up.
+SOBA_CHAT_PAGE_ENTRIES=4 timeout 300 "$CS" --bind-addr "127.0.0.1:$port" --auth none --disable-telemetry --disable-update-check \
   --disable-workspace-trust --user-data-dir "$W/data" --extensions-dir "$W/exts" "$W/ws" >"$OUT/code-server.log" 2>&1 &
 cspid=$!
 cleanup() {

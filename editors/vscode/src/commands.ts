@@ -50,6 +50,7 @@ import {
   type SessionResumeResult,
   type SessionRewindResult,
   type HistoryPoint,
+  type SessionTranscript,
 } from './protocol';
 import { errorMessage, type ServerLink } from './server';
 import type { SidebarModel } from './sidebar/model';
@@ -286,14 +287,14 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
           keepHistory(model, point, before);
         } else {
           model.reset();
-          await showEarlier(ctx);
+          await showTranscript(ctx);
         }
         break;
       }
       case ServerCommand.sessionResume:
         model.reset();
-        // A resumed session's requests are listed, as at start.
-        await showEarlier(ctx);
+        // A resumed session's conversation is shown, as at start.
+        await showTranscript(ctx);
         break;
     }
     model.applyCommand(typed, shown);
@@ -512,7 +513,7 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
       }
       const r = await server.execute<SessionResumeResult>(ServerCommand.sessionResume, sessionResumeArgs(sessionId));
       model.reset();
-      await showEarlier(ctx);
+      await showTranscript(ctx);
       ctx.changed();
       info(`SOBA: resumed session ${r.sessionId} at ${r.leafId}`);
       return r;
@@ -600,6 +601,55 @@ export function paletteHandlers(ctx: CommandContext): Record<string, Handler> {
     },
   };
   return handlers;
+}
+
+/**
+ * TRANSCRIPT_PAGE is how many path entries a page of soba.session.transcript
+ * covers: 60, or SOBA_CHAT_PAGE_ENTRIES from the extension host's
+ * environment (1 to 500; the end-to-end test pages a short session with it).
+ */
+export const TRANSCRIPT_PAGE = pageEntries(typeof process !== 'undefined' ? process.env.SOBA_CHAT_PAGE_ENTRIES : undefined);
+
+/** pageEntries reads a page size: an integer from 1 to 500, else 60. */
+export function pageEntries(v: string | undefined): number {
+  const n = Number(v);
+  return Number.isInteger(n) && n >= 1 && n <= 500 ? n : 60;
+}
+
+/**
+ * showTranscript puts the current session's conversation in the chat from
+ * soba.session.transcript: its newest page (user messages, answers, tool
+ * cards with results and approvals, compaction markers); older pages load
+ * when the chat is scrolled up (loadOlder). A server without the command
+ * gets the list of earlier requests (showEarlier).
+ */
+export async function showTranscript(ctx: Pick<CommandContext, 'server' | 'model' | 'changed'>): Promise<void> {
+  let page: SessionTranscript;
+  try {
+    page = await ctx.server.execute<SessionTranscript>(ServerAddition.sessionTranscript, { limit: TRANSCRIPT_PAGE });
+  } catch {
+    return showEarlier(ctx);
+  }
+  ctx.model.applyTranscript(page, false);
+  ctx.changed();
+}
+
+/** loadOlder puts the next older page of the reopened session on top of the chat. */
+export async function loadOlder(ctx: Pick<CommandContext, 'server' | 'model' | 'changed'> & { output?: { appendLine(s: string): void } }): Promise<void> {
+  const before = ctx.model.olderCursor;
+  if (!before || ctx.model.loadingOlder) return;
+  ctx.model.loadingOlder = true;
+  ctx.changed();
+  try {
+    const page = await ctx.server.execute<SessionTranscript>(ServerAddition.sessionTranscript, { before, limit: TRANSCRIPT_PAGE });
+    ctx.model.applyTranscript(page, true);
+  } catch (err) {
+    // The session moved on (a rewind, another session): nothing older of this chat to show.
+    ctx.model.loadingOlder = false;
+    ctx.model.olderCursor = '';
+    ctx.output?.appendLine(`SOBA: earlier messages could not be loaded: ${errorMessage(err)}`);
+  }
+  ctx.changed();
 }
 
 /**

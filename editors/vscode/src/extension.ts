@@ -16,7 +16,7 @@ import * as path from 'path';
 import { PROPOSED_SCHEME, proposedDocuments } from './approvals';
 import { Baselines } from './baselines';
 import { CAPSULE_SCHEME, CapsuleDocuments } from './capsules';
-import { PaletteCommand, registerPaletteCommands, showEarlier } from './commands';
+import { loadOlder, PaletteCommand, registerPaletteCommands, showTranscript } from './commands';
 import { ServerCommand, type Budget } from './protocol';
 import { Frontend } from './frontend';
 import { executeCommandLink, type RequestSender, type ServerLink } from './server';
@@ -141,8 +141,10 @@ export class SobaExtension {
         (b) => this.frontend.budget(b),
         (err) => this.output.appendLine(`SOBA: soba.budget failed: ${err instanceof Error ? err.message : String(err)}`),
       );
-      // The server reopened the workspace's newest session (sessionOnStart): its requests are shown.
-      void showEarlier({ server: this.link, model: this.model, changed: () => this.sidebar.refresh() });
+      // The server reopened the workspace's newest session (sessionOnStart, or the window was reloaded):
+      // its conversation is shown, the newest page first.
+      this.model.reset();
+      void showTranscript({ server: this.link, model: this.model, changed: () => this.sidebar.refresh() });
     } catch (err) {
       const msg = `SOBA: soba-lsp (${found.command}) did not start: ${err instanceof Error ? err.message : String(err)}`;
       this.output.appendLine(msg);
@@ -183,6 +185,8 @@ export class SobaExtension {
         return run('workbench.action.openSettings', 'soba.model');
       case 'output':
         return this.output.show(true);
+      case 'older':
+        return loadOlder({ server: this.link, model: this.model, changed: () => this.sidebar.refresh(), output: this.output });
       case 'capsule':
         return item?.kind === 'compaction' && item.checkpointId ? run(PaletteCommand.showLatestCapsule, item.checkpointId) : undefined;
       case 'rewind':

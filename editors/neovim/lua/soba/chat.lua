@@ -350,6 +350,161 @@ function M.user_message(turn_id, text, queued)
   M.append(M.user_lines(text))
 end
 
+-- A reopened session's conversation (soba.session.transcript) is shown in
+-- pages: the newest when the session is resumed, older ones when the
+-- cursor reaches the top of the chat. older is the cursor of the next older
+-- page ('' when the chat starts at the session's beginning); loading is set
+-- while one is asked for.
+local older, loading = '', false
+local OLDER_LINE = '↑ Earlier messages: move to the top of the chat to load them'
+
+-- M.page_entries is how many session entries a page covers.
+M.page_entries = 60
+
+local APPROVAL = { once = 'allowed once', session = 'allowed for the session', denied = 'denied by you' }
+
+-- M.history_lines returns the lines of soba.session.transcript items, root
+-- first: a user message as a quote, the answer as Markdown, a tool call and
+-- its result (with the user's approval), a compaction marker, a checkpoint,
+-- a failed inference.
+function M.history_lines(items)
+  local thousands = require('soba.commands').thousands
+  local out = {}
+  local function add(lines)
+    for _, l in ipairs(lines) do
+      out[#out + 1] = l
+    end
+  end
+  for _, it in ipairs(items or {}) do
+    local kind = str(it.kind)
+    if kind == 'user' then
+      add(M.user_lines(str(it.text)))
+    elseif kind == 'assistant' then
+      add({ '' })
+      add(vim.split(str(it.text), '\n', { plain = true }))
+    elseif kind == 'tool' and type(it.tool) == 'table' then
+      local t = it.tool
+      add({ '', string.format('→ %s %s', str(t.name), str(t.arguments)) })
+      local summary = vim.split(str(t.summary), '\n', { plain = true })
+      local line = summary[1] .. (#summary > 1 and ' …' or '')
+      if t.ok == nil or t.ok == vim.NIL then
+        line = 'no result recorded'
+      elseif t.ok ~= true then
+        line = line == '' and 'failed' or ('failed · ' .. line)
+      elseif line == '' then
+        line = 'done'
+      end
+      local asked = APPROVAL[str(t.approval)]
+      add({ '← ' .. line .. (asked and (' · ' .. asked) or '') })
+    elseif kind == 'compaction' then
+      local c = type(it.compaction) == 'table' and it.compaction or {}
+      local line = '── Earlier history compacted'
+      if c.tokensBefore and c.tokensBefore ~= vim.NIL then
+        line = line .. string.format(' · %s → %s tokens', thousands(c.tokensBefore), thousands(c.tokensAfter))
+      end
+      if str(c.checkpointId) ~= '' then
+        line = line .. ' · View capsule: :Soba capsule show ' .. str(c.checkpointId)
+      end
+      add({ '', line .. ' ──' })
+    elseif kind == 'checkpoint' then
+      add({ '', '· ' .. str(it.text) })
+    elseif kind == 'error' then
+      add({ '', '— failed: ' .. str(it.text) })
+    end
+  end
+  return out
+end
+
+-- M.show_history puts a page of soba.session.transcript in the chat: the
+-- newest page replaces what the chat showed (older == false); an older
+-- page goes on top, the cursor staying on the line it was on.
+function M.show_history(page, is_older)
+  if type(page) ~= 'table' then
+    return
+  end
+  local lines = M.history_lines(page.items)
+  local b = M.buffer()
+  vim.bo[b].modifiable = true
+  local top = vim.api.nvim_buf_get_lines(b, 0, 2, false)
+  local has_older = top[2] == OLDER_LINE
+  if not is_older then
+    vim.api.nvim_buf_clear_namespace(b, ns, 0, -1)
+    headers, waiting, shown, titles, started = {}, {}, {}, {}, {}
+    vim.api.nvim_buf_set_lines(b, 0, -1, false, { '# SOBA chat' })
+    vim.api.nvim_buf_set_lines(b, -1, -1, false, lines)
+    vim.api.nvim_buf_set_lines(b, -1, -1, false, { '' })
+    has_older = false
+  else
+    -- Below the heading (and the line that says there is more), above what was shown.
+    vim.api.nvim_buf_set_lines(b, 1, has_older and 2 or 1, false, lines)
+  end
+  older, loading = str(page.before), false
+  if older ~= '' then
+    vim.api.nvim_buf_set_lines(b, 1, 1, false, { OLDER_LINE })
+  end
+  vim.bo[b].modifiable = false
+  local added = #lines + (older ~= '' and 1 or 0) - (has_older and 1 or 0)
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == b then
+      if is_older then
+        local cur = vim.api.nvim_win_get_cursor(win)
+        pcall(vim.api.nvim_win_set_cursor, win, { cur[1] + added, cur[2] })
+      else
+        vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(b), 0 })
+      end
+    end
+  end
+end
+
+-- M.has_older reports whether older pages are left to load.
+function M.has_older()
+  return older ~= ''
+end
+
+-- M.load_history shows the newest page of the current session's
+-- conversation (after a resume); done(err) is called when it is shown.
+function M.load_history(done)
+  require('soba.client').execute('soba.session.transcript', { limit = M.page_entries }, function(err, page)
+    if not err then
+      M.show_history(page, false)
+    end
+    if done then
+      done(err)
+    end
+  end)
+end
+
+-- M.load_older puts the next older page on top of the chat; nothing when
+-- none is left or one is being loaded.
+function M.load_older(done)
+  if older == '' or loading then
+    return done and done(nil)
+  end
+  loading = true
+  require('soba.client').execute('soba.session.transcript', { before = older, limit = M.page_entries }, function(err, page)
+    if err then
+      -- The session moved on (a rewind, another session): nothing older of this chat.
+      older, loading = '', false
+      require('soba.client').notify('soba: earlier messages could not be loaded: ' .. str(err.message), vim.log.levels.WARN)
+    else
+      M.show_history(page, true)
+    end
+    if done then
+      done(err)
+    end
+  end)
+end
+
+-- Moving the cursor to the top of the chat loads the next older page.
+vim.api.nvim_create_autocmd('CursorMoved', {
+  group = vim.api.nvim_create_augroup('soba_chat_history', { clear = true }),
+  callback = function(a)
+    if bufnr and a.buf == bufnr and older ~= '' and not loading and vim.api.nvim_win_get_cursor(0)[1] <= 2 then
+      M.load_older()
+    end
+  end,
+})
+
 -- M.window returns a window showing the chat buffer (or nil).
 function M.window()
   local b = M.buffer()
@@ -386,6 +541,7 @@ function M.clear()
   vim.api.nvim_buf_clear_namespace(b, ns, 0, -1)
   headers, waiting, shown, titles, started = {}, {}, {}, {}, {}
   thinking, answer_at = false, nil
+  older, loading = '', false
   vim.bo[b].modifiable = true
   vim.api.nvim_buf_set_lines(b, 0, -1, false, { '# SOBA chat', '' })
   vim.bo[b].modifiable = false

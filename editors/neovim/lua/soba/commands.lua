@@ -279,6 +279,8 @@ local function show_run(text, r, c, point)
     status.on_budget(c.id, r.result)
   elseif cmd == 'soba.session.rewind' then
     M.mark_rewind(point, M.rewind_id(text))
+  elseif cmd == 'soba.session.resume' then
+    require('soba.chat').load_history()
   end
   if type(r.lines) == 'table' and #r.lines > 0 then
     client.notify(table.concat(r.lines, '\n'))
@@ -506,6 +508,8 @@ M.spec = {
           local resume = function(id)
             run('soba.session.resume', { sessionId = id }, ctx.done, function(r)
               client.notify('soba: resumed session ' .. str(r.sessionId))
+              -- The chat shows the session's conversation, its newest page first.
+              require('soba.chat').load_history()
             end)
           end
           if a.sessionId then

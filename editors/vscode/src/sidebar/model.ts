@@ -3,7 +3,7 @@
 // changes only through the apply* methods, one per notification, so the
 // reduction from protocol traffic to what the user sees is tested without an
 // editor.
-import type { AgentEvent, Budget, CompactionEvent, CompactionResult } from '../protocol';
+import type { AgentEvent, Budget, CompactionEvent, CompactionResult, SessionTranscript, TranscriptItem } from '../protocol';
 import { compactionRow, type BarrierState, type CompactionRow } from '../format';
 
 /** ToolStatus is where a tool call is: asked for, answered ok, or answered with an error. */
@@ -39,6 +39,8 @@ export type StreamItem =
       /** The workspace file the call is about, for Open file / Open diff. */
       path?: string;
       writes: boolean;
+      /** The user's answer when the call was asked about: once, session, denied (a reopened session's cards). */
+      approval?: string;
     }
   | {
       kind: 'compaction';
@@ -52,6 +54,8 @@ export type StreamItem =
       quality: string;
       reason: string;
       line: string;
+      /** A reopened session's marker: a capsule replaced the history before it. */
+      earlier?: boolean;
     }
   | {
       kind: 'error';
@@ -78,10 +82,15 @@ export interface SidebarSnapshot {
   filesRead: string[];
   filesModified: string[];
   stream: StreamItem[];
+  /** Older pages of a reopened session: 'more' to load on scrolling up, 'loading' while one is asked for. */
+  older?: 'more' | 'loading';
 }
 
 export const MAX_COMPACTIONS = 8;
 export const MAX_STREAM = 300;
+/** MAX_HISTORY bounds the conversation once older pages were loaded by scrolling up. */
+export const MAX_HISTORY = 2000;
+
 
 /** READ_TOOLS and WRITE_TOOLS classify agent tools (PROTOCOL.md "Agent tools"). */
 const READ_TOOLS = new Set(['read_file']);
@@ -103,6 +112,12 @@ export class SidebarModel {
   private filesRead = new Set<string>();
   private filesModified = new Set<string>();
   stream: StreamItem[] = [];
+  /** The cursor of the next older page of a reopened session ('' when the chat starts at the session's beginning). */
+  olderCursor = '';
+  /** An older page is being asked for. */
+  loadingOlder = false;
+  /** The entry id of each item shown from soba.session.transcript, by key: where to page back from once the top scrolled out. */
+  private historyEntry = new Map<string, string>();
   /** Turns started and not ended. */
   private running = new Set<string>();
   /** What the user asked in each turn, for Retry. */
@@ -365,6 +380,97 @@ export class SidebarModel {
     this.stream = [...earlier, ...this.stream].slice(-MAX_STREAM);
   }
 
+  /**
+   * applyTranscript shows a page of soba.session.transcript: the newest page
+   * of a reopened session before anything new (older === false), or an older
+   * page on top of the conversation (older === true). Its items are root first.
+   */
+  applyTranscript(page: SessionTranscript, older: boolean): void {
+    const items = page.items.flatMap((i) => this.fromTranscript(i));
+    if (older) {
+      this.stream = [...items, ...this.stream];
+    } else {
+      // Only the conversation of this session: anything shown of a session before goes.
+      this.stream = [...items, ...this.stream.filter((x) => !this.historyEntry.has(x.key) || items.includes(x))];
+    }
+    this.olderCursor = page.before;
+    this.loadingOlder = false;
+    if (this.stream.length > MAX_HISTORY) this.trimTop(this.stream.length - MAX_HISTORY);
+  }
+
+  /** trimTop drops the n oldest items; when shown history goes, scrolling up loads it again from the first item kept. */
+  private trimTop(n: number): void {
+    const dropped = this.stream.splice(0, n);
+    if (dropped.some((d) => this.historyEntry.has(d.key))) {
+      const first = this.stream.find((x) => this.historyEntry.has(x.key));
+      if (first) this.olderCursor = this.historyEntry.get(first.key)!;
+    }
+    for (const d of dropped) this.historyEntry.delete(d.key);
+  }
+
+  private fromTranscript(i: TranscriptItem): StreamItem[] {
+    const at = Date.parse(i.createdAt) || 0;
+    const key = this.key('h');
+    this.historyEntry.set(key, i.entryId);
+    switch (i.kind) {
+      case 'user':
+        return [{ kind: 'user', key, turnId: '', text: i.text, at, entryId: i.entryId }];
+      case 'assistant':
+        return [{ kind: 'assistant', key, turnId: '', text: i.text }];
+      case 'error':
+        return [{ kind: 'error', key, turnId: '', text: `The turn failed: ${i.text}`, settings: SETTINGS_ERROR.test(i.text) }];
+      case 'checkpoint':
+        return [{ kind: 'status', key, turnId: '', text: i.text }];
+      case 'compaction': {
+        const c = i.compaction;
+        return [
+          {
+            kind: 'compaction',
+            key,
+            operationId: '',
+            trigger: c?.trigger ?? '',
+            outcome: 'completed',
+            tokensBefore: c?.tokensBefore,
+            tokensAfter: c?.tokensAfter,
+            checkpointId: c?.checkpointId ?? '',
+            quality: c?.quality ?? '',
+            reason: '',
+            line: i.text,
+            earlier: true,
+          },
+        ];
+      }
+      case 'tool': {
+        const t = i.tool;
+        if (!t) return [];
+        const args = parseArgs(t.arguments);
+        const p = typeof args?.path === 'string' && args.path !== '' ? args.path : undefined;
+        const status: ToolStatus = t.ok === undefined ? 'failed' : t.ok ? 'ok' : 'failed';
+        if (t.ok === true) {
+          for (const f of t.filesModified ?? []) this.filesModified.add(f);
+          if (!t.filesModified && p && WRITE_TOOLS.has(t.name)) this.filesModified.add(p);
+        }
+        return [
+          {
+            kind: 'tool',
+            key,
+            turnId: '',
+            toolId: t.id,
+            name: t.name,
+            args: prettyArgs(t.arguments, args),
+            title: toolTitle(t.name, args),
+            status,
+            summary: t.ok === undefined ? 'no result recorded' : t.summary,
+            path: p,
+            writes: WRITE_TOOLS.has(t.name),
+            approval: t.approval,
+          },
+        ];
+      }
+    }
+    return [];
+  }
+
   /** userMessages are the user messages shown, oldest first. */
   userMessages(): Extract<StreamItem, { kind: 'user' }>[] {
     return this.stream.filter((s): s is Extract<StreamItem, { kind: 'user' }> => s.kind === 'user');
@@ -376,6 +482,9 @@ export class SidebarModel {
     this.filesRead.clear();
     this.filesModified.clear();
     this.stream = [];
+    this.historyEntry.clear();
+    this.olderCursor = '';
+    this.loadingOlder = false;
     this.barrier = undefined;
     this.running.clear();
     this.settled.clear();
@@ -387,8 +496,10 @@ export class SidebarModel {
 
   private push(item: StreamItem): void {
     this.stream.push(item);
-    if (this.stream.length > MAX_STREAM) {
-      this.stream.splice(0, this.stream.length - MAX_STREAM);
+    // History loaded by scrolling up stays (up to MAX_HISTORY); MAX_STREAM bounds what streams in after it.
+    const limit = Math.min(MAX_HISTORY, this.historyEntry.size + MAX_STREAM);
+    if (this.stream.length > limit) {
+      this.trimTop(this.stream.length - limit);
       // What scrolled out is not looked up any more.
       const shown = new Set(this.stream.map((s) => s.key));
       for (const k of this.settled) if (!shown.has(k)) this.settled.delete(k);
@@ -406,6 +517,7 @@ export class SidebarModel {
       filesRead: [...this.filesRead].sort(),
       filesModified: [...this.filesModified].sort(),
       stream: this.stream.map((s) => ({ ...s })),
+      older: this.loadingOlder ? 'loading' : this.olderCursor ? 'more' : undefined,
     };
   }
 }

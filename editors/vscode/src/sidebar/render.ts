@@ -40,8 +40,11 @@ export function controls(s: SidebarSnapshot): Controls {
 }
 
 export function renderSidebar(s: SidebarSnapshot, md: Markdown, now = Date.now()): string {
-  return [renderHeader(s), renderStream(s.stream, md, now), renderMore(s)].join('\n');
+  return [renderHeader(s), renderStream(s.stream, md, now, s.older), renderMore(s)].join('\n');
 }
+
+/** APPROVAL_WORDS say how the user answered a call they were asked about. */
+const APPROVAL_WORDS: Record<string, string> = { once: 'allowed once', session: 'allowed for the session', denied: 'denied by you' };
 
 function renderHeader(s: SidebarSnapshot): string {
   if (!s.connected && !s.budget) return '<header class="budget" data-testid="budget"><span class="muted">Starting soba-lsp…</span></header>';
@@ -58,8 +61,12 @@ function renderHeader(s: SidebarSnapshot): string {
 </div>${barrier}</header>`;
 }
 
-function renderStream(items: StreamItem[], md: Markdown, now: number): string {
-  if (items.length === 0) {
+function renderStream(items: StreamItem[], md: Markdown, now: number, older?: 'more' | 'loading'): string {
+  // A reopened session's older pages load when the conversation is scrolled to its top (webview/main.ts).
+  const top = older
+    ? `<div class="older muted" data-testid="older" data-older="${older}">${older === 'loading' ? 'Loading earlier messages…' : `Scroll up for earlier messages · ${button('older', '', 'Load earlier')}`}</div>`
+    : '';
+  if (items.length === 0 && !older) {
     return '<section class="messages" data-testid="messages"><p class="muted empty">Ask SOBA something below. Type /help for the commands.</p></section>';
   }
   let userIndex = -1;
@@ -69,7 +76,7 @@ function renderStream(items: StreamItem[], md: Markdown, now: number): string {
       return renderItem(i, md, now, userIndex);
     })
     .join('\n');
-  return `<section class="messages" data-testid="messages">${body}</section>`;
+  return `<section class="messages" data-testid="messages">${top}${body}</section>`;
 }
 
 /** clipLine is the first line of s, cut to max characters with "…" when longer. */
@@ -100,11 +107,16 @@ function renderItem(i: StreamItem, md: Markdown, now: number, userIndex: number)
       // The server's summary says what the call did ("lines 11-30 of 250", "12 matches in 3 files",
       // "exit 1 · 38 lines · FAIL ./x"): it is shown on the closed card too, so a glance tells the outcome.
       const brief = i.status !== 'running' && i.summary ? ` <span class="tool-summary">· ${e(clipLine(i.summary, 100))}</span>` : '';
+      const asked = i.approval ? ` <span class="tool-approval approval-${e(i.approval)}" data-testid="tool-approval">· ${e(APPROVAL_WORDS[i.approval] ?? i.approval)}</span>` : '';
       const result = i.status === 'running' ? '<p class="muted">Waiting for the result…</p>' : i.summary ? `<pre class="result">${e(i.summary)}</pre>` : '<p class="muted">(no output)</p>';
-      return `<details class="card tool status-${i.status}" data-key="${e(i.key)}" data-testid="tool-card"><summary><span class="tool-name">${e(i.name)}</span> <span class="tool-title">${e(i.title)}</span>${brief} <span class="tool-state">${state}</span></summary><div class="card-body"><div class="label">Arguments</div><pre class="args">${e(i.args)}</pre><div class="label">Result</div>${result}${actions}</div></details>`;
+      return `<details class="card tool status-${i.status}" data-key="${e(i.key)}" data-testid="tool-card"><summary><span class="tool-name">${e(i.name)}</span> <span class="tool-title">${e(i.title)}</span>${brief}${asked} <span class="tool-state">${state}</span></summary><div class="card-body"><div class="label">Arguments</div><pre class="args">${e(i.args)}</pre><div class="label">Result</div>${result}${actions}</div></details>`;
     }
     case 'compaction': {
       const view = i.checkpointId ? ` · ${button('capsule', i.key, 'View capsule')}` : '';
+      if (i.earlier) {
+        const counts = i.tokensBefore !== undefined && i.tokensAfter !== undefined ? `${groupTokens(i.tokensBefore)} → ${groupTokens(i.tokensAfter)} tokens` : '';
+        return `<div class="marker outcome-completed earlier" data-key="${e(i.key)}" data-testid="compaction-marker" title="${e(counts)}"><span class="marker-text">Earlier history compacted</span>${view}</div>`;
+      }
       return `<div class="marker outcome-${e(i.outcome)}" data-key="${e(i.key)}" data-testid="compaction-marker" title="${e(i.line)}"><span class="marker-text">${e(compactionMarkerText(i))}</span>${view}</div>`;
     }
     case 'error': {

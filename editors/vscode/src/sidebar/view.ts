@@ -17,6 +17,7 @@ type FromWebview =
   | { type: 'command'; id: string }
   | { type: 'copy'; text: string }
   | { type: 'action'; action: string; key?: string; path?: string }
+  | { type: 'older' }
   | { type: 'ready' };
 
 /** WEBVIEW_COMMANDS are the extension commands the sidebar's buttons may run. */
@@ -55,6 +56,7 @@ export class SidebarView implements vscode.WebviewViewProvider, vscode.Disposabl
   receive(m: FromWebview): void {
     if (!m || typeof m !== 'object') return;
     if (m.type === 'ready') this.post();
+    else if (m.type === 'older' || (m.type === 'action' && m.action === 'older')) void this.actions?.run('older', undefined, undefined);
     else if (m.type === 'ask' && typeof m.text === 'string' && m.text.trim() !== '') void vscode.commands.executeCommand('soba-vscode.ask', m.text);
     else if (m.type === 'command' && WEBVIEW_COMMANDS.has(m.id)) void vscode.commands.executeCommand(m.id);
     else if (m.type === 'copy' && typeof m.text === 'string') void vscode.env.clipboard.writeText(m.text.slice(0, MAX_COPY));

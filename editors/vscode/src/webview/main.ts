@@ -41,6 +41,9 @@ function render(s: SidebarSnapshot): void {
   const old = content.querySelector('.messages');
   const atBottom = !old || old.scrollTop + old.clientHeight >= old.scrollHeight - 8;
   const top = old?.scrollTop ?? 0;
+  // An older page goes on top: the messages the user was reading stay where they were.
+  const firstKey = old?.querySelector('[data-key]')?.getAttribute('data-key');
+  const firstTop = firstKey ? (old!.querySelector(`[data-key="${CSS.escape(firstKey)}"]`) as HTMLElement | null)?.offsetTop ?? 0 : 0;
   content.innerHTML = DOMPurify.sanitize(renderSidebar(s, md), purify) as unknown as string;
   for (const d of content.querySelectorAll('details')) {
     const k = d.getAttribute('data-key');
@@ -53,12 +56,29 @@ function render(s: SidebarSnapshot): void {
   // The barrier's elapsed time ticks on from the snapshot, by this page's clock.
   for (const el of content.querySelectorAll<HTMLElement>('[data-elapsed]')) el.dataset.since = String(Date.now() - Number(el.dataset.elapsed));
   const next = content.querySelector('.messages');
-  if (next) next.scrollTop = atBottom ? next.scrollHeight : top;
+  if (next) {
+    const moved = firstKey ? (next.querySelector(`[data-key="${CSS.escape(firstKey)}"]`) as HTMLElement | null)?.offsetTop : undefined;
+    next.scrollTop = atBottom ? next.scrollHeight : top + (moved !== undefined ? moved - firstTop : 0);
+    // Scrolling up to the top loads the next older page (the Load earlier button does it without a scrollbar).
+    next.addEventListener('scroll', () => olderOnTop(next), { passive: true });
+  }
   const c = controls(s);
   for (const b of document.querySelectorAll<HTMLButtonElement>('.toolbar [data-control]')) {
     b.disabled = !c[b.dataset.control as keyof typeof c];
   }
   askButton.disabled = !c.ask;
+}
+
+/** olderOnTop asks for the next older page once the conversation is scrolled to its top. */
+let askedOlder = false;
+function olderOnTop(list: Element): void {
+  if (last?.older !== 'more') {
+    askedOlder = false;
+    return;
+  }
+  if (askedOlder || list.scrollTop > 40) return;
+  askedOlder = true;
+  vscode.postMessage({ type: 'older' });
 }
 
 window.addEventListener('message', (ev) => {

@@ -3,7 +3,8 @@ import * as path from 'path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { fake, window, workspace, Uri } from '../fake/vscode';
 import { CAPSULE_SCHEME, CapsuleDocuments } from '../../src/capsules';
-import { guarded, PaletteCommand, paletteHandlers, registerPaletteCommands, type CommandContext } from '../../src/commands';
+import { guarded, loadOlder, PaletteCommand, paletteHandlers, registerPaletteCommands, type CommandContext } from '../../src/commands';
+import { renderSidebar } from '../../src/sidebar/render';
 import { SERVER_COMMANDS, ServerAddition, ServerCommand, type Budget, type ServerCommandId } from '../../src/protocol';
 import { SidebarModel } from '../../src/sidebar/model';
 
@@ -108,6 +109,7 @@ describe('palette commands build the server arguments from the prompts', () => {
         { command: 'soba.session.list', args: {} },
         { command: 'soba.session.info', args: {} },
         { command: 'soba.session.resume', args: { sessionId: 's1' } },
+        { command: 'soba.session.transcript', args: { limit: 60 } },
         { command: 'soba.session.history', args: {} },
       ],
     ],
@@ -299,7 +301,8 @@ describe('palette commands render their results', () => {
       { label: 'fix the login bug', description: 'updated 40 s ago · 40 entries · 12.3 KB', detail: 's1' },
       { label: '(no request yet)', description: 'updated 1 h 0 min ago · 1 entry · 300 B · current', detail: 's2' },
     ]);
-    expect(sent.map((x) => x.command)).toEqual(['soba.session.list', 'soba.session.info', 'soba.session.resume', 'soba.session.history']);
+    // A server without soba.session.transcript: the earlier requests are listed instead.
+    expect(sent.map((x) => x.command)).toEqual(['soba.session.list', 'soba.session.info', 'soba.session.resume', 'soba.session.transcript', 'soba.session.history']);
     // The reopened session's requests are in the chat, each can be rewound to.
     expect(texts(ctx)).toEqual(['status', 'read the notes', 'fix b.go']);
     fake.reset();
@@ -501,3 +504,73 @@ describe('what is typed in SOBA: Ask goes to the server as typed through soba.ru
   });
 });
 
+
+describe('a reopened session shows its conversation from soba.session.transcript, newest page first', () => {
+  const at = '2025-01-01T00:00:00Z';
+  const pages: Record<string, unknown> = {
+    '': {
+      leafId: 'e9',
+      before: 'e5',
+      items: [
+        { entryId: 'e5', kind: 'compaction', text: 'Compacted', createdAt: at, compaction: { checkpointId: 'ck_1', trigger: 'user', tokensBefore: 9000, tokensAfter: 1200, quality: 'full' } },
+        { entryId: 'e6', kind: 'user', text: 'write the notes', createdAt: at },
+        {
+          entryId: 'e7',
+          kind: 'tool',
+          text: '',
+          createdAt: at,
+          tool: { id: 'c1', name: 'write_file', arguments: { path: 'notes.md', content: 'x\n' }, ok: true, summary: 'wrote 1 line', approval: 'once', filesModified: ['notes.md'] },
+        },
+        { entryId: 'e9', kind: 'assistant', text: 'Wrote **notes.md**.', createdAt: at },
+      ],
+    },
+    e5: { leafId: 'e9', before: '', items: [{ entryId: 'e1', kind: 'user', text: 'the first request', createdAt: at }, { entryId: 'e2', kind: 'assistant', text: 'The first answer.', createdAt: at }] },
+  };
+  const transcript = (args: { before?: string }) => pages[args.before ?? ''];
+
+  it('resume shows the newest page: the request, the answer, the tool card with its approval, the compaction marker; scrolling up loads the older page', async () => {
+    const list = [{ sessionId: 's1', path: 'a', updatedAt: at, entries: 9, title: 'the first request', bytes: 900 }];
+    const { ctx, sent } = recordingContext({
+      [ServerCommand.sessionList]: list,
+      [ServerCommand.sessionResume]: { sessionId: 's1', path: 'a', leafId: 'e9' },
+      [ServerAddition.sessionTranscript]: transcript,
+    });
+    fake.answers.quickPick.push((items: unknown[]) => items[1]);
+    await paletteHandlers(ctx)[PaletteCommand.resumeSession]();
+    expect(sent.filter((x) => x.command === 'soba.session.transcript')).toEqual([{ command: 'soba.session.transcript', args: { limit: 60 } }]);
+    const snap = ctx.model.snapshot();
+    expect(snap.stream.map((s) => s.kind)).toEqual(['compaction', 'user', 'tool', 'assistant']);
+    expect(snap.older).toBe('more');
+    expect(snap.filesModified).toEqual(['notes.md']);
+    const html = renderSidebar(snap, (t) => `<p>${t}</p>`, Date.parse(at));
+    expect(html).toContain('Earlier history compacted</span> · <button class="link" data-action="capsule"');
+    expect(html).toContain('View capsule');
+    expect(html).toContain('Write notes.md (1 line)');
+    expect(html).toContain('· allowed once');
+    expect(html).toContain('Wrote **notes.md**.');
+    expect(html).toContain('data-testid="older" data-older="more"');
+
+    await loadOlder(ctx);
+    expect(sent.at(-1)).toEqual({ command: 'soba.session.transcript', args: { before: 'e5', limit: 60 } });
+    const after = ctx.model.snapshot();
+    expect(after.stream.map((s) => (s.kind === 'user' || s.kind === 'assistant' ? s.text : s.kind))).toEqual([
+      'the first request',
+      'The first answer.',
+      'compaction',
+      'write the notes',
+      'tool',
+      'Wrote **notes.md**.',
+    ]);
+    expect(after.older).toBeUndefined(); // the session's beginning is shown
+    await loadOlder(ctx); // nothing older: nothing asked
+    expect(sent.filter((x) => x.command === 'soba.session.transcript')).toHaveLength(2);
+  });
+
+  it('an older page that cannot be read any more (the session was rewound) stops the loading and says why in the output', async () => {
+    const { ctx, output } = recordingContext({ [ServerAddition.sessionTranscript]: (a: { before?: string }) => (a.before ? Promise.reject(new Error('no entry "e5" on the session\'s current path')) : pages['']) });
+    ctx.model.applyTranscript(pages[''] as never, false);
+    await loadOlder(ctx);
+    expect(ctx.model.snapshot().older).toBeUndefined();
+    expect((output as unknown as { lines: string[] }).lines.join('\n')).toContain('earlier messages could not be loaded');
+  });
+});

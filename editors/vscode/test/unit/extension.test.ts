@@ -178,7 +178,9 @@ describe("the sidebar's prompt box sends what was typed through soba.run", () =>
     const { view, send } = fakeWebviewView();
     (fake.webviewProviders.get('soba.sidebar') as any).resolveWebviewView(view);
     const c = clients[0];
-    await vi.waitFor(() => expect(c.requests).toHaveLength(2)); // the first budget, the reopened session's requests
+    // The first budget, the reopened session's newest page (soba.session.transcript), and, as this fake server
+    // does not answer it, the earlier requests (soba.session.history).
+    await vi.waitFor(() => expect(c.requests).toHaveLength(3));
     c.requests.length = 0;
     return { c, send, ext };
   }
