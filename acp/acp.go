@@ -228,15 +228,20 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 		s.drop(ss.ID())
 		return sdk.NewSessionResponse{}, sdk.NewRequestCancelled(nil)
 	}
-	return sdk.NewSessionResponse{SessionId: sdk.SessionId(ss.ID())}, nil
+	opts, m := s.settings(ss)
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(ss.ID()), ConfigOptions: opts, Modes: m}, nil
 }
 
 func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	if p.SessionId == "" {
 		return sdk.LoadSessionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "sessionId is empty"})
 	}
-	_, err := s.open(ctx, p.Cwd, string(p.SessionId), true, p.McpServers)
-	return sdk.LoadSessionResponse{}, err
+	ss, err := s.open(ctx, p.Cwd, string(p.SessionId), true, p.McpServers)
+	if err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	opts, m := s.settings(ss)
+	return sdk.LoadSessionResponse{ConfigOptions: opts, Modes: m}, nil
 }
 
 // open makes or loads a session and announces its slash commands once the
@@ -472,8 +477,12 @@ func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 	if p.SessionId == "" {
 		return sdk.ResumeSessionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "sessionId is empty"})
 	}
-	_, err := s.open(ctx, p.Cwd, string(p.SessionId), false, p.McpServers)
-	return sdk.ResumeSessionResponse{}, err
+	ss, err := s.open(ctx, p.Cwd, string(p.SessionId), false, p.McpServers)
+	if err != nil {
+		return sdk.ResumeSessionResponse{}, err
+	}
+	opts, m := s.settings(ss)
+	return sdk.ResumeSessionResponse{ConfigOptions: opts, Modes: m}, nil
 }
 
 // knownDirs are the workspaces a request without cwd reaches: first, when
@@ -599,14 +608,6 @@ func (s *Server) initialize(m rpcMessage) bool {
 func present(raw json.RawMessage) bool {
 	c := bytes.TrimSpace(raw)
 	return len(c) > 0 && !bytes.Equal(c, []byte("null"))
-}
-
-func (s *Server) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
-	return sdk.SetSessionConfigOptionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetConfigOption)
-}
-
-func (s *Server) SetSessionMode(context.Context, sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
-	return sdk.SetSessionModeResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetMode)
 }
 
 // gatedReader blocks reads until open is closed.

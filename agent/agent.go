@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/soba-agent/soba-lsp/internal/id"
@@ -112,6 +113,10 @@ type Agent struct {
 	// runCall runs one tool call and records its result: runLiveTool, or
 	// the recording's runner in replay (chosen once, at New).
 	runCall func(ctx context.Context, turnID string, call session.ToolCall)
+	// approval is the session's approval policy ("ask" or "auto"): the
+	// configuration's, or the one the user set for the session
+	// (SetApproval). Atomic: tools read it outside the state's lock.
+	approval atomic.Value
 
 	// mu guards st and every compactWaiter: each read or change of the
 	// session's state runs under it (do). It is never held while the model,
@@ -401,6 +406,13 @@ func (a *Agent) restore(st *state) error {
 		return err
 	}
 	st.autoCompact, st.intents, st.activeSkills, st.lastResult = r.AutoCompact, r.Intents, r.ActiveSkills, r.LastCompaction
+	// A session's recorded approval policy is restored only when it asks
+	// more than the configuration: a session file lies in the workspace,
+	// where a repository could have put one that turns approvals off (R-W5).
+	a.approval.Store(a.opt.Approval)
+	if r.Approval == ApprovalAsk {
+		a.approval.Store(ApprovalAsk)
+	}
 	a.setSystemPrompt(st, a.systemPrompt(r.PromptSkills))
 	r.Input.ResetMeter(&st.meter, st.systemTokens)
 	return nil
@@ -577,6 +589,39 @@ func (a *Agent) SetAutoCompact(enabled bool) (compaction.Budget, error) {
 		return b, e
 	}
 	return b, err
+}
+
+// Approval policies (tools.approval).
+const (
+	ApprovalAsk  = "ask"
+	ApprovalAuto = "auto"
+)
+
+// Approval is the session's approval policy.
+func (a *Agent) Approval() string {
+	if v, _ := a.approval.Load().(string); v != "" {
+		return v
+	}
+	return a.opt.Approval
+}
+
+// SetApproval sets the session's approval policy, "ask" or "auto": the
+// user's choice from the editor (ACP's config options), for this session
+// only. It is recorded as a settings entry, so replay and resume see it.
+func (a *Agent) SetApproval(mode string) error {
+	if mode != ApprovalAsk && mode != ApprovalAuto {
+		return fmt.Errorf("approval must be %q or %q, not %q", ApprovalAsk, ApprovalAuto, mode)
+	}
+	var err error
+	if e := a.do(func(st *state) {
+		if _, err = a.appendEntry(st, session.Entry{Type: session.TypeSettings, Settings: &session.Settings{Approval: mode}}); err != nil {
+			return
+		}
+		a.approval.Store(mode)
+	}); e != nil {
+		return e
+	}
+	return err
 }
 
 // Busy reports whether a turn, a compaction or a queued prompt is pending.

@@ -269,7 +269,7 @@ func decideApproval(c approvalCase) approvalVerdict {
 // approvalCaseOf gathers the case of one call: its written paths, the MCP
 // server's approval and the settings.
 func (a *Agent) approvalCaseOf(call session.ToolCall, sessionAllowed bool) approvalCase {
-	c := approvalCase{Tool: call.Name, Approval: a.opt.Approval, AutoApprovePaths: a.opt.AutoApprovePaths,
+	c := approvalCase{Tool: call.Name, Approval: a.Approval(), AutoApprovePaths: a.opt.AutoApprovePaths,
 		SessionAllowed: sessionAllowed, Receipts: a.tools.protected}
 	if IsMCPTool(call.Name) {
 		c.MCP = true

@@ -16,6 +16,9 @@ import (
 // their figures agree.
 type Restored struct {
 	AutoCompact bool
+	// Approval is the newest approval policy a settings entry of the path
+	// recorded; "" when none did.
+	Approval string
 	Intents     compaction.Intents
 	// ActiveSkills are the skills the capsule carries and those activated in
 	// the model input since, in that order, without repeats: the skills the
@@ -52,6 +55,9 @@ func Restore(path compaction.Transcript, base compaction.Base, counter compactio
 		case session.TypeSettings:
 			if f.AutoCompact != nil {
 				r.AutoCompact = *f.AutoCompact
+			}
+			if f.Approval != "" {
+				r.Approval = f.Approval
 			}
 			for _, c := range f.ConsumedIntents {
 				r.Intents.Consume(c)

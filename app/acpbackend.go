@@ -203,6 +203,9 @@ type acpSession struct {
 	// client (compaction_summary_chunk), by operation id.
 	chunked map[string]bool
 	closed  bool
+	// pending are config option changes made during a turn, applied when
+	// it ends (a change applies from the next turn), by option id.
+	pending map[string]any
 	// usage is the latest budget not yet queued; usageSent when the last
 	// was; usageTimer the scheduled trailing send.
 	usage      *compaction.Budget
@@ -264,6 +267,7 @@ func (s *acpSession) ID() string {
 // same handlers as soba.run) or one turn of the agent.
 func (s *acpSession) Prompt(ctx context.Context, text string) (acp.TurnResult, error) {
 	stop, usage, err := s.prompt(ctx, text)
+	s.applyPending()
 	r := acp.TurnResult{Stop: stop}
 	if usage != nil {
 		r.Usage = &acp.Usage{Input: usage.Input, Output: usage.Output, Cached: usage.Cached}
@@ -747,4 +751,80 @@ func (e acpEditor) Run(ctx context.Context, callID string, c agent.Command) (age
 	r, err := e.s.peer.RunInTerminal(ctx, acp.TerminalCommand{ToolCallID: callID, Command: "bash",
 		Args: []string{"-o", "pipefail", "-c", c.Line}, Cwd: c.Dir, OutputLimit: c.OutputLimit})
 	return agent.CommandResult{Output: r.Output, Truncated: r.Truncated, ExitCode: r.ExitCode, Signal: r.Signal, Killed: r.Killed}, err
+}
+
+var _ acp.Configurable = (*acpSession)(nil)
+
+// ConfigOptions are the session's settings as the editor shows them:
+// auto-compaction and the approval policy (the user's, R-W5: the editor
+// acts for the user), with the values a change made during the running
+// turn will take.
+func (s *acpSession) ConfigOptions() []acp.ConfigOption {
+	ag := s.ws.Agent()
+	auto := true
+	if b, err := ag.Budget(); err == nil {
+		auto = b.AutoCompact
+	}
+	approval := ag.Approval()
+	s.mu.Lock()
+	if v, ok := s.pending[acp.OptionAutoCompaction].(bool); ok {
+		auto = v
+	}
+	if v, ok := s.pending[acp.OptionApproval].(string); ok {
+		approval = v
+	}
+	s.mu.Unlock()
+	return []acp.ConfigOption{
+		{ID: acp.OptionAutoCompaction, Name: "Auto-compaction", Bool: &auto,
+			Description: "Compact the context on its own when the budget calls for it (/auto-compact)"},
+		{ID: acp.OptionApproval, Name: "Approval", Category: "mode", Value: approval, Choices: []acp.Choice{
+			{Value: agent.ApprovalAsk, Name: "Ask", Description: "File writes, bash and MCP tools ask before they run"},
+			{Value: agent.ApprovalAuto, Name: "Auto", Description: "Tools run without asking"},
+		}, Description: "Whether tools ask before they run, for this session"},
+	}
+}
+
+// SetConfigOption changes a setting: at once when no turn runs, else when
+// the turn ends. The agent records it as a settings entry of the transcript
+// (resume and replay see it).
+func (s *acpSession) SetConfigOption(_ context.Context, id string, v any) error {
+	s.mu.Lock()
+	if s.inTurn {
+		if s.pending == nil {
+			s.pending = map[string]any{}
+		}
+		s.pending[id] = v
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	return s.applyOption(id, v)
+}
+
+func (s *acpSession) applyOption(id string, v any) error {
+	switch id {
+	case acp.OptionAutoCompaction:
+		on, _ := v.(bool)
+		_, err := s.ws.Agent().SetAutoCompact(on)
+		return err
+	case acp.OptionApproval:
+		mode, _ := v.(string)
+		return s.ws.Agent().SetApproval(mode)
+	}
+	return fmt.Errorf("unknown config option %q", id)
+}
+
+// applyPending applies the changes made during the turn that just ended.
+func (s *acpSession) applyPending() {
+	s.mu.Lock()
+	pending := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for _, id := range []string{acp.OptionAutoCompaction, acp.OptionApproval} {
+		if v, ok := pending[id]; ok {
+			if err := s.applyOption(id, v); err != nil {
+				s.warn("could not change " + id + ": " + err.Error())
+			}
+		}
+	}
 }

@@ -196,9 +196,12 @@ type CapsuleLoad struct {
 // entry hangs from the rewind target, so it becomes the new leaf and survives
 // resume, while the abandoned branch stays on disk (R-T1, R-T4).
 type Settings struct {
-	AutoCompact *bool  `json:"autoCompact,omitempty"`
-	Model       string `json:"model,omitempty"`
-	RewindTo    string `json:"rewindTo,omitempty"`
+	AutoCompact *bool `json:"autoCompact,omitempty"`
+	// Approval is the session's approval policy ("ask" or "auto") as the
+	// user set it from the editor (ACP's config options).
+	Approval string `json:"approval,omitempty"`
+	Model    string `json:"model,omitempty"`
+	RewindTo string `json:"rewindTo,omitempty"`
 	// ConsumedIntents lists intents consumed by a preflight, so resume does not
 	// restore them.
 	ConsumedIntents []string `json:"consumedIntents,omitempty"`

@@ -92,14 +92,25 @@ test('a client that offers fs and terminal sees the agent use them', { timeout: 
     await app.connectWith(stream, async (cx) => {
       const init = await cx.request('initialize', {
         protocolVersion: acp.PROTOCOL_VERSION,
-        clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+        clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true, session: { configOptions: { boolean: {} } } },
       });
       assert.deepEqual(init.agentCapabilities.sessionCapabilities.delete, {}, 'session/delete is announced');
       assert.ok(init.authMethods.length >= 1, 'at least one auth method (the ACP registry lists only such agents)');
       assert.equal(init.authMethods[0].id, 'soba-config');
       await cx.request('authenticate', { methodId: 'soba-config' });
 
-      const { sessionId } = await cx.request('session/new', { cwd, mcpServers: [] });
+      const created = await cx.request('session/new', { cwd, mcpServers: [] });
+      const { sessionId } = created;
+      // The session's settings: auto-compaction (a toggle: this client
+      // offers boolean options) and the approval policy, also as modes.
+      const option = (opts, id) => opts.find((o) => o.id === id);
+      assert.deepEqual(option(created.configOptions, 'auto_compaction')?.type, 'boolean', JSON.stringify(created.configOptions));
+      assert.equal(option(created.configOptions, 'auto_compaction').currentValue, true);
+      const approval = option(created.configOptions, 'approval');
+      assert.deepEqual([approval?.type, approval?.category, approval?.currentValue], ['select', 'mode', 'ask']);
+      assert.deepEqual(approval.options.map((o) => o.value), ['ask', 'auto']);
+      assert.equal(created.modes?.currentModeId, 'ask');
+      assert.deepEqual(created.modes.availableModes.map((m) => m.id), ['ask', 'auto']);
 
       // One turn: read_file, write_file and bash, each through the editor.
       const r1 = await cx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'use the editor' }] });
@@ -141,6 +152,29 @@ test('a client that offers fs and terminal sees the agent use them', { timeout: 
       await new Promise((r) => setTimeout(r, 300));
       ac.abort();
       await assert.rejects(pending, (err) => { assert.equal(err.code, -32800, JSON.stringify(err)); return true; });
+
+      // Config options: approval to auto (a current_mode_update follows for
+      // clients that read modes), auto-compaction off, then approval back to
+      // ask through session/set_mode (a config_option_update follows). Each
+      // change is a settings entry of the transcript.
+      let from = updates.length;
+      const set1 = await cx.request('session/set_config_option', { sessionId, configId: 'approval', value: 'auto' });
+      assert.equal(option(set1.configOptions, 'approval').currentValue, 'auto');
+      await until(() => updates.slice(from).some((u) => u.update.sessionUpdate === 'current_mode_update'), 'current_mode_update');
+      assert.equal(updates.slice(from).find((u) => u.update.sessionUpdate === 'current_mode_update').update.currentModeId, 'auto');
+      const set2 = await cx.request('session/set_config_option', { sessionId, configId: 'auto_compaction', type: 'boolean', value: false });
+      assert.equal(option(set2.configOptions, 'auto_compaction').currentValue, false);
+      await assert.rejects(cx.request('session/set_config_option', { sessionId, configId: 'approval', value: 'sometimes' }),
+        (err) => { assert.equal(err.code, -32602); return true; });
+      from = updates.length;
+      await cx.request('session/set_mode', { sessionId, modeId: 'ask' });
+      await until(() => updates.slice(from).some((u) => u.update.sessionUpdate === 'config_option_update'), 'config_option_update');
+      const synced = updates.slice(from).find((u) => u.update.sessionUpdate === 'config_option_update').update.configOptions;
+      assert.equal(option(synced, 'approval').currentValue, 'ask');
+      const transcript = fs.readFileSync(path.join(cwd, '.soba', 'sessions', `${sessionId}.jsonl`), 'utf8')
+        .trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.type === 'settings').map((e) => e.settings);
+      assert.deepEqual(transcript.filter((t) => t.approval || t.autoCompact !== undefined),
+        [{ approval: 'auto' }, { autoCompact: false }, { approval: 'ask' }], JSON.stringify(transcript));
 
       // session/list without cwd, then session/delete.
       const listed = await cx.request('session/list', {});
