@@ -19,7 +19,7 @@ type Restored struct {
 	// Approval is the newest approval policy a settings entry of the path
 	// recorded; "" when none did.
 	Approval string
-	Intents     compaction.Intents
+	Intents  compaction.Intents
 	// ActiveSkills are the skills the capsule carries and those activated in
 	// the model input since, in that order, without repeats: the skills the
 	// next capsule lists, whose bodies its system prompt carries.

@@ -31,7 +31,7 @@ echo "== go: cancel/stale tests (race, count 50)"
 go test -race -count=50 -run 'TestCancelDuringBarrierAppendsNothing_RF2|TestProgressCancelLetsTurnProceed_RF2|TestCompactRequestCancelledBeforeItStarts|TestCancelSecondCompactRequestOnly_FirstCompletes|TestCancelFirstCompactRequestCancelsItsCompaction_RF2|TestCompactionStaleWhenLeafMoves_RB5|TestMethodsAfterCloseReturnErrClosed|TestExplicitCompactWaitsForPreflight_RB1_RB3|TestCancelDuringNativeCallAppendsNothing_RB5_RN3' ./agent/
 go test -race -count=50 -run 'TestAgentBackendCancelSecondCompactOnly|TestAgentBackendCancelDuringBarrier_RF2' ./app/
 
-for suite in lsp/conformance/test.sh acp/conformance/test.sh editors/neovim/test.sh editors/vscode/test.sh; do
+for suite in lsp/conformance/test.sh acp/conformance/test.sh editors/neovim/test.sh editors/vscode/test.sh packaging/test.sh; do
   if [ -x "$suite" ]; then
     echo "== $suite"
     "$suite"
