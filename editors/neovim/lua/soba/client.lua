@@ -242,6 +242,15 @@ function M.on_init(client, result)
     by_root[root] = client.id
   end
   flush(client.id)
+  -- The server may have reopened the workspace's newest session
+  -- (sessionOnStart: resume): the chat shows its conversation.
+  M.request(client, 'workspace/executeCommand',
+    { command = 'soba.session.transcript', arguments = { { limit = require('soba.chat').page_entries } } },
+    function(err, page)
+      if not err and type(page) == 'table' and type(page.items) == 'table' and #page.items > 0 then
+        require('soba.chat').show_history(page, false)
+      end
+    end)
   -- Seed the status line once; later updates come as notifications.
   M.request(client, 'workspace/executeCommand',
     { command = 'soba.budget', arguments = { vim.empty_dict() } },

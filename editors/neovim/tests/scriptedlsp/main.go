@@ -64,6 +64,7 @@ type backend struct {
 	state     protocol.State
 	entries   int
 	turns     int
+	resumed   bool // a session was resumed: soba.session.transcript pages its scripted conversation
 	capsules  []capsuleRec
 	last      *protocol.CompactionResult
 	seq       int
@@ -316,6 +317,9 @@ func (b *backend) SessionNew(context.Context) (protocol.SessionNewResult, error)
 }
 
 func (b *backend) SessionResume(_ context.Context, a protocol.SessionResumeArgs) (protocol.SessionResumeResult, error) {
+	b.mu.Lock()
+	b.resumed = true
+	b.mu.Unlock()
 	return protocol.SessionResumeResult{SessionID: a.SessionID, Path: b.sessionPath(), LeafID: "e1"}, nil
 }
 
@@ -337,6 +341,13 @@ func (b *backend) SessionHistory(context.Context) ([]protocol.HistoryPoint, erro
 // the compaction marker before them; older pages hold earlier requests, the
 // oldest "the first request".
 func (b *backend) SessionTranscript(_ context.Context, a protocol.SessionTranscriptArgs) (protocol.SessionTranscript, error) {
+	b.mu.Lock()
+	resumed := b.resumed
+	b.mu.Unlock()
+	if !resumed {
+		// The session the server starts with is new: nothing to show yet.
+		return protocol.SessionTranscript{LeafID: "e0"}, nil
+	}
 	at := time.Now().UTC().Add(-time.Hour)
 	ok := true
 	item := func(id string, kind protocol.TranscriptKind, text string) protocol.TranscriptItem {
