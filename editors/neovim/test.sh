@@ -169,10 +169,10 @@ start_fakemodel() {
   # summary requests of a compaction (summaryModel defaults to model).
   cat >"$work/fakemodel.json" <<'JSON'
 {"format": "openai", "repeatLast": true, "replies": [
-  {"text": "Turn one answered."}, {"text": "Turn two answered."}, {"text": "Turn three answered."},
+  {"text": "Turn one answered.", "thinking": "The user wants a summary; keep it short.", "thinkingAs": "tags"}, {"text": "Turn two answered."}, {"text": "Turn three answered."},
   {"toolCalls": [{"id": "call_a1", "name": "bash", "arguments": {"command": "echo allowed for session"}}]},
   {"text": "The command ran."},
-  {"text": "## Goal\nAnswer the test prompts\n## Done\n- answered the prompts\n## Next steps\n- keep answering\n"}]}
+  {"text": "## Goal\nAnswer the test prompts\n## Done\n- answered the prompts\n## Next steps\n- keep answering\n", "thinking": "DRAFT-GOAL-XYZ OK let me answer.", "thinkingAs": "reasoning_content"}]}
 JSON
   # fakemodel ends when its stdin closes: this script holds the write end of
   # a FIFO open until it exits, so nothing is left running afterwards.

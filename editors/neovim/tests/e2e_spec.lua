@@ -144,6 +144,8 @@ local function completed_turns()
   return n
 end
 
+-- The scripted backend (tests/scriptedlsp) stands in for the agent: no model.
+local scripted = (os.getenv('SOBA_SCRIPTED') or '') ~= ''
 test('PromptsStreamIntoChat', function()
   local filler = string.rep('The parser keeps a table of tokens and a cursor. ', 180)
   for i = 1, 3 do
@@ -157,12 +159,26 @@ test('PromptsStreamIntoChat', function()
   match('\n## %d%d:%d%d · Turn 1: summarise this%.', text, 'chat headings show the time and the request')
   ok(not text:find('## Turn ', 1, true) and not text:find('turn_', 1, true), 'no turn ids in the chat')
   ok(vim.fn.bufwinnr('soba://chat') ~= -1, 'chat window opened on ask')
+  -- The first answer came after its thinking (R-C9): apart, marked and folded
+  -- (the fake model sends it; the scripted backend sends none).
+  if scripted then
+    return
+  end
+  ok(text:find(chat.THINK .. 'The user wants a summary; keep it short.', 1, true), 'thinking shown apart')
+  ok(not text:find('<think>', 1, true) and not text:find('Turn one answered.The user', 1, true), 'no thinking in the answer')
+  local win = chat.window()
+  for i, l in ipairs(chat.lines()) do
+    if l:sub(1, #chat.THINK) == chat.THINK then
+      ok(vim.api.nvim_win_call(win, function()
+        return vim.fn.foldclosed(i)
+      end) ~= -1, 'thinking line ' .. i .. ' folded')
+    end
+  end
 end)
 
 -- The scripted backend asks on "run: …"; with the full server the fake
 -- model's fourth reply calls bash, which tools.approval "ask" puts to the
 -- user.
-local scripted = (os.getenv('SOBA_SCRIPTED') or '') ~= ''
 local approval_cmd = scripted and 'go test ./...' or 'echo allowed for session'
 test('ApprovalOverTheWire', function()
   local orig = vim.ui.select
