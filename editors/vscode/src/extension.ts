@@ -86,6 +86,7 @@ export class SobaExtension {
       vscode.commands.registerCommand('soba-vscode.restartServer', () => this.restart()),
       vscode.commands.registerCommand('soba-vscode.showOutput', () => this.output.show(true)),
       vscode.workspace.onDidChangeConfiguration((e) => this.configurationChanged(e)),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => this.trustGranted()),
     );
   }
 
@@ -96,6 +97,7 @@ export class SobaExtension {
       extensionPath: this.context.extensionPath,
       envPath: process.env.PATH ?? '',
       workspaceFolder: workspaceRoot(),
+      workspaceTrusted: vscode.workspace.isTrusted,
       isExecutable,
     });
     if (!found.ok) {
@@ -239,6 +241,20 @@ export class SobaExtension {
     }
   }
 
+  /**
+   * trustGranted: the user trusted the workspace (Workspace Trust). The
+   * server applies the repository's settings from now on; a server that
+   * could not start (a relative soba.serverPath) is started now.
+   */
+  private trustGranted(): void {
+    this.output.appendLine('SOBA: the workspace is trusted now; its settings apply');
+    if (this.client?.isRunning()) {
+      void this.client.sendNotification('workspace/didChangeConfiguration', { settings: { soba: currentServerSettings() } });
+    } else {
+      void this.restart();
+    }
+  }
+
   async restart(): Promise<void> {
     await this.stop();
     await this.start();
@@ -258,9 +274,14 @@ export class SobaExtension {
   }
 }
 
+/**
+ * currentServerSettings is the `soba` object the server gets: the user's
+ * settings, the workspace's as repositorySettings, and whether the
+ * workspace is trusted (settings.ts).
+ */
 function currentServerSettings(): Record<string, unknown> {
   const cfg = vscode.workspace.getConfiguration('soba');
-  return serverSettings((key) => cfg.inspect(key));
+  return serverSettings((key) => cfg.inspect(key), vscode.workspace.isTrusted);
 }
 
 function workspaceRoot(): string | undefined {

@@ -108,7 +108,8 @@ export function statusView(budget: Budget | undefined, barrier?: BarrierState, c
     return { text: 'SOBA', tooltip: 'SOBA: waiting for the first budget from soba-lsp', level: 'normal' };
   }
   return {
-    text: `SOBA ${budgetDisplay(budget)}`,
+    // A shield while the repository's settings are ignored (R-W5): the tooltip says which and how to trust.
+    text: `${budget.repositorySettingsIgnored?.length ? '$(workspace-untrusted) ' : ''}SOBA ${budgetDisplay(budget)}`,
     tooltip: budgetTooltip(budget),
     level: budgetLevel(budget),
   };
@@ -191,6 +192,8 @@ export function budgetTooltip(b: Budget): string {
   if (b.cachedTokens > 0) lines.push(`Prompt cache: ${groupTokens(b.cachedTokens)} tokens of the last request`);
   if (b.pending && b.pending.length > 0) lines.push(`Pending: ${b.pending.join(', ')}`);
   if (b.lastCompaction?.line) lines.push(`Last: ${b.lastCompaction.line}`);
+  const ignored = repositorySettingsIgnoredText(b.repositorySettingsIgnored);
+  if (ignored) lines.push(ignored);
   return lines.join('\n');
 }
 
@@ -204,6 +207,7 @@ export function budgetSummary(b: Budget): string {
     b.state,
   ];
   if (b.pending && b.pending.length > 0) parts.push(`pending ${b.pending.join(', ')}`);
+  if (b.repositorySettingsIgnored?.length) parts.push(`repository settings ignored until trusted: ${b.repositorySettingsIgnored.join(', ')}`);
   return `SOBA budget · ${parts.join(' · ')}`;
 }
 
@@ -284,4 +288,14 @@ export function gaugeView(b: Budget): GaugeView {
     level: budgetLevel(b),
     label: `${groupTokens(b.effectiveTokens)} / ${groupTokens(b.hardLimit)} (soft ${groupTokens(b.softLimit)}, ${SOURCE_LABEL[b.source] ?? b.source})`,
   };
+}
+
+/**
+ * repositorySettingsIgnoredText says which repository settings the server
+ * ignores until the workspace is trusted ('' when none): the status bar's
+ * tooltip and the budget view show it.
+ */
+export function repositorySettingsIgnoredText(keys: readonly string[] | undefined): string {
+  if (!keys || keys.length === 0) return '';
+  return `Ignored until you trust this workspace: ${keys.join(', ')} (set by the repository). Trust it with "Workspaces: Manage Workspace Trust".`;
 }

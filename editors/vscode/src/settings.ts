@@ -2,11 +2,11 @@
 // the server binary. Pure: the vscode configuration and the file system come
 // in as functions, so both are unit-tested without an editor.
 import * as path from 'path';
-import { SERVER_KEYS } from './settingsSchema';
+import { REPOSITORY_KEYS, SERVER_KEYS } from './settingsSchema';
 
 // SERVER_KEYS, the `soba.*` settings that belong to the server, are
 // generated from the server's configuration schema (configschema/schema.go).
-export { SERVER_KEYS } from './settingsSchema';
+export { REPOSITORY_KEYS, SERVER_KEYS } from './settingsSchema';
 
 /** Inspected is the part of vscode's WorkspaceConfiguration.inspect the extension reads. */
 export interface Inspected {
@@ -21,23 +21,52 @@ export interface Inspected {
  * workspace or folder). Defaults of package.json are left out on purpose:
  * sending them would override `~/.config/soba/config.json` and
  * `.soba/config.json`, which rank below the editor's layer.
+ *
+ * A workspace's settings (.vscode/settings.json, a folder's) are the
+ * repository's, not the user's (SPEC R-W5): for the REPOSITORY_KEYS they go
+ * in `repositorySettings`, which the server holds to the repository's rules
+ * until the workspace is trusted, and only user (global) values are sent
+ * as the user's. `workspaceTrusted` is VS Code's Workspace Trust, never a
+ * setting: both are set here last, so no settings file can name them.
  */
-export function serverSettings(inspect: (key: string) => Inspected | undefined): Record<string, unknown> {
+export function serverSettings(inspect: (key: string) => Inspected | undefined, workspaceTrusted: boolean): Record<string, unknown> {
   const out: Record<string, unknown> = {};
+  const repository: Record<string, unknown> = {};
+  const repositoryKeys: ReadonlySet<string> = new Set(REPOSITORY_KEYS);
   for (const key of SERVER_KEYS) {
+    if (OWN_KEYS.has(key)) continue;
     const i = inspect(key);
     if (!i) continue;
-    let v = i.workspaceFolderValue ?? i.workspaceValue ?? i.globalValue;
-    if (v === undefined || v === null) continue;
-    if (isPlainObject(v)) {
-      // Object settings (summaryModel, compaction) merge layer by layer,
-      // like vscode does, and an empty object means "not set".
-      v = { ...(asObject(i.globalValue)), ...(asObject(i.workspaceValue)), ...(asObject(i.workspaceFolderValue)) };
-      if (Object.keys(v as object).length === 0) continue;
+    if (repositoryKeys.has(key)) {
+      setLayered(out, key, [i.globalValue]);
+      setLayered(repository, key, [i.workspaceValue, i.workspaceFolderValue]);
+    } else {
+      setLayered(out, key, [i.globalValue, i.workspaceValue, i.workspaceFolderValue]);
     }
-    setPath(out, key.split('.'), v);
   }
+  out.workspaceTrusted = workspaceTrusted;
+  out.repositorySettings = repository;
   return out;
+}
+
+/** OWN_KEYS are the extension's to send: a setting of the same name is never read. */
+const OWN_KEYS: ReadonlySet<string> = new Set(['workspaceTrusted', 'repositorySettings']);
+
+/**
+ * setLayered sets key in obj to the value of the most specific layer that
+ * has one (layers from the least specific). Object settings (summaryModel,
+ * compaction, mcpServers) merge layer by layer, like vscode does, and an
+ * empty object means "not set".
+ */
+function setLayered(obj: Record<string, unknown>, key: string, layers: unknown[]): void {
+  let v: unknown;
+  for (const l of layers) if (l !== undefined && l !== null) v = l;
+  if (v === undefined) return;
+  if (isPlainObject(v)) {
+    v = Object.assign({}, ...layers.map(asObject));
+    if (Object.keys(v as object).length === 0) return;
+  }
+  setPath(obj, key.split('.'), v);
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -71,6 +100,12 @@ export interface ServerPathInput {
   envPath: string;
   /** Workspace folder for a relative serverPath. */
   workspaceFolder?: string;
+  /**
+   * Whether the workspace is trusted (VS Code's Workspace Trust). A relative
+   * serverPath names a file of the workspace, a program the repository
+   * chose: it is started only in a trusted workspace (SPEC R-W5).
+   */
+  workspaceTrusted?: boolean;
   /** isExecutable reports whether a file exists and can be run. */
   isExecutable: (file: string) => boolean;
   platform?: NodeJS.Platform;
@@ -90,7 +125,14 @@ export function resolveServerPath(input: ServerPathInput): ServerPathResult {
   const setting = input.setting.trim();
   if (setting !== '') {
     const expanded = expandHome(setting);
-    const file = path.isAbsolute(expanded) || !input.workspaceFolder ? expanded : path.join(input.workspaceFolder, expanded);
+    const inWorkspace = !path.isAbsolute(expanded) && !!input.workspaceFolder;
+    const file = inWorkspace ? path.join(input.workspaceFolder!, expanded) : expanded;
+    if (inWorkspace && input.workspaceTrusted === false) {
+      return {
+        ok: false,
+        message: `SOBA: soba.serverPath "${setting}" is relative, so it names ${file}, a program of this workspace, and the workspace is not trusted. Trust it ("Workspaces: Manage Workspace Trust") or set an absolute path.`,
+      };
+    }
     if (input.isExecutable(file)) return { ok: true, command: file, from: 'setting' };
     return {
       ok: false,

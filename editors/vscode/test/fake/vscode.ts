@@ -44,7 +44,10 @@ export const fake = {
   progress: [] as ShownProgress[],
   configuration: {} as Record<string, { globalValue?: unknown; workspaceValue?: unknown; workspaceFolderValue?: unknown; defaultValue?: unknown }>,
   webviewProviders: new Map<string, unknown>(),
+  /** vscode.workspace.isTrusted (Workspace Trust); grantTrust() trusts it. */
+  trusted: true,
   reset() {
+    this.trusted = true;
     this.messages = [];
     for (const k of Object.keys(this.answers) as (keyof typeof this.answers)[]) this.answers[k] = [];
     this.asked = { inputBox: [], quickPick: [], saveDialog: [], openDialog: [] };
@@ -261,6 +264,14 @@ export const commands = {
 
 const configChanged = new EventEmitter<{ affectsConfiguration(s: string): boolean }>();
 
+const trustGranted = new EventEmitter<void>();
+
+/** grantTrust trusts the workspace, as the user does in the Workspace Trust editor. */
+export function grantTrust(): void {
+  fake.trusted = true;
+  trustGranted.fire();
+}
+
 /** changeConfiguration fires onDidChangeConfiguration for these dotted keys. */
 export function changeConfiguration(keys: string[]): void {
   configChanged.fire({ affectsConfiguration: (s: string) => keys.some((k) => k === s || k.startsWith(s + '.')) });
@@ -300,6 +311,10 @@ export const workspace = {
     };
   },
   onDidChangeConfiguration: configChanged.event,
+  get isTrusted() {
+    return fake.trusted;
+  },
+  onDidGrantWorkspaceTrust: trustGranted.event,
 };
 
 export const env = {

@@ -280,7 +280,7 @@ describe.skipIf(!binary || !ready || scripted)('settings reach the real server (
     if (key === 'compaction') return { globalValue: { auto: true, timeoutMs: 15000 } };
     const d = props[`soba.${key}`]?.default;
     return d === undefined ? undefined : { globalValue: d };
-  });
+  }, true);
   beforeAll(async () => {
     fake.reset();
     s = await startServer(binary!, makeWorkspace(fakeModel), all);
@@ -288,7 +288,7 @@ describe.skipIf(!binary || !ready || scripted)('settings reach the real server (
   afterAll(async () => s && (await s.stop()));
 
   it('initializationOptions with every declared key are accepted', async () => {
-    expect(Object.keys(all).sort()).toEqual(['compaction', 'model', 'sessionDir', 'sessionOnStart', 'tools']);
+    expect(Object.keys(all).sort()).toEqual(['compaction', 'model', 'repositorySettings', 'sessionDir', 'sessionOnStart', 'tools', 'workspaceTrusted']);
     expect(SERVER_KEYS.length).toBeGreaterThan(5);
     const b = await s.link.execute<Budget>('soba.budget', {});
     expect(b.contextWindow).toBe(65000);

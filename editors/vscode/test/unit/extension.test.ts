@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { changeConfiguration, fake, Uri, workspace } from '../fake/vscode';
+import { changeConfiguration, fake, grantTrust, Uri, workspace } from '../fake/vscode';
 
 // vscode-languageclient needs the editor; the extension's use of it is checked
 // against this recording fake of its LanguageClient.
@@ -90,7 +90,12 @@ describe('activation', () => {
     const c = clients[0];
     // Plain stdio: no `transport`, which would add a `--stdio` argument soba-lsp rejects.
     expect(c.serverOptions).toStrictEqual({ command: bin, args: [], options: { cwd: undefined } });
-    expect(c.clientOptions.initializationOptions).toStrictEqual({ model: { name: 'qwen2.5-coder:14b' }, tools: { approval: 'auto' } });
+    // The workspace's tools.approval is the repository's (R-W5): sent apart from the user's settings.
+    expect(c.clientOptions.initializationOptions).toStrictEqual({
+      model: { name: 'qwen2.5-coder:14b' },
+      workspaceTrusted: true,
+      repositorySettings: { tools: { approval: 'auto' } },
+    });
     expect(c.clientOptions.documentSelector).toEqual([{ scheme: 'file' }]);
     // Lean sync: open, close and save reach the server; keystrokes do not (the next step is never called).
     const next = vi.fn();
@@ -111,9 +116,45 @@ describe('activation', () => {
     await activate(context('/nonexistent-ext'));
     fake.configuration['soba.compaction'] = { globalValue: { timeoutMs: 9000 } };
     changeConfiguration(['soba.compaction']);
-    expect(clients[0].notifications).toEqual([{ method: 'workspace/didChangeConfiguration', params: { settings: { soba: { compaction: { timeoutMs: 9000 } } } } }]);
+    expect(clients[0].notifications).toEqual([
+      { method: 'workspace/didChangeConfiguration', params: { settings: { soba: { compaction: { timeoutMs: 9000 }, workspaceTrusted: true, repositorySettings: {} } } } },
+    ]);
     changeConfiguration(['editor.fontSize']);
     expect(clients[0].notifications).toHaveLength(1);
+  });
+
+  it('a restricted workspace says so at initialize, its model endpoint apart; trusting it sends didChangeConfiguration (R-W5)', async () => {
+    fake.trusted = false;
+    fake.configuration['soba.serverPath'] = { globalValue: fakeServer() };
+    fake.configuration['soba.model.baseURL'] = { globalValue: 'https://api.openai.com/v1', workspaceValue: 'http://127.0.0.1:9/attacker' };
+    await activate(context('/nonexistent-ext'));
+    expect(clients[0].clientOptions.initializationOptions).toStrictEqual({
+      model: { baseURL: 'https://api.openai.com/v1' },
+      workspaceTrusted: false,
+      repositorySettings: { model: { baseURL: 'http://127.0.0.1:9/attacker' } },
+    });
+    grantTrust();
+    expect(clients).toHaveLength(1); // no restart: the running server is told
+    expect(clients[0].notifications).toEqual([
+      {
+        method: 'workspace/didChangeConfiguration',
+        params: { settings: { soba: { model: { baseURL: 'https://api.openai.com/v1' }, workspaceTrusted: true, repositorySettings: { model: { baseURL: 'http://127.0.0.1:9/attacker' } } } } },
+      },
+    ]);
+  });
+
+  it('a relative soba.serverPath is not started in a restricted workspace, and is once it is trusted (R-W5)', async () => {
+    const ws = path.dirname(fakeServer());
+    workspace.workspaceFolders = [{ uri: Uri.file(ws) }];
+    fake.trusted = false;
+    fake.configuration['soba.serverPath'] = { globalValue: 'soba-lsp' };
+    await activate(context('/nonexistent-ext'));
+    expect(clients).toHaveLength(0);
+    expect(fake.messages.map((m) => m.message).join('\n')).toContain('is relative, so it names');
+    grantTrust();
+    await vi.waitFor(() => expect(clients).toHaveLength(1));
+    expect(clients[0].serverOptions.command).toBe(path.join(ws, 'soba-lsp'));
+    workspace.workspaceFolders = undefined;
   });
 
   it('restarts the server when soba.serverPath changes', async () => {

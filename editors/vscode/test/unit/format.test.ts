@@ -68,6 +68,23 @@ describe('displayTokens and groupTokens: one number format in both editors', () 
   });
 });
 
+describe('the status shows when the repository\'s settings are ignored (R-W5)', () => {
+  it('a shield in the status text, the keys and how to trust in the tooltip and the budget line', () => {
+    const b = budget({ repositorySettingsIgnored: ['model.baseURL', 'tools.approval'] });
+    const v = statusView(b);
+    expect(v.text).toBe('$(workspace-untrusted) SOBA 12.4k / 48.8k (25%)');
+    expect(v.tooltip).toContain('Ignored until you trust this workspace: model.baseURL, tools.approval (set by the repository). Trust it with "Workspaces: Manage Workspace Trust".');
+    expect(budgetSummary(b)).toContain('repository settings ignored until trusted: model.baseURL, tools.approval');
+  });
+  it('nothing when none are ignored', () => {
+    for (const ignored of [undefined, []]) {
+      const v = statusView(budget({ repositorySettingsIgnored: ignored }));
+      expect(v.text).toBe('SOBA 12.4k / 48.8k (25%)');
+      expect(v.tooltip).not.toContain('trust');
+    }
+  });
+});
+
 describe('statusView: status bar text and tooltip (R-O1, R-B3)', () => {
   it('shows "SOBA effective / hard (share)" (R-O1)', () => {
     const v = statusView(budget({ effectiveTokens: 14000, hardLimit: 17000, softLimit: 13600, display: '14.0k / 17.0k (82%)' }));
