@@ -303,7 +303,7 @@ test('CompleteSubcommandsAndCheckpointIds_RP1', function()
     return vim.fn.getcompletion(line, 'cmdline')
   end
   eq({ 'ask', 'auto-compact', 'budget', 'cancel', 'capsule', 'chat', 'compact', 'milestone', 'pivot', 'rewind',
-    'session' },
+    'session', 'trust' },
     cl('Soba '), 'top level')
   eq({ 'capsule', 'chat', 'compact', 'cancel' }, (function()
     local r = cl('Soba c')
@@ -1181,4 +1181,122 @@ test('AttachOnlyWorkspaceFiles', function()
   eq(false, client.wants(scratch), 'a scratch buffer')
   vim.cmd('cd ' .. vim.fn.fnameescape(cwd))
   vim.cmd('silent! %bwipeout!')
+end)
+
+-- The workspace's .soba/config.json is trusted the way Neovim trusts a
+-- repository's files (SPEC R-W5): the :trust database through vim.secure
+-- (0.9+), never with a prompt while a server starts; an edit untrusts it;
+-- ++deny refuses it. Before 0.9 it is untrusted and `soba-lsp trust` is
+-- the way.
+test('TrustIsTheTrustDatabase_RW5', function()
+  local trust = require('soba.trust')
+  local root = vim.fn.resolve(vim.fn.tempname())
+  vim.fn.mkdir(root .. '/.soba', 'p')
+  eq({ false, 'missing' }, { trust.check(root) }, 'no file: nothing to trust')
+  local file = root .. '/.soba/config.json'
+  vim.fn.writefile({ '{"model": {"baseURL": "http://127.0.0.1:9/v1"}}' }, file)
+  local s = trust.settings({ model = { name = 'mine' }, workspaceTrusted = true }, root)
+  eq({ model = { name = 'mine' }, workspaceTrusted = false }, s, 'user settings kept; workspaceTrusted is never the user table\'s')
+  if not trust.supported() then
+    eq({ false, 'unsupported' }, { trust.check(root) }, 'Neovim < 0.9')
+    match('soba%-lsp trust ' .. vim.pesc(root), trust.how(root), 'the way to trust here')
+    return
+  end
+  -- vim.secure.read would ask about a file it does not know: check must never get there.
+  local prompted = 0
+  local orig_confirm = vim.fn.confirm
+  vim.fn.confirm = function()
+    prompted = prompted + 1
+    return 1
+  end
+  eq({ false, 'unknown' }, { trust.check(root) }, 'never trusted')
+  vim.cmd('edit ' .. vim.fn.fnameescape(file))
+  vim.cmd('trust')
+  eq({ true, 'trusted' }, { trust.check(root) }, ':trust of the file')
+  vim.fn.writefile({ '{"model": {"baseURL": "http://127.0.0.1:10/v1"}}' }, file)
+  eq({ false, 'changed' }, { trust.check(root) }, 'an edit untrusts it')
+  vim.cmd('edit!')
+  vim.cmd('trust')
+  eq({ true, 'trusted' }, { trust.check(root) }, 'trusted again')
+  vim.cmd('trust ++deny')
+  eq({ false, 'denied' }, { trust.check(root) }, ':trust ++deny')
+  vim.cmd('trust ++remove')
+  eq({ false, 'unknown' }, { trust.check(root) }, ':trust ++remove')
+  vim.fn.confirm = orig_confirm
+  eq(0, prompted, 'no prompt')
+  match('run :trust in its buffer', trust.how(root), 'the way to trust here')
+  vim.cmd('silent! %bwipeout!')
+end)
+
+-- :Soba trust: from another buffer it opens the file for review; in the
+-- file's buffer it is :trust of it, and the server is told at once (a
+-- didChangeConfiguration with workspaceTrusted). Before 0.9 it runs
+-- `soba-lsp trust ROOT`.
+test('SobaTrustCommand_RW5', function()
+  local trust = require('soba.trust')
+  local root = vim.fn.resolve(vim.fn.tempname())
+  vim.fn.mkdir(root .. '/.soba', 'p')
+  local file = root .. '/.soba/config.json'
+  vim.fn.writefile({ '{}' }, file)
+  vim.fn.writefile({ 'x' }, root .. '/a.txt')
+  local rechecked = {}
+  local orig_recheck = client.recheck
+  client.recheck = function(r)
+    local t, why = trust.check(r)
+    rechecked[#rechecked + 1] = { r, t }
+    return t, why
+  end
+  local notes, restore = H.capture_notify()
+  local function run(line)
+    local got
+    commands.run(line, false, function(err, r)
+      got = { err = err, r = r }
+    end)
+    return got
+  end
+  vim.cmd('edit ' .. vim.fn.fnameescape(root .. '/a.txt'))
+  if not trust.supported() then
+    local fake = vim.fn.tempname()
+    vim.fn.writefile({ '#!/bin/sh', 'echo "trusted $2/.soba/config.json ($1)"' }, fake)
+    vim.fn.setfperm(fake, 'rwx------')
+    local orig_cmd = config.current.cmd
+    config.current.cmd = { fake }
+    local got = run('trust')
+    config.current.cmd = orig_cmd
+    restore()
+    client.recheck = orig_recheck
+    eq(nil, got.err, 'no error')
+    eq({ { root, false } }, rechecked, 'the server is told')
+    match('trusted ' .. vim.pesc(file) .. ' %(trust%)', notes[#notes].msg, 'soba-lsp trust ROOT ran')
+    vim.cmd('silent! %bwipeout!')
+    return
+  end
+  local got = run('trust')
+  eq({ trusted = false, opened = true, file = file }, got.r, 'opens the file to review')
+  eq(vim.fn.resolve(file), vim.fn.resolve(vim.api.nvim_buf_get_name(0)), 'the file is the current buffer')
+  eq(0, #rechecked, 'nothing trusted yet')
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, { '{"tools": {"approval": "auto"}}' })
+  got = run('trust')
+  match('write .* first', got.err and got.err.message or '', 'unsaved content is not trusted')
+  vim.cmd('silent write')
+  got = run('trust')
+  restore()
+  client.recheck = orig_recheck
+  eq({ trusted = true, file = file }, got.r, 'trusted in its buffer')
+  eq({ { root, true } }, rechecked, 'the server is told')
+  eq({ true, 'trusted' }, { trust.check(root) }, 'in the :trust database')
+  vim.cmd('silent! %bwipeout!')
+end)
+
+-- The status line and :Soba budget say when the server ignores the
+-- repository's settings (repositorySettingsIgnored, R-W5).
+test('StatusShowsIgnoredRepositorySettings_RW5', function()
+  local b = budget(12400, 48808, 39046)
+  b.display = '12.4k / 48.8k (25%)'
+  b.repositorySettingsIgnored = { 'model.baseURL', 'tools.approval' }
+  eq('SOBA 12.4k / 48.8k (25%) untrusted', status.format({ budget = b }, config.current.statusline), 'marker')
+  match('repository settings ignored until trusted: model.baseURL, tools.approval %(:Soba trust%)',
+    commands.format_budget(b), ':Soba budget')
+  b.repositorySettingsIgnored = {}
+  eq('SOBA 12.4k / 48.8k (25%)', status.format({ budget = b }, config.current.statusline), 'no marker when none')
 end)

@@ -3,6 +3,7 @@
 -- feature detection here, so the other modules never look at versions.
 local config = require('soba.config')
 local status = require('soba.status')
+local trust = require('soba.trust')
 
 local M = {}
 
@@ -24,6 +25,11 @@ local queued = {}
 local notified = {}
 -- server_info[client_id] = the initialize result's serverInfo.
 local server_info = {}
+-- watchers[root] = the fs_event handle watching root's .soba directory, so a
+-- change made outside Neovim (a git pull) is re-checked too.
+local watchers = {}
+-- told_ignored[client_id] = the ignored keys last told to the user.
+local told_ignored = {}
 
 local function call(client, name, ...)
   if method_calls then
@@ -128,6 +134,7 @@ end
 M.handlers = {
   ['soba/budget'] = function(_, result, ctx)
     status.on_budget(ctx.client_id, result)
+    M.tell_ignored(ctx.client_id, result)
   end,
   ['soba/compaction'] = function(_, result, ctx)
     status.on_compaction(ctx.client_id, result)
@@ -242,6 +249,9 @@ function M.on_init(client, result)
     by_root[root] = client.id
   end
   flush(client.id)
+  if root then
+    M.watch_trust(root)
+  end
   -- The server may have reopened the workspace's newest session
   -- (sessionOnStart: resume): the chat shows its conversation.
   M.request(client, 'workspace/executeCommand',
@@ -257,8 +267,115 @@ function M.on_init(client, result)
     function(err, result_, ctx)
       if not err then
         status.on_budget(ctx.client_id, result_)
+        M.tell_ignored(ctx.client_id, result_)
       end
     end)
+end
+
+-- M.tell_ignored says once, per client and set of keys, which of the
+-- repository's settings the server ignores until the workspace's file is
+-- trusted, and how to trust it here (the server's own warning names the
+-- file and the keys too).
+function M.tell_ignored(client_id, budget)
+  local keys = type(budget) == 'table' and budget.repositorySettingsIgnored
+  if type(keys) ~= 'table' or #keys == 0 then
+    told_ignored[client_id] = nil
+    return
+  end
+  local said = table.concat(keys, ', ')
+  if told_ignored[client_id] == said then
+    return
+  end
+  told_ignored[client_id] = said
+  local c = alive(client_id)
+  local root = c and c.config and c.config.root_dir
+  if root then
+    M.notify('soba: ignored until ' .. trust.file(root) .. ' is trusted: ' .. said .. '; ' .. trust.how(root),
+      vim.log.levels.WARN)
+  end
+end
+
+-- M.settings are the `soba` settings for a root's server: the user's
+-- (setup's `settings`) with workspaceTrusted, which only the plugin sets.
+function M.settings(root)
+  return config.json_ready(trust.settings(config.current.settings, root))
+end
+
+-- M.recheck asks soba.trust again about root's .soba/config.json and
+-- sends the answer to root's server as workspace/didChangeConfiguration
+-- (`settings.soba.workspaceTrusted`). Returns trusted, why.
+function M.recheck(root)
+  local trusted, why = trust.check(root)
+  local c = alive(by_root[root])
+  if c then
+    local s = M.settings(root)
+    c.config.settings = { soba = s }
+    call(c, 'notify', 'workspace/didChangeConfiguration', { settings = { soba = s } })
+  end
+  return trusted, why
+end
+
+-- M.recheck_all re-checks every root with a running server.
+function M.recheck_all()
+  for root, id in pairs(by_root) do
+    if alive(id) then
+      M.recheck(root)
+    end
+  end
+end
+
+local trust_group = nil
+
+-- M.watch_trust re-checks root's trust whenever it may have changed: the
+-- file written from Neovim (BufWritePost), `:trust` run on the command
+-- line (CmdlineLeave: it runs right after), and any change on disk to the
+-- .soba directory (an fs_event watcher).
+function M.watch_trust(root)
+  if not trust_group then
+    trust_group = vim.api.nvim_create_augroup('soba_trust', { clear = true })
+    vim.api.nvim_create_autocmd('BufWritePost', {
+      group = trust_group,
+      pattern = '*/.soba/config.json',
+      callback = function()
+        vim.schedule(M.recheck_all)
+      end,
+    })
+    vim.api.nvim_create_autocmd('CmdlineLeave', {
+      group = trust_group,
+      pattern = ':',
+      callback = function()
+        local line = vim.fn.getcmdline()
+        if not (vim.v.event and vim.v.event.abort) and line:match('^%s*tru') then
+          vim.schedule(M.recheck_all)
+        end
+      end,
+    })
+  end
+  if watchers[root] or not uv.new_fs_event then
+    return
+  end
+  local dir = root .. '/.soba'
+  if vim.fn.isdirectory(dir) ~= 1 then
+    return
+  end
+  local w = uv.new_fs_event()
+  local pending = false
+  local ok = w and w:start(dir, {}, function(_, name)
+    if name ~= 'config.json' or pending then
+      return
+    end
+    pending = true
+    -- Coalesce the several events of one save.
+    vim.defer_fn(function()
+      pending = false
+      M.recheck(root)
+    end, 100)
+  end)
+  if ok then
+    watchers[root] = w
+  elseif w then
+    w:close()
+  end
 end
 
 -- M.lean_sync stops Neovim from sending textDocument/didChange: the
@@ -285,9 +402,14 @@ function M.on_exit(_, _, client_id)
   vim.schedule(function()
     ready[client_id] = nil
     queued[client_id] = nil
+    told_ignored[client_id] = nil
     for r, id in pairs(by_root) do
       if id == client_id then
         by_root[r] = nil
+        if watchers[r] then
+          watchers[r]:close()
+          watchers[r] = nil
+        end
       end
     end
     status.forget(client_id)
@@ -306,7 +428,7 @@ end
 
 local function client_config(root)
   local c = config.current
-  local settings = config.json_ready(c.settings)
+  local settings = M.settings(root)
   local conf = {
     name = 'soba',
     cmd = c.cmd,
@@ -315,6 +437,7 @@ local function client_config(root)
     capabilities = M.capabilities(),
     handlers = M.handlers,
     init_options = settings,
+    settings = { soba = settings },
     on_init = M.on_init,
     on_exit = M.on_exit,
     on_attach = function(client, bufnr)
@@ -323,9 +446,6 @@ local function client_config(root)
       end
     end,
   }
-  if next(c.settings) then
-    conf.settings = { soba = settings }
-  end
   return conf
 end
 
@@ -348,6 +468,12 @@ function M.lsp_config()
     capabilities = M.capabilities(),
     handlers = M.handlers,
     init_options = config.json_ready(c.settings),
+    -- The root is known only now: workspaceTrusted is its file's.
+    before_init = function(params, conf_)
+      local s = M.settings(conf_.root_dir)
+      params.initializationOptions = s
+      conf_.settings = { soba = s }
+    end,
     on_init = M.on_init,
     on_exit = M.on_exit,
   }
@@ -572,7 +698,10 @@ end
 
 -- M._reset forgets the caches (tests).
 function M._reset()
-  by_root, ready, queued, notified, server_info = {}, {}, {}, {}, {}
+  for _, w in pairs(watchers) do
+    w:close()
+  end
+  by_root, ready, queued, notified, server_info, watchers, told_ignored = {}, {}, {}, {}, {}, {}, {}
 end
 
 return M

@@ -2,11 +2,13 @@
 -- their command-line completion. Each subcommand maps onto one server
 -- command of PROTOCOL.md; results are shown with vim.notify.
 local client = require('soba.client')
+local config = require('soba.config')
 local status = require('soba.status')
 
 local M = {}
 
 local levels = vim.log.levels
+local uv = vim.uv or vim.loop
 
 local function trim(s)
   return (s:gsub('^%s+', ''):gsub('%s+$', ''))
@@ -61,6 +63,11 @@ function M.format_budget(b)
   local last = b.lastCompaction
   if type(last) == 'table' then
     lines[#lines + 1] = 'last: ' .. (str(last.line) ~= '' and str(last.line) or str(last.outcome))
+  end
+  local ignored = b.repositorySettingsIgnored
+  if type(ignored) == 'table' and #ignored > 0 then
+    lines[#lines + 1] = 'repository settings ignored until trusted: ' .. table.concat(ignored, ', ')
+      .. ' (:Soba trust)'
   end
   return table.concat(lines, '\n')
 end
@@ -420,6 +427,11 @@ M.spec = {
       end)
     end,
   },
+  trust = {
+    run = function(_, ctx)
+      M.trust(ctx.done)
+    end,
+  },
   chat = {
     run = function(_, ctx)
       require('soba.chat').open()
@@ -631,6 +643,56 @@ function M.pick_rewind(done)
       end)
     end)
   end)
+end
+
+-- M.trust trusts the workspace's .soba/config.json the way this Neovim
+-- does (|soba-trust|). With vim.secure (0.9+): run in the file's own
+-- buffer, it is `:trust` of that buffer; anywhere else it opens the file to
+-- be reviewed first, as Neovim's exrc prompt does ("view, then :trust").
+-- Before 0.9 it runs `soba-lsp trust ROOT`, which records the file's
+-- SHA-256 for the server. Either way the server is told at once.
+function M.trust(done)
+  local trust = require('soba.trust')
+  local buf = vim.api.nvim_get_current_buf()
+  local root = client.root(buf)
+  local file = trust.file(root)
+  local reply = function(err, r)
+    if err then
+      client.notify(err.message, levels.ERROR)
+    end
+    if done then
+      done(err, r)
+    end
+  end
+  if vim.fn.filereadable(file) ~= 1 then
+    return reply({ message = 'soba: ' .. file .. ' does not exist: the workspace has no settings of its own to trust' })
+  end
+  if not trust.supported() then
+    local out = vim.fn.system({ config.current.cmd[1], 'trust', root })
+    if vim.v.shell_error ~= 0 then
+      return reply({ message = 'soba: soba-lsp trust ' .. root .. ' failed: ' .. vim.trim(out) })
+    end
+    local trusted = client.recheck(root)
+    client.notify('soba: ' .. vim.trim(out))
+    return reply(nil, { trusted = trusted, file = file })
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  local same = name ~= '' and uv.fs_realpath(name) == uv.fs_realpath(file)
+  if not same then
+    vim.cmd('split ' .. vim.fn.fnameescape(file))
+    client.notify('soba: review ' .. file .. ', then run :trust (or :Soba trust) in its buffer to apply it')
+    return reply(nil, { trusted = false, opened = true, file = file })
+  end
+  if vim.bo[buf].modified then
+    return reply({ message = 'soba: write ' .. file .. ' first: what is trusted is the file as saved' })
+  end
+  local ok, msg = vim.secure.trust({ action = 'allow', bufnr = buf })
+  if not ok then
+    return reply({ message = 'soba: could not trust ' .. file .. ': ' .. tostring(msg) })
+  end
+  local trusted, why = client.recheck(root)
+  client.notify('soba: trusted ' .. file .. (trusted and '; its settings apply' or (' (' .. why .. ')')))
+  reply(nil, { trusted = trusted, file = file })
 end
 
 local function names(t)

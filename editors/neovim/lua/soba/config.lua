@@ -23,6 +23,9 @@ M.defaults = {
     soft_marker = '!',
     -- Shown with the percentage while a compaction barrier runs (R-B3).
     compacting = 'compacting',
+    -- Appended while the server ignores settings of the workspace's
+    -- untrusted .soba/config.json (|soba-trust|).
+    untrusted = 'untrusted',
   },
   -- Show result lines (R-B3) with vim.notify.
   notify_results = true,
@@ -142,6 +145,7 @@ function M.resolve(opts)
     ['statusline.prefix'] = { c.statusline.prefix, 'string' },
     ['statusline.soft_marker'] = { c.statusline.soft_marker, 'string' },
     ['statusline.compacting'] = { c.statusline.compacting, 'string' },
+    ['statusline.untrusted'] = { c.statusline.untrusted, 'string' },
     ['chat.open'] = { c.chat.open, 'string' },
     ['chat.open_on_ask'] = { c.chat.open_on_ask, 'boolean' },
     ['chat.input'] = { c.chat.input, 'table' },

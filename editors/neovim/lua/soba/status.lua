@@ -96,6 +96,11 @@ function M.format(s, opts)
   elseif b and b.state == 'compacting' and not s.ended then
     parts[#parts + 1] = opts.compacting
   end
+  -- The repository's settings the server ignores until trusted (R-W5).
+  local ignored = b and b.repositorySettingsIgnored
+  if type(ignored) == 'table' and #ignored > 0 and (opts.untrusted or '') ~= '' then
+    parts[#parts + 1] = opts.untrusted
+  end
   return table.concat(parts, ' ')
 end
 
