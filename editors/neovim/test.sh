@@ -279,6 +279,18 @@ for kind in scripted real; do
   [ -x "$nvim10" ] && run_e2e nvim0.10 "$nvim10" "$kind"
   [ -n "$nvim_new_label" ] && run_e2e "$nvim_new_label" "$nvim_new" "$kind"
 done
+# Workspace trust (R-W5) against the full soba-lsp: :trust, an edit,
+# soba-lsp trust; per version (0.7 has no :trust: soba-lsp trust only).
+run_trust() {
+  local label=$1 bin=$2 ws=$work/ws-$1-trust
+  if [ -z "$e2e_ready" ]; then echo "SKIP $label: trust against soba-lsp: $e2e_why" | tee -a "$results"; return; fi
+  start_fakemodel || { fail "$label: the fake model server did not start"; return; }
+  make_workspace "$ws"
+  SOBA_LSP=$work/soba-lsp SOBA_WORKSPACE=$ws run_nvim "$label-trust" "$bin" trust_spec.lua 120
+}
+command -v nvim >/dev/null 2>&1 && run_trust nvim0.7 nvim
+[ -x "$nvim10" ] && run_trust nvim0.10 "$nvim10"
+[ -n "$nvim_new_label" ] && run_trust "$nvim_new_label" "$nvim_new"
 # lsp/soba.lua through vim.lsp.config / vim.lsp.enable (0.11+ only).
 if [ -n "$nvim_new_label" ]; then
   if [ -n "$e2e_ready" ] && start_fakemodel; then

@@ -224,5 +224,27 @@ else
   fi
 fi
 
+# ---- Workspace Trust end to end in real VS Code -------------------------
+# Against the full soba-lsp only (the scripted backend has no model
+# layers): a restricted folder ignores the repository's model servers and
+# program, and trusting it applies them (e2e/run-trust-e2e.sh).
+if [ -z "$server_ready" ] || [ ! -x "$work/fakemodel" ]; then
+  skip "e2e: Workspace Trust in VS Code: ${server_why:-no fake model server}"
+elif [ ! -f "$vsix" ] || [ ! -x "$cs" ] || [ ! -x /usr/bin/chromium ]; then
+  fail "e2e: Workspace Trust in VS Code: no .vsix, code-server or Chromium (see above)"
+else
+  note "e2e: Workspace Trust in VS Code (code-server, trust enabled)"
+  last_trust=${SOBA_E2E_OUT:-$cache/vscode-e2e-last}-trust
+  tshots=$(mktemp -d "$last_trust.XXXXXX")
+  if CS=$cs VSIX=$vsix SOBA_LSP=$server FAKEMODEL=$work/fakemodel OUT=$tshots timeout 400 "$here/e2e/run-trust-e2e.sh"; then t_ok=1; else t_ok=; fi
+  rm -rf "$last_trust" && mv -T "$tshots" "$last_trust" 2>/dev/null && tshots=$last_trust
+  if [ -n "$t_ok" ]; then
+    pass "e2e: Workspace Trust: a restricted folder ignores the repository's model servers and soba.serverPath, trusting it applies them (screenshots in $tshots)"
+  else
+    [ -f "$tshots/code-server.log" ] && tail -20 "$tshots/code-server.log"
+    fail "e2e: Workspace Trust: a restricted folder ignores the repository's model servers and soba.serverPath, trusting it applies them (screenshots in $tshots)"
+  fi
+fi
+
 note "done"
 summary

@@ -79,6 +79,20 @@ else
   })
 end
 
+-- The workspace's .soba/config.json names the fake model: the user trusts
+-- it first (R-W5), with :trust where Neovim has it, else with soba-lsp
+-- trust (tests/trust_spec.lua checks both ways).
+if (os.getenv('SOBA_SCRIPTED') or '') == '' then
+  if require('soba.trust').supported() then
+    vim.cmd('edit ' .. vim.fn.fnameescape(ws .. '/.soba/config.json'))
+    vim.cmd('trust')
+    vim.cmd('bwipeout')
+  else
+    local out = vim.fn.system({ lsp, 'trust', ws })
+    assert(vim.v.shell_error == 0, 'soba-lsp trust: ' .. out)
+  end
+end
+
 vim.cmd('cd ' .. vim.fn.fnameescape(ws))
 vim.cmd('edit ' .. vim.fn.fnameescape(ws .. '/notes.md'))
 local notes_buf = vim.api.nvim_get_current_buf()

@@ -36,6 +36,8 @@ test('LspConfigEnable', function()
   end, 'soba-lsp to start and attach notes.md')
   local c = soba_clients(b)[1]
   eq(vim.fn.resolve(ws), vim.fn.resolve(c.config.root_dir), 'root dir')
+  -- before_init decided workspaceTrusted for this root: its file was never :trust-ed (R-W5).
+  eq(false, c.config.settings.soba.workspaceTrusted, 'workspaceTrusted sent for the root')
   wait(10000, function()
     return soba.statusline() ~= ''
   end, 'the status line')
