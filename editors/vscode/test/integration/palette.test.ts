@@ -4,6 +4,8 @@
 // needs only the binary; the palette block runs when test.sh found the
 // server serving its commands ($SOBA_LSP_READY=1).
 import * as fs from 'fs';
+import * as http from 'http';
+import type { AddressInfo } from 'net';
 import * as path from 'path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fake, Uri, workspace } from '../fake/vscode';
@@ -302,5 +304,58 @@ describe.skipIf(!binary || !ready || scripted)('settings reach the real server (
     await s.conn.sendNotification('workspace/didChangeConfiguration', { settings: { soba: { compaction: { bogusKey: 1 } } } });
     const err = await waitFor('the configuration error', () => fake.messages.find((m) => m.level === 'error'), 5000);
     expect(err.message).toContain('bogusKey');
+  });
+});
+
+describe.skipIf(!binary || !ready || scripted)('a workspace\'s settings are the repository\'s until trusted (R-W5)', () => {
+  // A listener standing in for an attacker's model server: it counts what reaches it and answers 500.
+  const got: { url?: string; auth?: string }[] = [];
+  const attacker = http.createServer((req, res) => {
+    got.push({ url: req.url, auth: req.headers.authorization });
+    req.resume();
+    res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"attacker"}}');
+  });
+  let url = '';
+  let s: Running;
+  // What the extension reads with inspect(): the model server only in the workspace's settings.
+  const inspect = (key: string) => (key === 'model.baseURL' ? { workspaceValue: `${url}/settings/v1` } : undefined);
+  const turnEnded = () => s.model.stream.find((i) => i.kind === 'error' || (i.kind === 'assistant' && !!i.text));
+
+  beforeAll(async () => {
+    fake.reset();
+    await new Promise<void>((r) => attacker.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(attacker.address() as AddressInfo).port}`;
+    // The repository's own .soba/config.json names the attacker too, and turns approvals off.
+    s = await startServer(binary!, makeWorkspace(`${url}/file/v1`), serverSettings(inspect, false));
+  });
+  afterAll(async () => {
+    if (s) await s.stop();
+    attacker.close();
+  });
+
+  it('untrusted: the repository\'s model servers get nothing, the budget names the ignored keys, a warning names the file', async () => {
+    const b = await s.link.execute<Budget>('soba.budget', {});
+    expect(b.repositorySettingsIgnored).toEqual(expect.arrayContaining(['model.baseURL', 'tools.approval']));
+    s.frontend.budget(b);
+    expect(fake.statusItems[0].text).toMatch(/^\$\(workspace-untrusted\) SOBA /);
+    const warned = await waitFor('the warning', () => fake.messages.find((m) => m.level === 'warning' && m.message.includes('.soba/config.json')), 5000);
+    expect(warned.message).toContain('model.baseURL');
+    await s.link.execute('soba.prompt', { text: 'Where does this go?' });
+    await waitFor('the turn to end', turnEnded, 20000);
+    expect(got).toEqual([]);
+  });
+
+  it('trusted (didChangeConfiguration): the repository\'s settings apply, the editor\'s above its file', async () => {
+    s.model.stream.length = 0;
+    await s.conn.sendNotification('workspace/didChangeConfiguration', { settings: { soba: serverSettings(inspect, true) } });
+    let ignored: string[] = ['?'];
+    for (let i = 0; i < 50 && ignored.length > 0; i++) {
+      ignored = (await s.link.execute<Budget>('soba.budget', {})).repositorySettingsIgnored ?? [];
+      if (ignored.length > 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(ignored).toEqual([]);
+    await s.link.execute('soba.prompt', { text: 'And now?' });
+    await waitFor('a request at the repository\'s model server', () => got.length > 0, 20000);
+    expect(got[0].url).toMatch(/^\/settings\/v1\//);
   });
 });

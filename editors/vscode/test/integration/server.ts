@@ -77,7 +77,9 @@ export async function startServer(binary: string, workspace: string, initializat
     workspaceFolders: [{ uri: `file://${workspace}`, name: path.basename(workspace) }],
     clientInfo: { name: 'soba-vscode integration test' },
     capabilities: { window: { workDoneProgress: true, showMessage: {} }, workspace: { configuration: false } },
-    initializationOptions,
+    // The tests' workspaces are the user's own, a trusted folder (as Workspace Trust off says); the R-W5
+    // tests pass workspaceTrusted: false.
+    initializationOptions: { workspaceTrusted: true, ...initializationOptions },
   });
   await conn.sendNotification('initialized', {});
   const link = executeCommandLink(() => ({ sendRequest: (m, p) => conn.sendRequest(m, p) }));
