@@ -100,8 +100,10 @@ done
 rc=0
 CS_URL="http://127.0.0.1:$port/?folder=$ws" SHOT_DIR=$OUT WORKSPACE=$ws MARKER=$W/pwned timeout 240 node "$here/trust.js" || rc=$?
 
-# The model servers write what they received when their input closes.
-for name in user repofile reposettings; do eval "exec {fd_$name}>&-"; done
+# The model servers write what they received when they end. They are told
+# with SIGTERM: code-server holds copies of their input fifos, so closing
+# ours would not end them.
+for p in "${fmpids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 for p in "${fmpids[@]}"; do wait "$p" 2>/dev/null || true; done
 fmpids=()
 node "$here/trust-requests.js" "$OUT" || rc=1

@@ -29,6 +29,8 @@ async function notificationTexts(page) {
 
 /** ask sends a prompt from the sidebar's chat and waits for an assistant answer with this text. */
 async function ask(page, chat, text, answer) {
+  // The Ask button is enabled once the sidebar knows the server is connected.
+  await until(page, async () => !(await chat.locator('#ask button[type="submit"]').isDisabled()), 20000);
   await chat.locator('#prompt').fill(text);
   await chat.locator('#prompt').press('Enter');
   log(`sidebar: asked ${JSON.stringify(text)}`);

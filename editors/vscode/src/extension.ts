@@ -54,6 +54,8 @@ export class SobaExtension {
   readonly baselines = new Baselines(() => workspaceRoot());
   client?: LanguageClient;
   private readonly link: ServerLink;
+  /** started is the program and arguments of the running server, to tell a real change of them. */
+  private started = '';
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.sidebar = new SidebarView(context.extensionUri, this.model, { run: (a, item, p) => this.sidebarAction(a, item, p) });
@@ -90,7 +92,8 @@ export class SobaExtension {
     );
   }
 
-  async start(): Promise<void> {
+  /** serverCommand is the program and arguments the settings name now. */
+  private serverCommand() {
     const cfg = vscode.workspace.getConfiguration('soba');
     const found = resolveServerPath({
       setting: cfg.get<string>('serverPath', ''),
@@ -100,6 +103,11 @@ export class SobaExtension {
       workspaceTrusted: vscode.workspace.isTrusted,
       isExecutable,
     });
+    return { found, args: cfg.get<string[]>('serverArgs', []) };
+  }
+
+  async start(): Promise<void> {
+    const { found, args } = this.serverCommand();
     if (!found.ok) {
       this.output.appendLine(found.message);
       this.status.setConnected(false);
@@ -109,7 +117,7 @@ export class SobaExtension {
       });
       return;
     }
-    const args = cfg.get<string[]>('serverArgs', []);
+    this.started = JSON.stringify([found.command, args]);
     this.output.appendLine(`SOBA: starting ${found.command}${args.length ? ' ' + args.join(' ') : ''} (${found.from})`);
     // stdio without `transport`: TransportKind.stdio would append `--stdio`
     // to the arguments, and soba-lsp serves stdio with no arguments.
@@ -233,12 +241,16 @@ export class SobaExtension {
   private configurationChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration('soba')) return;
     if (e.affectsConfiguration('soba.serverPath') || e.affectsConfiguration('soba.serverArgs')) {
-      void this.restart();
-      return;
+      // Trusting a folder re-reads its settings file, which fires this for
+      // settings VS Code still ignores there (machine scope): restart only
+      // when the program or its arguments really change.
+      const { found, args } = this.serverCommand();
+      if (!this.client?.isRunning() || !found.ok || JSON.stringify([found.command, args]) !== this.started) {
+        void this.restart();
+        return;
+      }
     }
-    if (this.client?.isRunning()) {
-      void this.client.sendNotification('workspace/didChangeConfiguration', { settings: { soba: currentServerSettings() } });
-    }
+    void this.sendSettings();
   }
 
   /**
@@ -249,9 +261,26 @@ export class SobaExtension {
   private trustGranted(): void {
     this.output.appendLine('SOBA: the workspace is trusted now; its settings apply');
     if (this.client?.isRunning()) {
-      void this.client.sendNotification('workspace/didChangeConfiguration', { settings: { soba: currentServerSettings() } });
+      void this.sendSettings();
     } else {
       void this.restart();
+    }
+  }
+
+  /**
+   * sendSettings sends the current settings as didChangeConfiguration, then
+   * asks for the budget: the server applies them at once but sends no
+   * soba/budget of its own for what changed in it (the repository settings
+   * it ignores, the limits).
+   */
+  private async sendSettings(): Promise<void> {
+    const client = this.client;
+    if (!client?.isRunning()) return;
+    await client.sendNotification('workspace/didChangeConfiguration', { settings: { soba: currentServerSettings() } });
+    try {
+      this.frontend.budget(await this.link.execute<Budget>(ServerCommand.budget, {}));
+    } catch (err) {
+      this.output.appendLine(`SOBA: soba.budget failed: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 

@@ -133,8 +133,11 @@ describe('activation', () => {
       workspaceTrusted: false,
       repositorySettings: { model: { baseURL: 'http://127.0.0.1:9/attacker' } },
     });
+    const asked = clients[0].requests.length;
     grantTrust();
     expect(clients).toHaveLength(1); // no restart: the running server is told
+    // …and the budget is asked again, so the shield goes as soon as the settings apply.
+    await vi.waitFor(() => expect(clients[0].requests.slice(asked).map((r) => r.params.command)).toEqual(['soba.budget']));
     expect(clients[0].notifications).toEqual([
       {
         method: 'workspace/didChangeConfiguration',
@@ -155,6 +158,16 @@ describe('activation', () => {
     await vi.waitFor(() => expect(clients).toHaveLength(1));
     expect(clients[0].serverOptions.command).toBe(path.join(ws, 'soba-lsp'));
     workspace.workspaceFolders = undefined;
+  });
+
+  it('a soba.serverPath event that changes nothing (a trusted folder re-read) does not restart the server', async () => {
+    fake.configuration['soba.serverPath'] = { globalValue: fakeServer() };
+    await activate(context('/nonexistent-ext'));
+    changeConfiguration(['soba.serverPath', 'soba.model.baseURL']);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(clients).toHaveLength(1);
+    expect(clients[0].running).toBe(true);
+    expect(clients[0].notifications.map((n) => n.method)).toEqual(['workspace/didChangeConfiguration']);
   });
 
   it('restarts the server when soba.serverPath changes', async () => {

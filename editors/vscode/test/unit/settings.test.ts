@@ -12,7 +12,7 @@ describe('serverSettings: what goes to initializationOptions and didChangeConfig
   it('sends only values the user set, nested by key', () => {
     const s = serverSettings(
       inspector({
-        'model.name': { globalValue: 'qwen', workspaceValue: 'llama' },
+        'sessionOnStart': { globalValue: 'resume', workspaceValue: 'new' },
         'model.provider': { globalValue: 'openai' },
         'compaction': { workspaceFolderValue: { timeoutMs: 9000 } },
         'tools.approval': {},
@@ -20,7 +20,8 @@ describe('serverSettings: what goes to initializationOptions and didChangeConfig
       true,
     );
     expect(s).toStrictEqual({
-      model: { name: 'llama', provider: 'openai' },
+      sessionOnStart: 'new',
+      model: { provider: 'openai' },
       compaction: { timeoutMs: 9000 },
       workspaceTrusted: true,
       repositorySettings: {},
