@@ -54,7 +54,10 @@ type sizer struct {
 // fit shortens run's content to the share when it is over it, and saves
 // the raw output when the tool (or fit) left part of it out.
 func (z sizer) fit(call session.ToolCall, run toolRun) toolRun {
-	if z.counter == nil || z.share <= 0 {
+	if z.counter == nil || z.share <= 0 || run.skill != "" {
+		// An activated skill's body is instructions the model must see
+		// whole (the model input keeps it whole too, until the next
+		// capsule moves it into the system prompt); the door bounds it.
 		return run
 	}
 	over := z.counter.Count(run.content) > z.share || (z.maxBytes > 0 && len(run.content) > z.maxBytes)
