@@ -159,3 +159,36 @@ func toolResults(r providertest.Received) string {
 	}
 	return b.String()
 }
+
+// TestAcpxDrivesSobaACP_RW3_RF2: a second, independent client from npm,
+// acpx, drives the built binary through acpx.sh: a one-shot prompt whose
+// write asks for permission, a named session (new, prompt, list, a config
+// option change recorded in the transcript, close) and a cancelled prompt
+// whose bash runs in acpx's terminal.
+func TestAcpxDrivesSobaACP_RW3_RF2(t *testing.T) {
+	needNode(t)
+	if _, err := os.Stat("node_modules/.bin/acpx"); err != nil {
+		t.Skip("acpx not installed; run acp/conformance/test.sh (npm ci)")
+	}
+	model := providertest.NewOpenAI(t,
+		providertest.Call("w1", "write_file", map[string]any{"path": "notes.txt", "content": "hello from acpx\n"}),
+		providertest.Text("Wrote notes.txt."),
+		providertest.Text("Named session answer."),
+		providertest.Call("b1", "bash", map[string]any{"command": "sleep 30"}),
+		providertest.Text("after the long one"),
+	)
+	ws, configHome := workspaceDir(t, model.URL, model.URL)
+	bin := filepath.Join(t.TempDir(), "soba-lsp")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/soba-lsp").CombinedOutput(); err != nil {
+		t.Fatalf("building soba-lsp: %v\n%s", err, out)
+	}
+	home := t.TempDir()
+	cmd := exec.Command("bash", "acpx.sh")
+	cmd.Env = append(os.Environ(), "SOBA_LSP="+bin, "SOBA_WORKSPACE="+ws, "SOBA_TEST_API_KEY=test", "HOME="+home,
+		"XDG_CONFIG_HOME="+configHome, "XDG_STATE_HOME="+filepath.Join(home, "state"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("acpx.sh failed: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# ACP conformance: installs the pinned official ACP TypeScript SDK and the
-# published MCP server @modelcontextprotocol/server-everything (npm ci), then
-# runs the Go tests that need them: `soba-lsp acp` driven by the SDK (with the
-# MCP server handed over in session/new), and the LSP mode with the same MCP
-# server in its configuration.
+# ACP conformance: installs the pinned official ACP TypeScript SDK, acpx and
+# the published MCP server @modelcontextprotocol/server-everything (npm ci),
+# then runs the Go tests that need them: `soba-lsp acp` driven by the SDK
+# (with the MCP server handed over in session/new; a client that offers its
+# files and terminal), driven by acpx (acpx.sh), and the LSP mode with the
+# same MCP server in its configuration.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
 cd "$here/../.."
-go test -count=1 -run 'TestACPWithOfficialClient|TestACPEditorDelegationWithOfficialClient|TestLSPModeRunsPublishedMCPServer' -v ./acp/conformance/ ./app/ | tail -40
+go test -count=1 -run 'TestACPWithOfficialClient|TestACPEditorDelegationWithOfficialClient|TestAcpxDrivesSobaACP|TestLSPModeRunsPublishedMCPServer' -v ./acp/conformance/ ./app/ | tail -40
