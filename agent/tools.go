@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sourcegraph/conc/panics"
@@ -658,8 +657,7 @@ func (env *toolEnv) bash(ctx context.Context, callID string, raw json.RawMessage
 	// tail's, or the capsule would record a failing run as passing.
 	cmd := exec.CommandContext(cctx, "bash", "-o", "pipefail", "-c", a.Command)
 	cmd.Dir = env.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) } // the whole group
+	inProcessGroup(cmd) // a cancel ends the whole group
 	cmd.WaitDelay = 2 * time.Second
 	var buf cappedBuffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf

@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"syscall"
 	"unsafe"
 
 	"github.com/soba-agent/soba-lsp/internal/background"
@@ -408,7 +407,7 @@ func (s *Store) writeIndexFile() error {
 		return err
 	}
 	tmp := filepath.Join(filepath.Dir(s.path), "."+filepath.Base(s.path)+IndexFileSuffix+"."+id.Entry(func(string) bool { return false })+".tmp")
-	t, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	t, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
 	if err != nil {
 		return err
 	}

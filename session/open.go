@@ -21,7 +21,7 @@ const MaxFileBytes int64 = 2 << 30
 // of at most MaxFileBytes is accepted. The error names the path and the
 // problem.
 func openFile(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK|oNoFollow, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, fmt.Errorf("%s is a symbolic link; a session file must be a regular file", path)

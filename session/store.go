@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -224,7 +223,7 @@ func Create(dir string, header SessionHeader, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	path := filepath.Join(dir, header.SessionID+".jsonl")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND|oNoFollow, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
