@@ -293,8 +293,6 @@ func (r *Root) Walk(ctx context.Context, name string, fn WalkFunc) error {
 	return err
 }
 
-const dirOpenFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_DIRECTORY
-
 func (r *Root) walkDir(ctx context.Context, dir string, fn WalkFunc) error {
 	if err := ctx.Err(); err != nil {
 		return err
