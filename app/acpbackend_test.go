@@ -418,3 +418,37 @@ func TestACPStartWarningsReachTheClient(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A session's approval set from the editor is recorded, but a reopened
+// session restores a recorded auto only as the configuration allows (here
+// ask): the session file lies in the workspace, where a repository could
+// have put one (R-W5).
+func TestACPRecordedAutoApprovalIsNotRestored_RW5(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, dir := runACP(t, client)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	approval := func(opts []sdk.SessionConfigOption) string {
+		for _, o := range opts {
+			if o.Select != nil && o.Select.Id == acp.OptionApproval {
+				return string(o.Select.CurrentValue)
+			}
+		}
+		return ""
+	}
+	set, err := conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
+		SessionId: id, ConfigId: acp.OptionApproval, Value: "auto"}})
+	if err != nil || approval(set.ConfigOptions) != "auto" {
+		t.Fatalf("set approval auto: %v, %+v", err, set)
+	}
+	loaded, err := conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := approval(loaded.ConfigOptions); got != "ask" {
+		t.Fatalf("the reopened session's approval is %q; a recorded auto must not be restored", got)
+	}
+	if loaded.Modes == nil || loaded.Modes.CurrentModeId != "ask" {
+		t.Fatalf("modes after the reopen: %+v", loaded.Modes)
+	}
+}
