@@ -249,6 +249,10 @@ func settingSchema(n *Node, top bool) Ordered {
 	k := n.Key
 	s := Ordered{{"type", [...]string{Object: "object", Map: "object", Bool: "boolean", String: "string",
 		Int: "integer", Number: "number", StringList: "array", StringMap: "object"}[k.Type]}}
+	if k.Named != "" {
+		// The object, or the name of one entry of k.Named.
+		s[0].Value = []string{"object", "string"}
+	}
 	switch k.Type {
 	case StringList:
 		s = append(s, Member{"items", Ordered{{"type", "string"}}})

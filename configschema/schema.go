@@ -86,6 +86,10 @@ type Key struct {
 	// Like names an Object whose keys this Object has too, without their
 	// defaults: keys left out are taken from that object.
 	Like string
+	// Named names a Map whose entries this Object may pick by name: the
+	// value is then a string, the name of one entry, in place of the
+	// object (`"model": "fast"` picks `models.fast`).
+	Named string
 	// DeprecatedFor names the key of the same object that replaces this
 	// one; the deprecated key is accepted with a warning.
 	DeprecatedFor string
@@ -206,11 +210,22 @@ var modelKeys = []Key{
 // Keys is the description: every key SOBA's configuration accepts, objects
 // before the keys below them, in the order the documentation lists them.
 var Keys = concat(
-	[]Key{{Path: "model", Type: Object, Repository: RepoApplies, Doc: "the model that does the work"}},
+	// A repository may tune the model's limits but not pick another of the
+	// user's models by name (another model can cost far more): a string
+	// `model` from a repository is ignored until trusted (R-W5).
+	[]Key{{Path: "model", Type: Object, Named: "models", Repository: RepoApplies,
+		Doc: "the model that does the work: an object of the keys below, or the name of one of `models` (`\"model\": \"fast\"`); keys a later layer sets in the object form apply over the named model"}},
 	modelKeys,
 	[]Key{
-		{Path: "summaryModel", Type: Object, Like: "model", OneSetting: true, Repository: RepoIgnored,
-			Doc: "the model that writes capsule summaries, so a small fast model can summarise for a large one. Unset means `model`; keys it leaves out are taken from `model`, so `{\"name\": \"qwen2.5-coder:1.5b\"}` is enough for a small model on the same server"},
+		{Path: "summaryModel", Type: Object, Like: "model", Named: "models", OneSetting: true, Repository: RepoIgnored,
+			Doc: "the model that writes capsule summaries, so a small fast model can summarise for a large one: an object, or the name of one of `models`. Unset means `model`; keys it leaves out are taken from `model`, so `{\"name\": \"qwen2.5-coder:1.5b\"}` is enough for a small model on the same server"},
+		// models are the user's: an entry says where requests go and which
+		// key they carry, so a repository's are ignored until trusted, like
+		// model.baseURL and model.apiKeyEnv (R-W5).
+		{Path: "models", Type: Map, OneSetting: true, Repository: RepoIgnored,
+			Doc: "the user's named model configurations, which `model` and `summaryModel` may pick by name and an ACP client offers as the session's model choices (docs/acp.md)"},
+		{Path: "models.*", Type: Object, Like: "model",
+			Doc: "one model, with the keys of `model`; keys it leaves out are the built-in defaults (not the current `model`'s)"},
 
 		{Path: "compaction", Type: Object, OneSetting: true, Repository: RepoApplies, Doc: "the compaction keys of SPEC §6; unset keys keep their defaults"},
 		{Path: "compaction.auto", Type: Bool, Repository: RepoApplies, Default: true,
@@ -350,6 +365,9 @@ func build(keys []Key) (*Node, error) {
 		if n.Type == Map && n.Elem == nil {
 			return nil, fmt.Errorf("configschema: map %q has no %q.* entry", path, path)
 		}
+		if m, ok := byPath[n.Named]; n.Named != "" && (!ok || m.Type != Map) {
+			return nil, fmt.Errorf("configschema: %q names entries of %q, which is not a map", path, n.Named)
+		}
 		if n.Like == "" {
 			continue
 		}
@@ -392,6 +410,9 @@ func checkKey(k Key, parent *Node) error {
 	}
 	if k.Repository == RepoLowerOnly && k.Type != Int && k.Type != Number {
 		return bad("only a number can be RepoLowerOnly")
+	}
+	if k.Named != "" && k.Type != Object {
+		return bad("only an Object may be Named")
 	}
 	if k.DeprecatedFor != "" {
 		if _, ok := parent.Children[k.DeprecatedFor]; !ok {

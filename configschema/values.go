@@ -22,6 +22,9 @@ func (k Key) CheckType(v any) string {
 	switch k.Type {
 	case Object, Map:
 		_, ok = v.(map[string]any)
+		if _, name := v.(string); name && k.Named != "" {
+			ok = true
+		}
 	case Bool:
 		_, ok = v.(bool)
 	case String:
@@ -52,7 +55,11 @@ func (k Key) CheckType(v any) string {
 	if ok {
 		return ""
 	}
-	return fmt.Sprintf("want %s, got %s", k.Type.want(), describe(v))
+	want := k.Type.want()
+	if k.Named != "" {
+		want += " or the name of one of " + k.Named
+	}
+	return fmt.Sprintf("want %s, got %s", want, describe(v))
 }
 
 func (t Type) want() string {

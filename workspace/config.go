@@ -23,7 +23,14 @@ type Config struct {
 	Model ModelConfig `json:"model"`
 	// SummaryModel writes capsule summaries; nil means Model does. Keys it
 	// leaves out are taken from Model.
-	SummaryModel *ModelConfig     `json:"summaryModel,omitempty"`
+	SummaryModel *ModelConfig `json:"summaryModel,omitempty"`
+	// Models are the user's named models (`models`), each over the
+	// built-in defaults.
+	Models map[string]ModelConfig `json:"models,omitempty"`
+	// ModelName and SummaryModelName are the names in Models that `model`
+	// and `summaryModel` picked, "" for the object form.
+	ModelName        string `json:"-"`
+	SummaryModelName string `json:"-"`
 	Compaction   CompactionConfig `json:"compaction"`
 	Tools        ToolsConfig      `json:"tools"`
 	// SessionDir holds the session transcripts; relative to the workspace
@@ -341,6 +348,24 @@ func LoadConfig(root string, l Layers) (Config, []string, error) {
 	dropPlanned(merged, configschema.Root())
 
 	cfg := DefaultConfig()
+	models, _ := merged["models"].(map[string]any)
+	delete(merged, "models")
+	for _, name := range slices.Sorted(maps.Keys(models)) {
+		m := DefaultConfig().Model
+		if err := decodeInto(models[name], &m); err != nil {
+			return Config{}, nil, err
+		}
+		if cfg.Models == nil {
+			cfg.Models = map[string]ModelConfig{}
+		}
+		cfg.Models[name] = m
+	}
+	var nameErrs []error
+	cfg.ModelName, nameErrs = resolveNamed(merged, "model", models, origin, nameErrs)
+	cfg.SummaryModelName, nameErrs = resolveNamed(merged, "summaryModel", models, origin, nameErrs)
+	if len(nameErrs) > 0 {
+		return Config{}, nil, errors.Join(nameErrs...)
+	}
 	summary, hasSummary := merged["summaryModel"]
 	delete(merged, "summaryModel")
 	if err := decodeInto(merged, &cfg); err != nil {
@@ -348,6 +373,11 @@ func LoadConfig(root string, l Layers) (Config, []string, error) {
 	}
 	if hasSummary {
 		sm := cfg.Model
+		if cfg.SummaryModelName != "" {
+			// A named model's left-out keys are the defaults, as in
+			// models, not the main model's.
+			sm = DefaultConfig().Model
+		}
 		if err := decodeInto(summary, &sm); err != nil {
 			return Config{}, nil, err
 		}
@@ -396,6 +426,46 @@ func checkSessionDir(cfg Config, root string, origin map[string]string) error {
 		problem += ": " + err.Error()
 	}
 	return &ConfigError{Layer: layer, Key: "sessionDir", Problem: problem}
+}
+
+// pickedName marks, in a merged Named object, the entry an earlier layer
+// picked by name; checkObject refuses it in a layer (it is not a key).
+const pickedName = "\x00name"
+
+// resolveNamed replaces a Named key's pick (`"model": "fast"`, or a later
+// layer's object over it) by the entry of models it names, with the later
+// layers' keys over it, and returns the name; "" for the object form. A
+// name that is not among models is an error naming the ones that are.
+func resolveNamed(merged map[string]any, key string, models map[string]any, origin map[string]string, errs []error) (string, []error) {
+	var name string
+	over := map[string]any{}
+	switch v := merged[key].(type) {
+	case string:
+		name = v
+	case map[string]any:
+		name, _ = v[pickedName].(string)
+		for k, x := range v {
+			if k != pickedName {
+				over[k] = x
+			}
+		}
+	}
+	if name == "" {
+		return "", errs
+	}
+	entry, ok := models[name].(map[string]any)
+	if !ok {
+		known := "none are defined; add them to the user settings' `models`"
+		if len(models) > 0 {
+			known = "known: " + strings.Join(slices.Sorted(maps.Keys(models)), ", ")
+		}
+		layer := origin[key]
+		return "", append(errs, &ConfigError{Layer: layer, Key: key, Problem: fmt.Sprintf("%q is not one of models (%s)", name, known)})
+	}
+	picked := maps.Clone(entry)
+	maps.Copy(picked, over)
+	merged[key] = picked
+	return name, errs
 }
 
 func decodeInto(v any, dst any) error {
@@ -483,6 +553,11 @@ func mergeInto(dst, src map[string]any, prefix, layer string, origin map[string]
 			sub, ok := dst[k].(map[string]any)
 			if !ok {
 				sub = map[string]any{}
+				if name, isName := dst[k].(string); isName {
+					// An object over a name: its keys apply over the
+					// named model (resolveNamed).
+					sub[pickedName] = name
+				}
 				dst[k] = sub
 			}
 			origin[path] = layer
@@ -526,6 +601,14 @@ func checkObject(layer, prefix string, obj map[string]any, n *configschema.Node)
 		}
 		if c.Planned != "" && n.Planned == "" {
 			warnings = append(warnings, fmt.Sprintf("%s: %s is accepted, but this version does not use it yet (planned: %s)", layer, path, c.Planned))
+		}
+		if name, isName := v.(string); isName && c.Named != "" {
+			// A Named object picks an entry by name; whether it exists
+			// is known once every layer is merged (resolveNamed).
+			if strings.TrimSpace(name) == "" {
+				errs = append(errs, &ConfigError{Layer: layer, Key: path, Problem: "must be an object or the name of one of " + c.Named})
+			}
+			continue
 		}
 		if c.Type == configschema.Object || c.Type == configschema.Map {
 			e, w := checkObject(layer, path, v.(map[string]any), c)
@@ -679,6 +762,12 @@ func validate(c Config, origin map[string]string, layerIndex map[string]int) err
 			prefix string
 			m      ModelConfig
 		}{"summaryModel", *c.SummaryModel})
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Models)) {
+		models = append(models, struct {
+			prefix string
+			m      ModelConfig
+		}{"models." + name, c.Models[name]})
 	}
 	for _, mm := range models {
 		if mm.m.MaxOutputTokens >= mm.m.ContextWindow {

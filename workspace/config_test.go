@@ -156,7 +156,7 @@ func TestBadValues_RS1(t *testing.T) {
 		{"empty session dir", `{"sessionDir":" "}`, "sessionDir", "must not be empty"},
 		{"bad base URL", `{"model":{"baseURL":"127.0.0.1:11434"}}`, "model.baseURL", "not an http:// or https:// URL"},
 		{"key instead of variable", `{"model":{"apiKeyEnv":"sk-proj-abcdef123456"}}`, "model.apiKeyEnv", "not an environment variable name"},
-		{"unknown top-level key", `{"theme":"dark"}`, "theme", "unknown key; known keys: compaction, mcpServers, model, sessionDir, sessionOnStart, summaryModel, tools"},
+		{"unknown top-level key", `{"theme":"dark"}`, "theme", "unknown key; known keys: compaction, mcpServers, model, models, sessionDir, sessionOnStart, summaryModel, tools"},
 		{"unknown nested key", `{"compaction":{"keepRecntTokens":100}}`, "compaction.keepRecntTokens", `unknown key (did you mean "keepRecentTokens"?)`},
 		{"unknown deep key", `{"model":{"options":{"temperature":0}}}`, "model.options", "unknown key"},
 		{"not an object", `[1,2]`, "", "must be a JSON object, got an array"},
@@ -582,6 +582,56 @@ func TestPlannedKeysChecked(t *testing.T) {
 			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Layer != file || ce.Key != tc.key || !strings.Contains(ce.Problem, tc.problem) {
 				t.Fatalf("error = %v, want %s: %s: …%s", err, file, tc.key, tc.problem)
+			}
+		})
+	}
+}
+
+// TestNamedModels_RS1: `models` holds the user's named models; `model` and
+// `summaryModel` pick one by name, the inline object still works, a later
+// layer's object applies over a pick, and a name not among models is an
+// error naming the ones that are.
+func TestNamedModels_RS1(t *testing.T) {
+	models := `"models":{"fast":{"provider":"openai","baseURL":"http://127.0.0.1:8080/v1","name":"f","contextWindow":32000,"maxOutputTokens":2000},
+		"small":{"name":"s"}}`
+	tests := []struct {
+		name, user, editor string
+		want, wantErr      string
+	}{
+		{name: "inline object", user: `{` + models + `,"model":{"name":"inline"}}`, want: "inline  ollama  inline"},
+		{name: "pick by name", user: `{` + models + `,"model":"fast"}`, want: "f fast openai  f"},
+		{name: "summary by name over defaults", user: `{` + models + `,"model":"fast","summaryModel":"small"}`, want: "f fast openai small s"},
+		{name: "later object over a pick", user: `{` + models + `,"model":"fast"}`, editor: `{"model":{"contextWindow":31000}}`, want: "f fast openai  f"},
+		{name: "later pick over an object", user: `{` + models + `,"model":{"name":"inline"}}`, editor: `{"model":"small"}`, want: "s small ollama  s"},
+		{name: "unknown name", user: `{` + models + `,"model":"huge"}`, wantErr: `"huge" is not one of models (known: fast, small)`},
+		{name: "no models", user: `{"summaryModel":"fast"}`, wantErr: `"fast" is not one of models (none are defined`},
+		{name: "empty name", user: `{"model":" "}`, wantErr: "must be an object or the name of one of models"},
+		{name: "a number is neither", user: `{"model":3}`, wantErr: "want an object or the name of one of models"},
+		{name: "a model's limits checked", user: `{"models":{"x":{"contextWindow":1000,"maxOutputTokens":2000}}}`, wantErr: "models.x.maxOutputTokens 2000 must be less than models.x.contextWindow 1000"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root, _ := wsWith(t, "")
+			l := Layers{UserFile: writeFile(t, tc.user)}
+			if tc.editor != "" {
+				l.InitOptions = json.RawMessage(tc.editor)
+			}
+			c, _, err := LoadConfig(root, l)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join([]string{c.Model.Name, c.ModelName, c.Model.Provider, c.SummaryModelName, c.Summary().Name}, " ")
+			if got != tc.want {
+				t.Errorf("model name, pick, provider, summary pick, summary name = %q, want %q", got, tc.want)
+			}
+			if tc.name == "later object over a pick" && c.Model.ContextWindow != 31000 {
+				t.Errorf("contextWindow = %d, want the later layer's 31000", c.Model.ContextWindow)
 			}
 		})
 	}

@@ -146,6 +146,10 @@ func filterRepository(obj map[string]any, prefix string, n *configschema.Node, b
 			switch {
 			case v == nil && !appliesWhole(c):
 				drop()
+			case c.Named != "" && !isObj:
+				// A pick among the user's models by name: another
+				// model can cost far more, like model.name.
+				drop()
 			case isObj && (c.Type == configschema.Object || c.Type == configschema.Map):
 				subBelow, _ := under.(map[string]any)
 				filterRepository(sub, path, c, subBelow, trusted, ignored)
