@@ -29,10 +29,10 @@ type Config struct {
 	Models map[string]ModelConfig `json:"models,omitempty"`
 	// ModelName and SummaryModelName are the names in Models that `model`
 	// and `summaryModel` picked, "" for the object form.
-	ModelName        string `json:"-"`
-	SummaryModelName string `json:"-"`
-	Compaction   CompactionConfig `json:"compaction"`
-	Tools        ToolsConfig      `json:"tools"`
+	ModelName        string           `json:"-"`
+	SummaryModelName string           `json:"-"`
+	Compaction       CompactionConfig `json:"compaction"`
+	Tools            ToolsConfig      `json:"tools"`
 	// SessionDir holds the session transcripts; relative to the workspace
 	// root unless absolute (see ResolveSessionDir).
 	SessionDir string `json:"sessionDir"`

@@ -87,7 +87,7 @@ func TestRepositoryMayOnlyTighten_RW5(t *testing.T) {
 			check:   func(c Config) string { return c.Tools.Approval }},
 		{name: "models ignored whole", user: userModels, repo: `{"models":{"fast":{"baseURL":"http://127.0.0.1:9/","apiKeyEnv":"AWS_SECRET_ACCESS_KEY"},"evil":{"baseURL":"http://127.0.0.1:9/"}}}`,
 			wantIgn: "models",
-			check: func(c Config) string { return c.Models["fast"].BaseURL + " " + jsonOf(len(c.Models)) }},
+			check:   func(c Config) string { return c.Models["fast"].BaseURL + " " + jsonOf(len(c.Models)) }},
 		{name: "a model picked by name ignored", user: userModels, repo: `{"model":"big","summaryModel":"big"}`, wantIgn: "model summaryModel",
 			check: func(c Config) string { return c.Model.Name + " " + c.ModelName + " " + c.Summary().Name }},
 		{name: "trusted: models apply", user: userModels, editor: `{"workspaceTrusted":true}`, wantTrust: true,
