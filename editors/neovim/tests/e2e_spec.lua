@@ -525,8 +525,11 @@ test('ResumeShowsConversation_RT2', function()
   ok(info and info.sessionId, 'the current session')
   chat.page_entries = 4
   must('session resume ' .. info.sessionId)
+  -- The newest page (4 entries) may hold no request of its own: after the
+  -- earlier tests the path ends in checkpoints. Any item under the header
+  -- shows the page arrived; the request is checked once older pages load.
   wait(10000, function()
-    return table.concat(chat.lines(), '\n'):find('\n> ') ~= nil and chat.has_older()
+    return #chat.lines() > 2 and chat.has_older()
   end, 'the newest page in the chat, with older pages to load')
   local first = #chat.lines()
   eq('↑ Earlier messages: move to the top of the chat to load them', chat.lines()[2], 'the chat says earlier messages load at its top')
