@@ -24,18 +24,11 @@ import (
 
 // startUserConfigured runs the binary (args: "acp" or none) in dir with a
 // private HOME and XDG_CONFIG_HOME holding config as the user's config.json.
-func startUserConfigured(t *testing.T, dir, config string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+func startUserConfigured(t testing.TB, dir, config string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
 	t.Helper()
-	xdg := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(xdg, "soba"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(xdg, "soba", "config.json"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(binary, append([]string{"--log-file", filepath.Join(t.TempDir(), "soba.log")}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+xdg)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+userConfigDir(t, config))
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

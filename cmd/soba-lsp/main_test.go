@@ -51,24 +51,19 @@ type proc struct {
 // the model at a closed loopback port.
 func start(t testing.TB) *proc {
 	t.Helper()
+	return startInWorkspace(t, `{"model":{"provider":"openai","baseURL":"http://127.0.0.1:9/v1","name":"m"}}`)
+}
+
+// startInWorkspace runs the binary in a fresh workspace (with its .soba
+// folder) with config as the user's own configuration.
+func startInWorkspace(t testing.TB, config string) *proc {
+	t.Helper()
 	ws := t.TempDir()
-	os.MkdirAll(filepath.Join(ws, ".soba"), 0o755)
-	cmd := exec.Command(binary, "--log-file", filepath.Join(t.TempDir(), "soba.log"))
-	cmd.Dir = ws
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+userConfigDir(t, `{"model":{"provider":"openai","baseURL":"http://127.0.0.1:9/v1","name":"m"}}`))
-	in, err := cmd.StdinPipe()
-	if err != nil {
+	if err := os.MkdirAll(filepath.Join(ws, ".soba"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return &proc{t: t, cmd: cmd, in: in, out: bufio.NewReader(out)}
+	cmd, in, out := startUserConfigured(t, ws, config)
+	return &proc{t: t, cmd: cmd, in: in, out: out}
 }
 
 // userConfigDir returns a private XDG_CONFIG_HOME whose soba/config.json

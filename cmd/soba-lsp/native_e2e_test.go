@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,26 +14,7 @@ import (
 // user's own configuration (a repository's may not choose the model, R-W5).
 func startWithConfig(t *testing.T, config string) *proc {
 	t.Helper()
-	ws := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(ws, ".soba"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binary, "--log-file", filepath.Join(t.TempDir(), "soba.log"))
-	cmd.Dir = ws
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+userConfigDir(t, config))
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return &proc{t: t, cmd: cmd, in: in, out: bufio.NewReader(out)}
+	return startInWorkspace(t, config)
 }
 
 // command runs a workspace command and returns its result.
