@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
 )
@@ -34,6 +35,8 @@ type Choice struct {
 const (
 	OptionAutoCompaction = "auto_compaction"
 	OptionApproval       = "approval"
+	OptionModel          = "model"
+	OptionSummaryModel   = "summary_model"
 )
 
 // Configurable is a Session with settings; a Session without them offers
@@ -134,12 +137,14 @@ func optionValue(o ConfigOption, p sdk.SetSessionConfigOptionRequest) (any, erro
 			}
 			return nil, fmt.Errorf("%s is on or off, not %q", o.ID, v)
 		}
+		values := make([]string, 0, len(o.Choices))
 		for _, c := range o.Choices {
 			if c.Value == v {
 				return v, nil
 			}
+			values = append(values, c.Value)
 		}
-		return nil, fmt.Errorf("%q is not a value of %s", v, o.ID)
+		return nil, fmt.Errorf("%q is not a value of %s; choose one of: %s", v, o.ID, strings.Join(values, ", "))
 	}
 	return nil, fmt.Errorf("no value")
 }

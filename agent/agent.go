@@ -624,6 +624,24 @@ func (a *Agent) SetApproval(mode string) error {
 	return err
 }
 
+// RecordModelChoice records the user's pick of the session's model (or,
+// with summary, the summary model) by name, from the editor (ACP's config
+// options), as a settings entry, so replay and resume see it. The caller
+// makes the model; the agent only records the choice.
+func (a *Agent) RecordModelChoice(summary bool, name string) error {
+	set := &session.Settings{Model: name}
+	if summary {
+		set = &session.Settings{SummaryModel: name}
+	}
+	var err error
+	if e := a.do(func(st *state) {
+		_, err = a.appendEntry(st, session.Entry{Type: session.TypeSettings, Settings: set})
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
 // Busy reports whether a turn, a compaction or a queued prompt is pending.
 func (a *Agent) Busy() bool {
 	busy := false

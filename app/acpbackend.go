@@ -766,6 +766,8 @@ func (s *acpSession) ConfigOptions() []acp.ConfigOption {
 		auto = b.AutoCompact
 	}
 	approval := ag.Approval()
+	// Taken before s.mu: the workspace's lock is never awaited under it.
+	names, model, summary := s.ws.ModelChoices()
 	s.mu.Lock()
 	if v, ok := s.pending[acp.OptionAutoCompaction].(bool); ok {
 		auto = v
@@ -773,8 +775,14 @@ func (s *acpSession) ConfigOptions() []acp.ConfigOption {
 	if v, ok := s.pending[acp.OptionApproval].(string); ok {
 		approval = v
 	}
+	if v, ok := s.pending[acp.OptionModel].(string); ok {
+		model = v
+	}
+	if v, ok := s.pending[acp.OptionSummaryModel].(string); ok {
+		summary = v
+	}
 	s.mu.Unlock()
-	return []acp.ConfigOption{
+	opts := []acp.ConfigOption{
 		{ID: acp.OptionAutoCompaction, Name: "Auto-compaction", Bool: &auto,
 			Description: "Compact the context on its own when the budget calls for it (/auto-compact)"},
 		{ID: acp.OptionApproval, Name: "Approval", Category: "mode", Value: approval, Choices: []acp.Choice{
@@ -782,6 +790,25 @@ func (s *acpSession) ConfigOptions() []acp.ConfigOption {
 			{Value: agent.ApprovalAuto, Name: "Auto", Description: "Tools run without asking"},
 		}, Description: "Whether tools ask before they run, for this session"},
 	}
+	if len(names) == 0 {
+		// Without the user's `models` there is nothing to choose among.
+		return opts
+	}
+	return append(opts,
+		acp.ConfigOption{ID: acp.OptionModel, Name: "Model", Category: "model", Value: model, Choices: modelChoices(names, "model"),
+			Description: "The model that does the work, among the models of the user settings, for this session"},
+		acp.ConfigOption{ID: acp.OptionSummaryModel, Name: "Summary model", Category: "model", Value: summary, Choices: modelChoices(names, "summaryModel"),
+			Description: "The model that writes capsule summaries, among the models of the user settings, for this session"})
+}
+
+// modelChoices are the user's model names, after the configured one (the
+// object form of key, or unset) that ModelFromSettings stands for.
+func modelChoices(names []string, key string) []acp.Choice {
+	out := []acp.Choice{{Value: ModelFromSettings, Name: "As configured", Description: "`" + key + "` of the settings"}}
+	for _, n := range names {
+		out = append(out, acp.Choice{Value: n, Name: n})
+	}
+	return out
 }
 
 // SetConfigOption changes a setting: at once when no turn runs, else when
@@ -810,6 +837,9 @@ func (s *acpSession) applyOption(id string, v any) error {
 	case acp.OptionApproval:
 		mode, _ := v.(string)
 		return s.ws.Agent().SetApproval(mode)
+	case acp.OptionModel, acp.OptionSummaryModel:
+		name, _ := v.(string)
+		return s.ws.PickModel(id == acp.OptionSummaryModel, name)
 	}
 	return fmt.Errorf("unknown config option %q", id)
 }
@@ -820,7 +850,7 @@ func (s *acpSession) applyPending() {
 	pending := s.pending
 	s.pending = nil
 	s.mu.Unlock()
-	for _, id := range []string{acp.OptionAutoCompaction, acp.OptionApproval} {
+	for _, id := range []string{acp.OptionAutoCompaction, acp.OptionApproval, acp.OptionModel, acp.OptionSummaryModel} {
 		if v, ok := pending[id]; ok {
 			if err := s.applyOption(id, v); err != nil {
 				s.warn("could not change " + id + ": " + err.Error())

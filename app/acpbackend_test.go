@@ -91,6 +91,12 @@ func runACPModel(t *testing.T, client *acpClient, mod func(*providertest.Server)
 // runACPServers is runACPModel with MCP servers handed over in session/new.
 func runACPServers(t *testing.T, client *acpClient, mod func(*providertest.Server), servers []sdk.McpServer, script ...providertest.Reply) (*sdk.ClientSideConnection, sdk.SessionId, string) {
 	t.Helper()
+	return runACPSettings(t, client, mod, servers, nil, script...)
+}
+
+// runACPSettings is runACPServers with the settings adjusted by adjust.
+func runACPSettings(t *testing.T, client *acpClient, mod func(*providertest.Server), servers []sdk.McpServer, adjust func(*Settings), script ...providertest.Reply) (*sdk.ClientSideConnection, sdk.SessionId, string) {
+	t.Helper()
 	if servers == nil {
 		servers = []sdk.McpServer{}
 	}
@@ -101,8 +107,12 @@ func runACPServers(t *testing.T, client *acpClient, mod func(*providertest.Serve
 		mod(model)
 	}
 	load := func(root string, init, change json.RawMessage) (Settings, []string, error) {
-		return Settings{Model: ModelSettings{Provider: "openai", BaseURL: model.URL, Name: "m", ContextWindow: 65000, MaxOutputTokens: 8000},
-			Compaction: compaction.DefaultConfig(), Approval: "ask", SessionDir: filepath.Join(root, ".soba", "sessions")}, nil, nil
+		s := Settings{Model: ModelSettings{Provider: "openai", BaseURL: model.URL, Name: "m", ContextWindow: 65000, MaxOutputTokens: 8000},
+			Compaction: compaction.DefaultConfig(), Approval: "ask", SessionDir: filepath.Join(root, ".soba", "sessions")}
+		if adjust != nil {
+			adjust(&s)
+		}
+		return s, nil, nil
 	}
 	counter := tokens.Default()
 	backend := &ACPBackend{Load: load, Counter: counter, EntryTokens: tokens.Estimator{Counter: counter}.EntryTokens}
@@ -450,5 +460,76 @@ func TestACPRecordedAutoApprovalIsNotRestored_RW5(t *testing.T) {
 	}
 	if loaded.Modes == nil || loaded.Modes.CurrentModeId != "ask" {
 		t.Fatalf("modes after the reopen: %+v", loaded.Modes)
+	}
+}
+
+// TestACPModelChoice_RS3: with the user's named `models`, the session offers
+// `model` and `summary_model` selects (choices: the names, current: the
+// active one); a change applies from the next turn (the next prompt reaches
+// the chosen model's server, not the configured one's), is recorded as a
+// settings entry, and a name not among the models is refused naming them.
+func TestACPModelChoice_RS3(t *testing.T) {
+	big := providertest.NewOpenAI(t, providertest.Text("from big"))
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, dir := runACPSettings(t, client, nil, nil, func(s *Settings) {
+		s.Models = map[string]ModelSettings{"small": s.Model,
+			"big": {Provider: "openai", BaseURL: big.URL, Name: "big-model", ContextWindow: 65000, MaxOutputTokens: 8000}}
+		s.ModelName = "small"
+	}, providertest.Text("from small"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	current := func(opts []sdk.SessionConfigOption, id string) (string, []string) {
+		for _, o := range opts {
+			if o.Select != nil && string(o.Select.Id) == id {
+				var names []string
+				for _, c := range *o.Select.Options.Ungrouped {
+					names = append(names, string(c.Value))
+				}
+				return string(o.Select.CurrentValue), names
+			}
+		}
+		return "", nil
+	}
+	loaded, err := conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, names := current(loaded.ConfigOptions, acp.OptionModel); v != "small" || strings.Join(names, ",") != ModelFromSettings+",big,small" {
+		t.Fatalf("model option = %q of %v, want small of [(settings) big small]", v, names)
+	}
+	if v, _ := current(loaded.ConfigOptions, acp.OptionSummaryModel); v != ModelFromSettings {
+		t.Fatalf("summary_model option = %q, want %q", v, ModelFromSettings)
+	}
+	_, err = conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
+		SessionId: id, ConfigId: acp.OptionModel, Value: "huge"}})
+	if err == nil || !strings.Contains(err.Error(), `is not a value of model; choose one of: (settings), big, small`) {
+		t.Fatalf("set model huge: %v, want a refusal naming the models", err)
+	}
+	set, err := conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
+		SessionId: id, ConfigId: acp.OptionModel, Value: "big"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := current(set.ConfigOptions, acp.OptionModel); v != "big" {
+		t.Fatalf("model after the change = %q, want big", v)
+	}
+	r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("hi")}})
+	if err != nil || r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %v, %+v", err, r)
+	}
+	if n := len(big.Requests()); n != 1 {
+		t.Fatalf("the chosen model's server got %d requests, want 1", n)
+	}
+	// The choice is in the transcript, for replay and resume.
+	files, _ := filepath.Glob(filepath.Join(dir, ".soba", "sessions", "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("transcripts: %v", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"settings":{"model":"big"}`) {
+		t.Fatalf("no settings entry recording the model choice in %s", data)
 	}
 }

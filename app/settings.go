@@ -40,5 +40,6 @@ func settingsOf(cfg workspace.Config, root string) Settings {
 		m := cfg.Summary()
 		s.SummaryModel = &m
 	}
+	s.Models, s.ModelName, s.SummaryModelName = cfg.Models, cfg.ModelName, cfg.SummaryModelName
 	return s
 }

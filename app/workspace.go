@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,11 @@ type Settings struct {
 	Model ModelSettings
 	// SummaryModel writes capsule summaries; nil means Model.
 	SummaryModel *ModelSettings
+	// Models are the user's named models (`models`); ModelName and
+	// SummaryModelName the names `model` and `summaryModel` picked, "" for
+	// the object form.
+	Models                      map[string]ModelSettings
+	ModelName, SummaryModelName string
 	Compaction   compaction.Config
 	Approval     string
 	// MaxToolResultTokens is tools.maxResultTokens (0: a quarter of the hard limit).
@@ -102,6 +108,9 @@ type Workspace struct {
 
 	mu        sync.Mutex // guards settings, didChange, agent
 	settings  Settings
+	// modelPick and summaryPick are the session's model picks by name
+	// (PickModel), "" for the configuration's.
+	modelPick, summaryPick string
 	didChange json.RawMessage
 	agent     *agent.Agent
 }
@@ -304,6 +313,86 @@ func newProvider(m ModelSettings) (provider.Provider, error) {
 		ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens})
 }
 
+// ModelFromSettings is the model choice that stands for the configured
+// `model` (or `summaryModel`) when it is not one of `models` by name.
+const ModelFromSettings = "(settings)"
+
+// ModelChoices are the names of the user's models and the session's current
+// picks (ModelFromSettings when the configuration's object form is in use).
+func (w *Workspace) ModelChoices() (names []string, model, summary string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.effective()
+	names = slices.Sorted(maps.Keys(s.Models))
+	model, summary = s.ModelName, s.SummaryModelName
+	if model == "" {
+		model = ModelFromSettings
+	}
+	if summary == "" {
+		summary = ModelFromSettings
+	}
+	return names, model, summary
+}
+
+// effective are the settings with the session's model picks applied.
+func (w *Workspace) effective() Settings {
+	s := w.settings
+	if name := w.modelPick; name != "" {
+		if m, ok := s.Models[name]; ok {
+			s.Model, s.ModelName = m, name
+		}
+	}
+	if name := w.summaryPick; name != "" {
+		if m, ok := s.Models[name]; ok {
+			s.SummaryModel, s.SummaryModelName = &m, name
+		}
+	}
+	return s
+}
+
+// PickModel makes the user's model name (ModelFromSettings: the
+// configured one) the session's model, or with summary its summary model,
+// recording the choice in the transcript; the session is reopened with it
+// (same file, leaf and history), so it applies from the next turn. Called
+// when no turn runs. A name not among `models` is refused.
+func (w *Workspace) PickModel(summary bool, name string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.settings.Models[name]; !ok && name != ModelFromSettings {
+		known := "none are defined: add named models to `models` in the user settings (docs/configuration.md)"
+		if len(w.settings.Models) > 0 {
+			known = "known: " + strings.Join(slices.Sorted(maps.Keys(w.settings.Models)), ", ")
+		}
+		return fmt.Errorf("%q is not one of the models of the user settings (%s)", name, known)
+	}
+	if err := w.agent.RecordModelChoice(summary, name); err != nil {
+		return err
+	}
+	pick := name
+	if name == ModelFromSettings {
+		pick = ""
+	}
+	if summary {
+		w.summaryPick = pick
+	} else {
+		w.modelPick = pick
+	}
+	info, err := w.agent.Info()
+	if err != nil {
+		return err
+	}
+	w.agent.Close()
+	s := w.effective()
+	a, _, err := agent.Resume(w.agentOptions(s), info.Path)
+	if err != nil {
+		if a, err = agent.New(w.agentOptions(s)); err != nil {
+			return err
+		}
+	}
+	w.agent = a
+	return nil
+}
+
 // Agent is the current session's agent.
 func (w *Workspace) Agent() *agent.Agent {
 	w.mu.Lock()
@@ -341,11 +430,11 @@ func (w *Workspace) Configure(didChange json.RawMessage) ([]string, error) {
 		return warnings, err
 	}
 	w.agent.Close()
-	a, _, err := agent.Resume(w.agentOptions(s), info.Path)
+	a, _, err := agent.Resume(w.agentOptions(w.effective()), info.Path)
 	if err != nil {
 		// The old session could not be reopened with the new settings:
 		// start a new one so the workspace keeps working.
-		if a, err = agent.New(w.agentOptions(s)); err != nil {
+		if a, err = agent.New(w.agentOptions(w.effective())); err != nil {
 			return warnings, err
 		}
 	}
@@ -358,6 +447,9 @@ func (w *Workspace) Configure(didChange json.RawMessage) ([]string, error) {
 func (w *Workspace) NewSession() (agent.SessionInfo, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	// A new session starts with the configured models: a pick was the
+	// other session's.
+	w.modelPick, w.summaryPick = "", ""
 	a, err := agent.New(w.agentOptions(w.settings))
 	if err != nil {
 		return agent.SessionInfo{}, err
@@ -385,6 +477,7 @@ func (w *Workspace) ResumeSession(id string) (agent.SessionInfo, *session.OpenRe
 	if err != nil {
 		return agent.SessionInfo{}, rep, err
 	}
+	w.modelPick, w.summaryPick = "", ""
 	old := w.agent
 	w.agent = a
 	old.Close()

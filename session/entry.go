@@ -200,8 +200,13 @@ type Settings struct {
 	// Approval is the session's approval policy ("ask" or "auto") as the
 	// user set it from the editor (ACP's config options).
 	Approval string `json:"approval,omitempty"`
-	Model    string `json:"model,omitempty"`
-	RewindTo string `json:"rewindTo,omitempty"`
+	// Model and SummaryModel are the names, among the user's `models`, the
+	// user picked from the editor (ACP's config options) for the session's
+	// model and summary model; ModelFromSettings ("(settings)") puts back
+	// the configured one.
+	Model        string `json:"model,omitempty"`
+	SummaryModel string `json:"summaryModel,omitempty"`
+	RewindTo     string `json:"rewindTo,omitempty"`
 	// ConsumedIntents lists intents consumed by a preflight, so resume does not
 	// restore them.
 	ConsumedIntents []string `json:"consumedIntents,omitempty"`

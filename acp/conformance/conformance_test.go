@@ -63,7 +63,8 @@ func needNode(t *testing.T) string {
 
 // workspaceDir makes a workspace (its real path) and the user's
 // configuration directory, whose soba/config.json names the fake model and
-// summary model, with approvals asked for: the user's file, since an
+// summary model, two named models (models: main and alt, on the fake
+// model's server), with approvals asked for: the user's file, since an
 // untrusted workspace's own .soba/config.json may not choose the model
 // server (R-W5).
 func workspaceDir(t *testing.T, modelURL, summaryURL string) (ws, configHome string) {
@@ -80,8 +81,12 @@ func workspaceDir(t *testing.T, modelURL, summaryURL string) (ws, configHome str
   "model": {"provider": "openai", "baseURL": %q, "name": "fake-model", "apiKeyEnv": "SOBA_TEST_API_KEY", "contextWindow": 65000, "maxOutputTokens": 8000},
   "summaryModel": {"provider": "openai", "baseURL": %q, "name": "fake-summary", "apiKeyEnv": "SOBA_TEST_API_KEY", "contextWindow": 65000, "maxOutputTokens": 8000},
   "compaction": {"keepRecentTokens": 100, "minReclaimableTokens": 100, "minSavingsRatio": 0.1, "timeoutMs": 15000},
-  "tools": {"approval": "ask"}
-}`, modelURL, summaryURL)
+  "tools": {"approval": "ask"},
+  "models": {
+    "main": {"provider": "openai", "baseURL": %q, "name": "fake-model", "apiKeyEnv": "SOBA_TEST_API_KEY", "contextWindow": 65000, "maxOutputTokens": 8000},
+    "alt": {"provider": "openai", "baseURL": %q, "name": "fake-alt", "apiKeyEnv": "SOBA_TEST_API_KEY", "contextWindow": 65000, "maxOutputTokens": 8000}
+  }
+}`, modelURL, summaryURL, modelURL, modelURL)
 	if err := os.WriteFile(filepath.Join(configHome, "soba", "config.json"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

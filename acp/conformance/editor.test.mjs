@@ -176,6 +176,25 @@ test('a client that offers fs and terminal sees the agent use them', { timeout: 
       assert.deepEqual(transcript.filter((t) => t.approval || t.autoCompact !== undefined),
         [{ approval: 'auto' }, { autoCompact: false }, { approval: 'ask' }], JSON.stringify(transcript));
 
+      // The model and the summary model, chosen among the user's `models`
+      // by name: the configured (inline) one is "(settings)"; a name not
+      // among them is refused, naming them; a change is a settings entry.
+      for (const id of ['model', 'summary_model']) {
+        const o = option(created.configOptions, id);
+        assert.deepEqual([o?.type, o?.category, o?.currentValue], ['select', 'model', '(settings)'], JSON.stringify(created.configOptions));
+        assert.deepEqual(o.options.map((c) => c.value), ['(settings)', 'alt', 'main']);
+      }
+      await assert.rejects(cx.request('session/set_config_option', { sessionId, configId: 'model', value: 'huge' }),
+        (err) => { assert.equal(err.code, -32602); assert.match(JSON.stringify(err), /huge.*choose one of: \(settings\), alt, main/); return true; });
+      const set3 = await cx.request('session/set_config_option', { sessionId, configId: 'model', value: 'alt' });
+      assert.equal(option(set3.configOptions, 'model').currentValue, 'alt');
+      const set4 = await cx.request('session/set_config_option', { sessionId, configId: 'summary_model', value: 'main' });
+      assert.deepEqual([option(set4.configOptions, 'model').currentValue, option(set4.configOptions, 'summary_model').currentValue], ['alt', 'main']);
+      const picks = fs.readFileSync(path.join(cwd, '.soba', 'sessions', `${sessionId}.jsonl`), 'utf8')
+        .trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.type === 'settings' && (e.settings.model || e.settings.summaryModel))
+        .map((e) => e.settings);
+      assert.deepEqual(picks, [{ model: 'alt' }, { summaryModel: 'main' }]);
+
       // session/list without cwd, then session/delete.
       const listed = await cx.request('session/list', {});
       assert.ok(listed.sessions.some((s) => s.sessionId === sessionId && s.cwd === cwd), JSON.stringify(listed));
