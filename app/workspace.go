@@ -39,8 +39,8 @@ type Settings struct {
 	// the object form.
 	Models                      map[string]ModelSettings
 	ModelName, SummaryModelName string
-	Compaction   compaction.Config
-	Approval     string
+	Compaction                  compaction.Config
+	Approval                    string
 	// MaxToolResultTokens is tools.maxResultTokens (0: a quarter of the hard limit).
 	MaxToolResultTokens int
 	// SessionDir is absolute.
@@ -106,13 +106,13 @@ type Workspace struct {
 	agents  string     // the AGENTS.md instructions of the system prompt
 	mcp     *agent.MCP // the MCP servers' tools, connected once at open
 
-	mu        sync.Mutex // guards settings, didChange, agent
-	settings  Settings
+	mu       sync.Mutex // guards settings, didChange, agent
+	settings Settings
 	// modelPick and summaryPick are the session's model picks by name
 	// (PickModel), "" for the configuration's.
 	modelPick, summaryPick string
-	didChange json.RawMessage
-	agent     *agent.Agent
+	didChange              json.RawMessage
+	agent                  *agent.Agent
 }
 
 // OpenWorkspace loads the configuration, starts the watcher and a new
