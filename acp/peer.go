@@ -241,8 +241,16 @@ const (
 )
 
 // decisionOptions are the four answers; scope names what the "this
-// session" answers cover ("file edits", "the tools of MCP server x").
-func decisionOptions(scope string) []sdk.PermissionOption {
+// session" answers cover ("file edits", "the tools of MCP server x"). A call
+// asked every time (a protected path, R-W6) gets allow once and reject only:
+// an answer for the session would not hold for it.
+func decisionOptions(scope string, everyTime bool) []sdk.PermissionOption {
+	if everyTime {
+		return []sdk.PermissionOption{
+			{OptionId: "allow_once", Name: "Allow once", Kind: sdk.PermissionOptionKindAllowOnce},
+			{OptionId: "reject_once", Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
+		}
+	}
 	if scope == "" {
 		scope = "this tool"
 	}
@@ -258,16 +266,33 @@ func decisionOptions(scope string) []sdk.PermissionOption {
 // request with the cancelled outcome (the turn was cancelled).
 var ErrPermissionCancelled = errors.New("permission request cancelled")
 
+// Asking is what a permission request says besides the tool call.
+type Asking struct {
+	// Scope names what the answers for the session cover.
+	Scope string
+	// EveryTime marks a call asked every time (a write to a protected
+	// path, a skill's file, R-W6): only allow once and reject are offered.
+	EveryTime bool
+	// Why is the reason it is asked every time ("Asked every time:
+	// .git/hooks/pre-commit — git runs commands from it …"), the first
+	// content of the request, before the diff or command, as the LSP
+	// approval puts it first.
+	Why string
+}
+
 // Permission asks the user whether the tool call t may run
-// (session/request_permission), showing t's title, content and input;
-// scope names what the answers for the session cover.
-func (p *Peer) Permission(ctx context.Context, t ToolCall, scope string) (Decision, error) {
+// (session/request_permission), showing t's title, content and input.
+func (p *Peer) Permission(ctx context.Context, t ToolCall, a Asking) (Decision, error) {
 	p.mu.Lock()
 	id := p.id
 	p.mu.Unlock()
-	req := sdk.RequestPermissionRequest{SessionId: sdk.SessionId(id), Options: decisionOptions(scope),
+	shown := content(t.Content)
+	if a.Why != "" {
+		shown = append([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(a.Why))}, shown...)
+	}
+	req := sdk.RequestPermissionRequest{SessionId: sdk.SessionId(id), Options: decisionOptions(a.Scope, a.EveryTime),
 		ToolCall: sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(t.ID), Title: sdk.Ptr(t.Title), Kind: sdk.Ptr(sdk.ToolKind(t.Kind)),
-			Status: sdk.Ptr(sdk.ToolCallStatusPending), RawInput: t.RawInput, Locations: locations(t.Locations), Content: content(t.Content)}}
+			Status: sdk.Ptr(sdk.ToolCallStatusPending), RawInput: t.RawInput, Locations: locations(t.Locations), Content: shown}}
 	resp, err := p.conn.RequestPermission(ctx, req)
 	if err != nil {
 		return RejectOnce, err

@@ -626,7 +626,7 @@ func (a acpApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (ag
 		return agent.Deny, nil
 	}
 	s.flush()
-	d, err := s.peer.Permission(ctx, t, req.Scope)
+	d, err := s.peer.Permission(ctx, t, acp.Asking{Scope: req.Scope, EveryTime: req.EveryTime, Why: req.Why})
 	if err != nil {
 		return agent.Deny, err
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -531,5 +532,78 @@ func TestACPModelChoice_RS3(t *testing.T) {
 	}
 	if !strings.Contains(string(data), `"settings":{"model":"big"}`) {
 		t.Fatalf("no settings entry recording the model choice in %s", data)
+	}
+}
+
+// TestACPProtectedPathsAskedEveryTime_RW6: a write to a protected path
+// (agent.AskPaths: a git hook, a VS Code task, a skill) is asked with its
+// reason as the request's first content and only allow once and reject
+// offered, and is asked again after an allow-always answer for file edits;
+// an ordinary write still offers the four answers.
+func TestACPProtectedPathsAskedEveryTime_RW6(t *testing.T) {
+	client := &acpClient{decide: func(p sdk.RequestPermissionRequest) string {
+		for _, o := range p.Options {
+			if o.OptionId == "allow_always" {
+				return "allow_always"
+			}
+		}
+		return "allow_once"
+	}}
+	conn, id, dir := runACP(t, client,
+		providertest.Call("c1", "write_file", map[string]any{"path": "a.txt", "content": "one\n"}),
+		providertest.Call("c2", "write_file", map[string]any{"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}),
+		providertest.Call("c3", "write_file", map[string]any{"path": ".vscode/tasks.json", "content": "{}\n"}),
+		providertest.Call("c4", "write_file", map[string]any{"path": ".soba/skills/x/SKILL.md", "content": "be nice\n"}),
+		providertest.Call("c5", "write_file", map[string]any{"path": "b.txt", "content": "two\n"}),
+		providertest.Text("done"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("write")}}); err != nil || r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %v, %+v", err, r)
+	}
+	want := []struct {
+		call, why string // why: "" for an ordinary write
+	}{
+		{"c2", "Asked every time: .git/hooks/pre-commit — git runs commands from it"},
+		{"c3", "Asked every time: .vscode/tasks.json — VS Code runs commands from it"},
+		{"c4", "Asked every time: .soba/skills/x/SKILL.md — a skill is instructions the model follows"},
+	}
+	client.mu.Lock()
+	perms := slices.Clone(client.permissions)
+	client.mu.Unlock()
+	var asked []string
+	for _, p := range perms {
+		asked = append(asked, string(p.ToolCall.ToolCallId))
+	}
+	// c1 is allowed for the session (file edits), so b.txt is not asked;
+	// every protected path is, each time.
+	if strings.Join(asked, ",") != "c1,c2,c3,c4" {
+		t.Fatalf("asked about %v, want c1 and each protected path", asked)
+	}
+	options := func(p sdk.RequestPermissionRequest) string {
+		var ids []string
+		for _, o := range p.Options {
+			ids = append(ids, string(o.OptionId))
+		}
+		return strings.Join(ids, ",")
+	}
+	if got := options(perms[0]); got != "allow_once,allow_always,reject_once,reject_always" {
+		t.Fatalf("an ordinary write offers %s", got)
+	}
+	for i, w := range want {
+		p := perms[i+1]
+		if got := options(p); got != "allow_once,reject_once" {
+			t.Errorf("%s offers %s, want allow once and reject only", w.call, got)
+		}
+		if len(p.ToolCall.Content) == 0 || p.ToolCall.Content[0].Content == nil || p.ToolCall.Content[0].Content.Content.Text == nil ||
+			!strings.HasPrefix(p.ToolCall.Content[0].Content.Content.Text.Text, w.why) {
+			t.Errorf("%s: the request's first content is %+v, want the reason %q", w.call, p.ToolCall.Content, w.why)
+		}
+		if len(p.ToolCall.Content) < 2 || p.ToolCall.Content[1].Diff == nil {
+			t.Errorf("%s: the diff no longer follows the reason: %+v", w.call, p.ToolCall.Content)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, ".git", "hooks", "pre-commit")); err != nil || string(data) != "#!/bin/sh\n" {
+		t.Fatalf("the hook allowed once was not written: %q, %v", data, err)
 	}
 }
