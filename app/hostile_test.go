@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"encoding/json"
 	"net"
 	"net/url"
@@ -12,10 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sourcegraph/conc"
-
 	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
-	"github.com/soba-agent/soba-lsp/compaction/tokens"
 	"github.com/soba-agent/soba-lsp/lsp"
 	"github.com/soba-agent/soba-lsp/lsp/lsptest"
 	"github.com/soba-agent/soba-lsp/lsp/protocol"
@@ -82,20 +78,8 @@ func hostileServerModel(t *testing.T, ws string, script []providertest.Reply) (*
 		s.Approval = "auto"
 		return s, warnings, nil
 	}
-	counter := tokens.Default()
-	factory := LSPBackendFactory(load, counter, tokens.Estimator{Counter: counter}.EntryTokens)
 	srvEnd, edEnd := net.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	s := lsp.NewServer(factory, lsp.WithVersion("test"), lsp.WithBudgetInterval(20*time.Millisecond))
-	e := lsptest.NewEditor(t, edEnd)
-	var wg conc.WaitGroup
-	wg.Go(func() { s.Serve(ctx, srvEnd) })
-	t.Cleanup(func() {
-		cancel()
-		e.Close()
-		_ = srvEnd.Close()
-		wg.Wait()
-	})
+	e := serveLSP(t, load, srvEnd, edEnd)
 	params := map[string]any{"processId": nil, "rootUri": (&url.URL{Scheme: "file", Path: ws}).String(),
 		"capabilities": map[string]any{"window": map[string]any{"workDoneProgress": true}}}
 	var rerr *lsptest.Error

@@ -48,6 +48,27 @@ func smallSettings(dir, modelURL, summaryURL string) Settings {
 	return s
 }
 
+// serveLSP serves the real LSP server over the backends that load's settings
+// make, on srvEnd, and returns the fake editor on edEnd; both stop with the
+// test.
+func serveLSP(t *testing.T, load SettingsLoader, srvEnd, edEnd net.Conn) *lsptest.Editor {
+	t.Helper()
+	counter := tokens.Default()
+	factory := LSPBackendFactory(load, counter, tokens.Estimator{Counter: counter}.EntryTokens)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := lsp.NewServer(factory, lsp.WithVersion("test"), lsp.WithBudgetInterval(20*time.Millisecond))
+	e := lsptest.NewEditor(t, edEnd)
+	var wg conc.WaitGroup
+	wg.Go(func() { s.Serve(ctx, srvEnd) })
+	t.Cleanup(func() {
+		cancel()
+		e.Close()
+		_ = srvEnd.Close()
+		wg.Wait()
+	})
+	return e
+}
+
 func runAgentServer(t *testing.T, mod func(*Settings), script []providertest.Reply, summaries []providertest.Reply) *agentEnv {
 	t.Helper()
 	dir := t.TempDir()
@@ -65,20 +86,8 @@ func runAgentServer(t *testing.T, mod func(*Settings), script []providertest.Rep
 		}
 		return s, nil, nil
 	}
-	counter := tokens.Default()
-	factory := LSPBackendFactory(load, counter, tokens.Estimator{Counter: counter}.EntryTokens)
 	srvEnd, edEnd := net.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	s := lsp.NewServer(factory, lsp.WithVersion("test"), lsp.WithBudgetInterval(20*time.Millisecond))
-	e := &agentEnv{Editor: lsptest.NewEditor(t, edEnd), dir: dir, model: model, summary: summary}
-	var wg conc.WaitGroup
-	wg.Go(func() { s.Serve(ctx, srvEnd) })
-	t.Cleanup(func() {
-		cancel()
-		e.Editor.Close()
-		_ = srvEnd.Close()
-		wg.Wait()
-	})
+	e := &agentEnv{Editor: serveLSP(t, load, srvEnd, edEnd), dir: dir, model: model, summary: summary}
 	var result map[string]any
 	params := map[string]any{"processId": nil, "rootUri": (&url.URL{Scheme: "file", Path: dir}).String(),
 		"capabilities": map[string]any{"window": map[string]any{"workDoneProgress": true}}}

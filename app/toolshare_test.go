@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,8 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/sourcegraph/conc"
 
 	"github.com/soba-agent/soba-lsp/agent/provider/providertest"
 	"github.com/soba-agent/soba-lsp/compaction"
@@ -120,20 +117,9 @@ func TestToolResultsFitTheirShareOfASmallWindow(t *testing.T) {
 			SummaryModel: &ModelSettings{Provider: "openai", BaseURL: summary.URL, Name: "s", ContextWindow: 8192, MaxOutputTokens: 1024},
 			Compaction:   cfg, Approval: "ask", SessionDir: filepath.Join(dir, ".soba", "sessions")}, nil, nil
 	}
-	counter := tokens.Default()
-	factory := LSPBackendFactory(load, counter, tokens.Estimator{Counter: counter}.EntryTokens)
+	counter := tokens.Default() // the budget's counter, which the shares are measured in
 	srvEnd, edEnd := osPipes(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	s := lsp.NewServer(factory, lsp.WithVersion("test"), lsp.WithBudgetInterval(20*time.Millisecond))
-	e := lsptest.NewEditor(t, edEnd)
-	var wg conc.WaitGroup
-	wg.Go(func() { s.Serve(ctx, srvEnd) })
-	t.Cleanup(func() {
-		cancel()
-		e.Close()
-		_ = srvEnd.Close()
-		wg.Wait()
-	})
+	e := serveLSP(t, load, srvEnd, edEnd)
 
 	// The command's approval is where the scripted model learns the offset
 	// the first result suggested: the rest of its script is written then.
