@@ -15,7 +15,7 @@
 const { chromium } = require('playwright-core');
 const fs = require('fs');
 const path = require('path');
-const { pngStats } = require('./png');
+const { checker, statusText, palette, frameWith, until } = require('./workbench');
 
 const URL = process.env.CS_URL;
 const SHOTS = process.env.SHOT_DIR || '.';
@@ -29,51 +29,7 @@ const log = (...a) => console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}
 const RESULT_LINE = /(Compacted context · [a-z_]+ · [\d,]+ → [\d,]+ tokens .*ck_\w+|(Skipped|Cancelled|Stale|Failed)(: .*)? · [a-z_]+|Compaction (skipped|cancelled|discarded|failed))/;
 const STATUS_BUDGET = /^SOBA [\d.]+[kM]? \/ [\d.]+[kM]? \(\d+%\)$/;
 
-const checks = [];
-const check = (name, ok, detail) => {
-  checks.push({ name, ok: !!ok });
-  log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ` — ${detail}` : ''}`);
-  return !!ok;
-};
-
-/** shot saves a screenshot (of the page or a locator) and checks that it shows something. */
-async function shot(target, name) {
-  const file = path.join(SHOTS, name);
-  let buf;
-  // The chat re-renders as notifications arrive: an element may be replaced while it is captured.
-  for (let i = 0; ; i++) {
-    try {
-      buf = await target.screenshot({ path: file });
-      break;
-    } catch (e) {
-      if (i >= 2 || !/not attached|detached/i.test(String(e && e.message))) throw e;
-    }
-  }
-  const s = pngStats(buf);
-  check(`${name} is a real picture (${s.width}×${s.height}, ${s.colors} colours, top colour ${(s.dominant * 100).toFixed(0)}%)`, s.colors >= 24 && s.dominant < 0.97 && s.width >= 200 && s.height >= 150);
-}
-
-async function statusText(page) {
-  const item = page.locator('.statusbar-item[id$="soba.budget"]').first();
-  return ((await item.innerText({ timeout: 2000 }).catch(() => '')) || '').replace(/\s+/g, ' ').trim();
-}
-
-async function palette(page, title) {
-  const input = page.locator('.quick-input-widget input');
-  // The key can be lost while focus sits in a webview (the sidebar's chat,
-  // after a click there) on a loaded machine: ask again, with the other
-  // binding, rather than wait once for 20 s.
-  for (let attempt = 0; ; attempt++) {
-    await page.keyboard.press('Escape');
-    await page.keyboard.press(attempt % 2 ? 'Control+Shift+P' : 'F1');
-    const shown = await input.waitFor({ state: 'visible', timeout: 5000 }).then(() => true, () => false);
-    if (shown) break;
-    if (attempt === 3) throw new Error(`the command palette did not open for "${title}"`);
-  }
-  await input.fill(`>${title}`);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 20000 });
-  await page.keyboard.press('Enter');
-}
+const { checks, check, shot } = checker(log, SHOTS);
 
 // waitOutput waits for a line matching re in the visible output channel.
 async function waitOutput(page, re, ms) {
@@ -85,29 +41,6 @@ async function waitOutput(page, re, ms) {
     await page.waitForTimeout(250);
   }
   return '';
-}
-
-/** frameWith finds the (nested webview) frame in which selector matches. */
-async function frameWith(page, selector, ms = 20000, not) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    for (const f of page.frames()) {
-      if (f === not) continue;
-      if (await f.$(selector).catch(() => null)) return f;
-    }
-    await page.waitForTimeout(250);
-  }
-  return undefined;
-}
-
-/** until polls fn until it returns a truthy value. */
-async function until(page, fn, ms) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v || Date.now() > end) return v;
-    await page.waitForTimeout(150);
-  }
 }
 
 /**

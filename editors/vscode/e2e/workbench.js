@@ -1,7 +1,7 @@
 // Helpers that drive the VS Code workbench (code-server) in headless
 // Chromium with playwright-core: checks with a log line each, screenshots
 // that must show something, the status bar, the command palette, webview
-// frames and polling. Used by trust.js.
+// frames and polling. Used by e2e.js and trust.js.
 'use strict';
 const path = require('path');
 const { pngStats } = require('./png');
@@ -16,7 +16,17 @@ function checker(log, shots) {
   };
   /** shot saves a screenshot (of the page or a locator) and checks that it shows something. */
   const shot = async (target, name) => {
-    const buf = await target.screenshot({ path: path.join(shots, name) });
+    const file = path.join(shots, name);
+    let buf;
+    // The chat re-renders as notifications arrive: an element may be replaced while it is captured.
+    for (let i = 0; ; i++) {
+      try {
+        buf = await target.screenshot({ path: file });
+        break;
+      } catch (e) {
+        if (i >= 2 || !/not attached|detached/i.test(String(e && e.message))) throw e;
+      }
+    }
     const s = pngStats(buf);
     check(`${name} is a real picture (${s.width}×${s.height}, ${s.colors} colours, top colour ${(s.dominant * 100).toFixed(0)}%)`, s.colors >= 24 && s.dominant < 0.97 && s.width >= 200 && s.height >= 150);
   };
@@ -44,11 +54,12 @@ async function palette(page, title) {
   await page.keyboard.press('Enter');
 }
 
-/** frameWith finds the (nested webview) frame in which selector matches. */
-async function frameWith(page, selector, ms = 20000) {
+/** frameWith finds the (nested webview) frame in which selector matches, other than not. */
+async function frameWith(page, selector, ms = 20000, not) {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     for (const f of page.frames()) {
+      if (f === not) continue;
       if (await f.$(selector).catch(() => null)) return f;
     }
     await page.waitForTimeout(250);
