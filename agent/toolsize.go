@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/soba-agent/soba-lsp/compaction"
 	"github.com/soba-agent/soba-lsp/internal/id"
+	"github.com/soba-agent/soba-lsp/internal/lazyregexp"
 	"github.com/soba-agent/soba-lsp/internal/text"
 	"github.com/soba-agent/soba-lsp/session"
 )
@@ -129,7 +130,7 @@ func headTail(c compaction.Counter, s string, budget int) string {
 		tail = append(tail, lines[i])
 		used += n
 	}
-	slicesReverse(tail)
+	slices.Reverse(tail)
 	h, t := strings.Join(head, ""), strings.Join(tail, "")
 	if len(h)+len(t) >= len(s) {
 		return s
@@ -140,12 +141,6 @@ func headTail(c compaction.Counter, s string, budget int) string {
 		h += "\n"
 	}
 	return fmt.Sprintf("%s[… %s (%d bytes) left out …]\n%s", h, text.Count(omitted, "line", "lines"), len(left), t)
-}
-
-func slicesReverse(s []string) {
-	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
-		s[i], s[j] = s[j], s[i]
-	}
 }
 
 // cutToTokens is the start (or, with fromEnd, the end) of one long line
@@ -181,7 +176,7 @@ func validUTF8(s string, fromEnd bool) string {
 }
 
 // unsafeFileName matches what a call id may not bring into a file name.
-var unsafeFileName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+var unsafeFileName = lazyregexp.New(`[^A-Za-z0-9_-]+`)
 
 // outputsDir is where a session's saved tool outputs go, relative to the
 // workspace root: beside the session file, inside the session directory,
