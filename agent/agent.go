@@ -197,6 +197,9 @@ type state struct {
 	appended *session.Capsule
 
 	activeSkills []string
+	// modelPick and summaryModelPick are the newest model picks the path
+	// recorded (Restored.Model, Restored.SummaryModel) or this session made.
+	modelPick, summaryModelPick string
 	// allowSession holds the approval scopes allowed for the session
 	// (approvalScope: a kind of tool or an MCP server).
 	allowSession map[string]bool
@@ -406,6 +409,7 @@ func (a *Agent) restore(st *state) error {
 		return err
 	}
 	st.autoCompact, st.intents, st.activeSkills, st.lastResult = r.AutoCompact, r.Intents, r.ActiveSkills, r.LastCompaction
+	st.modelPick, st.summaryModelPick = r.Model, r.SummaryModel
 	// A session's recorded approval policy is restored only when it asks
 	// more than the configuration: a session file lies in the workspace,
 	// where a repository could have put one that turns approvals off (R-W5).
@@ -635,11 +639,28 @@ func (a *Agent) RecordModelChoice(summary bool, name string) error {
 	}
 	var err error
 	if e := a.do(func(st *state) {
-		_, err = a.appendEntry(st, session.Entry{Type: session.TypeSettings, Settings: set})
+		if _, err = a.appendEntry(st, session.Entry{Type: session.TypeSettings, Settings: set}); err != nil {
+			return
+		}
+		if summary {
+			st.summaryModelPick = name
+		} else {
+			st.modelPick = name
+		}
 	}); e != nil {
 		return e
 	}
 	return err
+}
+
+// RecordedModelPicks are the newest model and summary-model picks on the
+// session's path (RecordModelChoice, or restored from the transcript), ""
+// for none. The agent does not apply them: a session file lies in the
+// workspace, so whether a recorded pick may choose one of the user's
+// models is the caller's decision (R-W5).
+func (a *Agent) RecordedModelPicks() (model, summary string) {
+	_ = a.do(func(st *state) { model, summary = st.modelPick, st.summaryModelPick })
+	return model, summary
 }
 
 // Busy reports whether a turn, a compaction or a queued prompt is pending.

@@ -19,7 +19,11 @@ type Restored struct {
 	// Approval is the newest approval policy a settings entry of the path
 	// recorded; "" when none did.
 	Approval string
-	Intents  compaction.Intents
+	// Model and SummaryModel are the newest model picks (names among the
+	// user's `models`, or "(settings)") settings entries of the path
+	// recorded; "" when none did. The caller decides whether they apply.
+	Model, SummaryModel string
+	Intents             compaction.Intents
 	// ActiveSkills are the skills the capsule carries and those activated in
 	// the model input since, in that order, without repeats: the skills the
 	// next capsule lists, whose bodies its system prompt carries.
@@ -58,6 +62,12 @@ func Restore(path compaction.Transcript, base compaction.Base, counter compactio
 			}
 			if f.Approval != "" {
 				r.Approval = f.Approval
+			}
+			if f.Model != "" {
+				r.Model = f.Model
+			}
+			if f.SummaryModel != "" {
+				r.SummaryModel = f.SummaryModel
 			}
 			for _, c := range f.ConsumedIntents {
 				r.Intents.Consume(c)

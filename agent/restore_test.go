@@ -41,6 +41,9 @@ func restorePath(n int, withCapsule bool) compaction.Entries {
 	add(session.Entry{Type: session.TypeCheckpoint, Checkpoint: &session.Checkpoint{CheckpointID: "ck_m", Kind: "milestone", Intent: "milestone"}})
 	add(session.Entry{Type: session.TypeCheckpoint, Checkpoint: &session.Checkpoint{CheckpointID: "ck_p", Kind: "plan_pivot", Intent: "plan_pivot"}})
 	add(session.Entry{Type: session.TypeSettings, Settings: &session.Settings{AutoCompact: &off, ConsumedIntents: []string{"milestone"}}})
+	add(session.Entry{Type: session.TypeSettings, Settings: &session.Settings{Model: "alt"}})
+	add(session.Entry{Type: session.TypeSettings, Settings: &session.Settings{SummaryModel: "main"}})
+	add(session.Entry{Type: session.TypeSettings, Settings: &session.Settings{Model: "big"}})
 	for k := range n {
 		if withCapsule && k == n/2 {
 			add(session.Entry{Type: session.TypeCapsule, Capsule: &session.Capsule{CheckpointID: "ck_c", Trigger: "user", Quality: "deterministic",
@@ -92,6 +95,9 @@ func TestRestoreReadsTheIndex_RT4(t *testing.T) {
 			}
 			if r.AutoCompact || fmt.Sprint(r.Intents.List()) != "[plan_pivot]" || fmt.Sprint(r.ActiveSkills) != fmt.Sprint(tc.skills) {
 				t.Errorf("restored auto-compact %v, intents %v, skills %v; want false, [plan_pivot], %v", r.AutoCompact, r.Intents.List(), r.ActiveSkills, tc.skills)
+			}
+			if r.Model != "big" || r.SummaryModel != "main" {
+				t.Errorf("restored model picks %q, %q; want the newest: big, main", r.Model, r.SummaryModel)
 			}
 			if fmt.Sprint(r.PromptSkills) != fmt.Sprint(tc.inPrompt) {
 				t.Errorf("the system prompt carries skills %v, want %v", r.PromptSkills, tc.inPrompt)

@@ -535,6 +535,83 @@ func TestACPModelChoice_RS3(t *testing.T) {
 	}
 }
 
+// TestACPModelPickRestoredOnlyWhenTrusted_RW5: a model picked from the
+// editor is a settings entry, and a reopened session (session/load) picks it
+// again only when the workspace is trusted and the name is still among the
+// user's `models`: a session file lies in the workspace, and until trusted
+// a repository may not choose one of the user's models by writing one. When
+// the pick does not apply, the configured model answers and a warning says
+// why.
+func TestACPModelPickRestoredOnlyWhenTrusted_RW5(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		trusted, remove bool
+		want            string // the model option after the reopen
+		warning         string // in the client's messages after the reopen
+	}{
+		{name: "trusted", trusted: true, want: "big"},
+		{name: "not trusted", want: "small", warning: `its model "big", picked from the editor, is not applied: the workspace is not trusted`},
+		{name: "trusted, name gone", trusted: true, remove: true, want: "small", warning: `its model "big", picked from the editor, is no longer one of the models`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			big := providertest.NewOpenAI(t, providertest.Text("from big"), providertest.Text("from big again"))
+			removed := false
+			client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+			conn, id, dir := runACPSettings(t, client, nil, nil, func(s *Settings) {
+				s.Models = map[string]ModelSettings{"small": s.Model}
+				if !removed {
+					s.Models["big"] = ModelSettings{Provider: "openai", BaseURL: big.URL, Name: "big-model", ContextWindow: 65000, MaxOutputTokens: 8000}
+				}
+				s.ModelName = "small"
+				s.WorkspaceTrusted = tc.trusted
+			}, providertest.Text("from small"), providertest.Text("from small again"))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			model := func(opts []sdk.SessionConfigOption) string {
+				for _, o := range opts {
+					if o.Select != nil && string(o.Select.Id) == acp.OptionModel {
+						return string(o.Select.CurrentValue)
+					}
+				}
+				return ""
+			}
+			if _, err := conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
+				SessionId: id, ConfigId: acp.OptionModel, Value: "big"}}); err != nil {
+				t.Fatal(err)
+			}
+			removed = tc.remove
+			loaded, err := conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: dir, McpServers: []sdk.McpServer{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := model(loaded.ConfigOptions); got != tc.want {
+				t.Fatalf("model after the reopen = %q, want %q", got, tc.want)
+			}
+			r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("hi")}})
+			if err != nil || r.StopReason != sdk.StopReasonEndTurn {
+				t.Fatalf("prompt: %v, %+v", err, r)
+			}
+			if got, want := len(big.Requests()), map[bool]int{true: 1, false: 0}[tc.want == "big"]; got != want {
+				t.Fatalf("the picked model's server got %d requests after the reopen, want %d", got, want)
+			}
+			client.mu.Lock()
+			var text strings.Builder
+			for _, u := range client.updates {
+				if u.Update.AgentMessageChunk != nil && u.Update.AgentMessageChunk.Content.Text != nil {
+					text.WriteString(u.Update.AgentMessageChunk.Content.Text.Text)
+				}
+			}
+			client.mu.Unlock()
+			if tc.warning != "" && !strings.Contains(text.String(), tc.warning) {
+				t.Fatalf("no warning %q; the client saw %q", tc.warning, text.String())
+			}
+			if tc.warning == "" && strings.Contains(text.String(), "picked from the editor") {
+				t.Fatalf("an unexpected warning: %q", text.String())
+			}
+		})
+	}
+}
+
 // TestACPProtectedPathsAskedEveryTime_RW6: a write to a protected path
 // (agent.AskPaths: a git hook, a VS Code task, a skill) is asked with its
 // reason as the request's first content and only allow once and reject

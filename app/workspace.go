@@ -192,6 +192,11 @@ func (w *Workspace) firstAgent(s Settings, warnings *[]string) (*agent.Agent, er
 	if err != nil {
 		return nil, err
 	}
+	a, notes, err := w.applyRecordedPicks(a)
+	*warnings = append(*warnings, notes...)
+	if err != nil {
+		return nil, err
+	}
 	if rep != nil && rep.Torn != nil {
 		*warnings = append(*warnings, fmt.Sprintf("session %s: a torn last line (%d bytes at offset %d, from a crash mid-write) was ignored and kept on disk as is",
 			id, rep.Torn.Bytes, rep.Torn.Offset))
@@ -227,6 +232,12 @@ func (w *Workspace) resumeNewest(s Settings, warnings *[]string) (*agent.Agent, 
 		return agent.New(w.agentOptions(s))
 	}
 	*warnings = append(*warnings, resumeWarnings(newest.SessionID, rep)...)
+	a, notes, err := w.applyRecordedPicks(a)
+	*warnings = append(*warnings, notes...)
+	if err != nil {
+		*warnings = append(*warnings, err.Error()+"; a new session started")
+		return agent.New(w.agentOptions(s))
+	}
 	return a, nil
 }
 
@@ -393,6 +404,56 @@ func (w *Workspace) PickModel(summary bool, name string) error {
 	return nil
 }
 
+// applyRecordedPicks makes the model picks a resumed session's transcript
+// recorded (PickModel's settings entries) the session's again, when they may
+// apply: the workspace is trusted, since a session file lies in the
+// workspace and until then a repository may not pick one of the user's
+// models (R-W5), as it may not by name in .soba/config.json; and the name is
+// still among `models`. a was opened with the configured models; when a
+// pick changes them, the session is reopened with it (same file, leaf and
+// history) and the reopened agent returned; a reopening that fails is an
+// error (a is closed then). The notes say which recorded picks did not
+// apply and why. Called with w.mu held or before w is shared.
+func (w *Workspace) applyRecordedPicks(a *agent.Agent) (*agent.Agent, []string, error) {
+	w.modelPick, w.summaryPick = "", ""
+	model, summary := a.RecordedModelPicks()
+	if model == "" && summary == "" {
+		return a, nil, nil
+	}
+	var notes []string
+	info, err := a.Info()
+	if err != nil {
+		return a, nil, nil
+	}
+	pick := func(key, name string) string {
+		switch {
+		case name == "" || name == ModelFromSettings:
+			return ""
+		case !w.settings.WorkspaceTrusted:
+			notes = append(notes, fmt.Sprintf("session %s: its %s %q, picked from the editor, is not applied: the workspace is not trusted, and a session file in it may not choose one of your models (trust the workspace in the editor or with `soba-lsp trust`, or pick the model again)",
+				info.SessionID, key, name))
+			return ""
+		}
+		if _, ok := w.settings.Models[name]; !ok {
+			notes = append(notes, fmt.Sprintf("session %s: its %s %q, picked from the editor, is no longer one of the models of the user settings; the configured %s is used",
+				info.SessionID, key, name, key))
+			return ""
+		}
+		return name
+	}
+	w.modelPick, w.summaryPick = pick("model", model), pick("summaryModel", summary)
+	if (w.modelPick == "" || w.modelPick == w.settings.ModelName) && (w.summaryPick == "" || w.summaryPick == w.settings.SummaryModelName) {
+		return a, notes, nil // the configured models already are the picks
+	}
+	a.Close()
+	reopened, _, err := agent.Resume(w.agentOptions(w.effective()), info.Path)
+	if err != nil {
+		w.modelPick, w.summaryPick = "", ""
+		return nil, notes, fmt.Errorf("session %s: reopening it with its picked models: %w", info.SessionID, err)
+	}
+	return reopened, notes, nil
+}
+
 // Agent is the current session's agent.
 func (w *Workspace) Agent() *agent.Agent {
 	w.mu.Lock()
@@ -477,10 +538,21 @@ func (w *Workspace) ResumeSession(id string) (agent.SessionInfo, *session.OpenRe
 	if err != nil {
 		return agent.SessionInfo{}, rep, err
 	}
-	w.modelPick, w.summaryPick = "", ""
 	old := w.agent
 	w.agent = a
 	old.Close()
+	a, notes, err := w.applyRecordedPicks(a)
+	for _, n := range notes {
+		w.opt.Notifier.Warn(n)
+	}
+	if err != nil {
+		// The session stays closed; a new one keeps the workspace working.
+		if a, _ = agent.New(w.agentOptions(w.settings)); a != nil {
+			w.agent = a
+		}
+		return agent.SessionInfo{}, rep, err
+	}
+	w.agent = a
 	info, err := a.Info()
 	return info, rep, err
 }

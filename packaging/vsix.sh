@@ -4,7 +4,11 @@
 # soba.serverPath is unset; a set soba.serverPath still wins). Nothing is
 # published.
 #
-#   packaging/vsix.sh [--out DIR] [--targets "linux-x64 darwin-arm64 ..." | --targets host]
+#   packaging/vsix.sh [--out DIR] [--targets "linux-x64 darwin-arm64 ..." | --targets host] [--server FILE]
+#
+# --server bundles FILE, a soba-lsp already built for the one target given,
+# instead of building it (the VS Code end-to-end test bundles the binary it
+# built from this tree).
 #
 # The targets are VS Code's (linux-x64, linux-arm64, darwin-x64,
 # darwin-arm64, win32-x64, win32-arm64), all by default; the version is the
@@ -14,14 +18,21 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 out=dist/vsix
 targets="linux-x64 linux-arm64 darwin-x64 darwin-arm64 win32-x64 win32-arm64"
+server=
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --targets) targets=$2; shift 2 ;;
+    --server) server=$2; shift 2 ;;
     *) echo "vsix.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 [ "$targets" = host ] && targets="$(node -p 'process.platform + "-" + process.arch')"
+if [ -n "$server" ]; then
+  [ "$(echo $targets | wc -w)" -eq 1 ] || { echo "vsix.sh: --server needs exactly one target, not: $targets" >&2; exit 2; }
+  [ -x "$server" ] || { echo "vsix.sh: --server $server is not an executable file" >&2; exit 2; }
+  server=$(cd "$(dirname "$server")" && pwd)/$(basename "$server")
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 ext=editors/vscode
@@ -43,8 +54,12 @@ for t in $targets; do
   [ "$os" = win32 ] && exe=soba-lsp.exe
   rm -rf "$ext/bin"
   mkdir -p "$ext/bin"
-  CGO_ENABLED=0 GOOS=$(goos "$os") GOARCH=$(goarch "$cpu") \
-    go build -trimpath -ldflags "-s -w -X main.version=v$version" -o "$ext/bin/$exe" ./cmd/soba-lsp
+  if [ -n "$server" ]; then
+    cp "$server" "$ext/bin/$exe"
+  else
+    CGO_ENABLED=0 GOOS=$(goos "$os") GOARCH=$(goarch "$cpu") \
+      go build -trimpath -ldflags "-s -w -X main.version=v$version" -o "$ext/bin/$exe" ./cmd/soba-lsp
+  fi
   (cd "$ext" && npx vsce package --no-dependencies --target "$t" -o "$out/soba-vscode-$t-$version.vsix" >/dev/null)
   echo "$out/soba-vscode-$t-$version.vsix"
 done

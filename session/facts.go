@@ -12,10 +12,12 @@ import (
 // without decoding the history. An entry without such a field has nil
 // Facts; a Facts value is never modified once built.
 type Facts struct {
-	// AutoCompact, Approval, ConsumedIntents, NativeRejected,
-	// ReasoningRejected and RewindTo are a settings entry's.
+	// AutoCompact, Approval, Model, SummaryModel, ConsumedIntents,
+	// NativeRejected, ReasoningRejected and RewindTo are a settings entry's.
 	AutoCompact       *bool
 	Approval          string `json:",omitempty"`
+	Model             string `json:",omitempty"`
+	SummaryModel      string `json:",omitempty"`
 	ConsumedIntents   []string
 	NativeRejected    string
 	ReasoningRejected bool
@@ -31,7 +33,7 @@ func FactsOf(e *Entry) *Facts {
 	switch {
 	case e.Settings != nil:
 		s := e.Settings
-		return &Facts{AutoCompact: s.AutoCompact, Approval: s.Approval, ConsumedIntents: slices.Clone(s.ConsumedIntents), NativeRejected: s.NativeRejected,
+		return &Facts{AutoCompact: s.AutoCompact, Approval: s.Approval, Model: s.Model, SummaryModel: s.SummaryModel, ConsumedIntents: slices.Clone(s.ConsumedIntents), NativeRejected: s.NativeRejected,
 			ReasoningRejected: s.ReasoningRejected, RewindTo: s.RewindTo}
 	case e.Checkpoint != nil && e.Checkpoint.Intent != "":
 		return &Facts{Intent: e.Checkpoint.Intent}

@@ -45,7 +45,8 @@ const IndexFileSuffix = ".index"
 var indexFileMinBytes int64 = 1 << 20
 
 // indexMagic starts every index file; the last byte is the format version.
-var indexMagic = []byte("SOBAIDX\x01")
+// Version 2: Facts carry a settings entry's model picks.
+var indexMagic = []byte("SOBAIDX\x02")
 
 // fileStamp identifies a file's contents without reading them: the index
 // file is valid for exactly the stamp it records (stampOf, per platform).

@@ -34,6 +34,7 @@ func varied(t *testing.T) string {
 	mustAppend(t, s, Entry{Type: TypeToolResult, ToolResult: &ToolResult{ToolCallID: "c1", ToolName: "activate_skill", OK: true,
 		Content: "skill text", Artifacts: &Artifacts{Skill: "review"}}})
 	mustAppend(t, s, Entry{Type: TypeSettings, Settings: &Settings{AutoCompact: &off, ConsumedIntents: []string{"i1"}}})
+	mustAppend(t, s, Entry{Type: TypeSettings, Settings: &Settings{Approval: "ask", Model: "alt", SummaryModel: "main"}})
 	mustAppend(t, s, Entry{Type: TypeCheckpoint, Checkpoint: &Checkpoint{CheckpointID: "ck_1", Kind: "milestone", Intent: "milestone"}})
 	zone := time.FixedZone("", 2*3600)
 	mustAppend(t, s, Entry{Type: TypeUser, User: &UserMessage{Text: "from elsewhere"}, Timestamp: time.Date(2026, 7, 1, 14, 0, 0, 5, zone)})
@@ -135,7 +136,7 @@ func TestIndexFileResumesAlike_RT4(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, want, rep = openBoth(t, path)
-	if !rep.FromIndexFile || got.Len() != 11 {
+	if !rep.FromIndexFile || got.Len() != 12 {
 		t.Fatalf("after appends: from index file %v, %d entries", rep.FromIndexFile, got.Len())
 	}
 	sameIndex(t, "after appends", got, want)

@@ -188,11 +188,21 @@ ensure_code_server() {
   fi
 }
 
+# Against the full soba-lsp, the e2e installs the .vsix of this platform
+# (packaging/vsix.sh) carrying the server built above in bin/, with no
+# soba.serverPath: the extension starts its bundled server, as a user's
+# does after installing the platform .vsix.
 e2e_server=
 e2e_label=
+e2e_vsix=$vsix
 if [ -n "$server_ready" ]; then
   start_fakemodel e2e "$here/e2e/fakemodel-script.json"
-  e2e_server=$server; e2e_label="soba-lsp${fake_url:+ + fake model}"
+  e2e_server=$server; e2e_label="the soba-lsp bundled in the .vsix of this platform${fake_url:+ + fake model}"
+  if e2e_vsix=$("$repo/packaging/vsix.sh" --targets host --server "$server" --out "$work/vsix-host" 2>"$work/vsix-host.log" | tail -1) && [ -f "$e2e_vsix" ]; then
+    pass "packaging/vsix.sh: $(basename "$e2e_vsix") carries the server"
+  else
+    cat "$work/vsix-host.log"; fail "packaging/vsix.sh --targets host"; e2e_vsix=
+  fi
 elif [ -n "$scripted" ]; then
   e2e_server=$scripted; e2e_label="lsp package + scripted backend"
   skip "e2e in VS Code against the full soba-lsp: $server_why"
@@ -200,7 +210,7 @@ fi
 
 if [ -z "$e2e_server" ]; then
   skip "e2e in VS Code: no server to run against: $server_why"
-elif [ ! -f "$vsix" ]; then
+elif [ ! -f "$e2e_vsix" ]; then
   fail "e2e in VS Code: no .vsix was built"
 elif ! locked install ensure_chromium; then
   skip "e2e in VS Code: Chromium (Debian package chromium) cannot be installed on this machine"
@@ -214,7 +224,11 @@ else
   last=${SOBA_E2E_OUT:-$cache/vscode-e2e-last}
   mkdir -p "$(dirname "$last")"
   shots=$(mktemp -d "$last.XXXXXX")
-  if CS=$cs VSIX=$vsix SOBA_LSP=$e2e_server FAKE_MODEL_URL=$fake_url OUT=$shots timeout 300 "$here/e2e/run-e2e.sh"; then e2e_ok=1; else e2e_ok=; fi
+  # The bundled server is started by the extension itself; only the
+  # scripted backend is named with soba.serverPath.
+  serverpath=$e2e_server
+  [ "$e2e_server" = "$server" ] && serverpath=
+  if CS=$cs VSIX=$e2e_vsix SOBA_LSP=$serverpath FAKE_MODEL_URL=$fake_url OUT=$shots timeout 300 "$here/e2e/run-e2e.sh"; then e2e_ok=1; else e2e_ok=; fi
   rm -rf "$last" && mv -T "$shots" "$last" 2>/dev/null && shots=$last
   if [ -n "$e2e_ok" ]; then
     pass "e2e: chat, compaction, capsule, approval diff and rewind in VS Code against $e2e_label (screenshots in $shots)"
