@@ -125,7 +125,7 @@ func (s *acpSession) replay() error {
 			s.post(func() { s.peer.Thought(bg, a.Thinking) })
 			s.post(func() { s.peer.Text(bg, a.Text) })
 			for _, c := range a.ToolCalls {
-				t := s.toolCall(c.ID, c.Name, c.Arguments)
+				t := s.toolCall(c.ID, c.Name, c.Arguments, true)
 				s.post(func() { s.peer.ToolCall(bg, t) })
 			}
 		case e.ToolResult != nil:
@@ -195,7 +195,11 @@ type acpSession struct {
 	ends     map[string]chan turnEnd
 	inTurn   bool
 	lastCall acp.ToolCall
-	rejected map[string]bool // approval scopes rejected for the session
+	// lastCallName and lastCallArgs are lastCall's tool and arguments, for
+	// the diff its permission request shows.
+	lastCallName string
+	lastCallArgs json.RawMessage
+	rejected     map[string]bool // approval scopes rejected for the session
 	// callNames are the tool names of this session's calls by id, so a
 	// result is shown as its tool's kind wants.
 	callNames map[string]string
@@ -377,8 +381,10 @@ const maxDiffFileBytes = 4 << 20
 
 // toolCall is how the client shows a call of one of SOBA's tools: its kind,
 // the file it touches, and for an approval exactly what will run (R-W3):
-// the whole command of bash, the diff of write_file and edit_file.
-func (s *acpSession) toolCall(id, name string, args json.RawMessage) acp.ToolCall {
+// the whole command of bash, the diff of write_file and edit_file. A
+// replayed call (session/load) shows what the transcript recorded, never
+// the disk as it is now: an edit's replaced text, a write's text.
+func (s *acpSession) toolCall(id, name string, args json.RawMessage, replayed bool) acp.ToolCall {
 	t := acp.ToolCall{ID: id, Title: name, Kind: "other", Status: acp.ToolPending}
 	var a struct {
 		Path    string `json:"path"`
@@ -410,27 +416,88 @@ func (s *acpSession) toolCall(id, name string, args json.RawMessage) acp.ToolCal
 	case tool.Bash:
 		t.Kind, t.Title = "execute", "Run `"+firstLine(a.Command)+"`"
 		t.Content = []acp.ToolContent{{Text: "```sh\n" + visiblePadding(a.Command) + "\n```"}}
-	case tool.WriteFile:
+	case tool.WriteFile, tool.EditFile:
 		t.Kind, t.Title = "edit", "Write "+a.Path
-		d := acp.ToolContent{IsDiff: true, Path: abs, NewText: a.Content}
-		if old, err := s.ws.Root().ReadFile(abs, maxDiffFileBytes); err == nil && abs != "" {
-			o := string(old)
-			d.OldText = &o
+		if name == tool.EditFile {
+			t.Title = "Edit " + a.Path
 		}
-		t.Content = []acp.ToolContent{d}
-	case tool.EditFile:
-		t.Kind, t.Title = "edit", "Edit "+a.Path
-		old, nw := a.OldText, a.NewText
-		if data, err := s.ws.Root().ReadFile(abs, maxDiffFileBytes); err == nil && abs != "" && strings.Count(string(data), a.OldText) == 1 && a.OldText != "" {
-			old = string(data)
-			nw = strings.Replace(old, a.OldText, a.NewText, 1)
+		switch {
+		case replayed && name == tool.WriteFile:
+			// The file before the write is not recorded, and the disk now
+			// holds a later state: the written text, not a diff.
+			t.Content = []acp.ToolContent{{Text: fence(a.Content)}}
+		case replayed:
+			// The replaced text and its replacement, as recorded.
+			t.Content = []acp.ToolContent{fileDiff(name, abs, "", a.OldText, a.NewText, nil)}
+		default:
+			var current *string
+			if data, err := s.ws.Root().ReadFile(abs, maxDiffFileBytes); err == nil && abs != "" {
+				c := string(data)
+				current = &c
+			}
+			t.Content = []acp.ToolContent{fileDiff(name, abs, a.Content, a.OldText, a.NewText, current)}
 		}
-		t.Content = []acp.ToolContent{{IsDiff: true, Path: abs, OldText: &old, NewText: nw}}
 	case tool.Checkpoint, tool.ActivateSkill:
 		t.Kind = "think"
 	}
 	return t
 }
+
+// fileDiff is the diff a write_file or edit_file call shows, given the
+// file's current text (nil when it does not exist or cannot be read whole):
+// the whole file before and after; for an edit whose old_text is not found
+// exactly once in it, the replaced text alone.
+func fileDiff(name, abs, content, oldText, newText string, current *string) acp.ToolContent {
+	if name == tool.WriteFile {
+		return acp.ToolContent{IsDiff: true, Path: abs, OldText: current, NewText: content}
+	}
+	old, nw := oldText, newText
+	if current != nil && oldText != "" && strings.Count(*current, oldText) == 1 {
+		old = *current
+		nw = strings.Replace(old, oldText, newText, 1)
+	}
+	return acp.ToolContent{IsDiff: true, Path: abs, OldText: &old, NewText: nw}
+}
+
+// editorDiff is the diff of a write_file or edit_file call against the
+// editor's text of the file, unsaved changes included, when the client
+// reads files for the agent (fs.readTextFile): that text is what the tool
+// will change, so it is what the permission request shows. ok is false
+// otherwise, or when the editor does not answer within editorDiffTimeout
+// (the diff against the disk stands then).
+func (s *acpSession) editorDiff(ctx context.Context, name string, args json.RawMessage) (acp.ToolContent, bool) {
+	if (name != tool.WriteFile && name != tool.EditFile) || !s.peer.Caps().ReadTextFile {
+		return acp.ToolContent{}, false
+	}
+	var a struct {
+		Path    string `json:"path"`
+		Content string `json:"content"`
+		OldText string `json:"old_text"`
+		NewText string `json:"new_text"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Path == "" {
+		return acp.ToolContent{}, false
+	}
+	abs, rel, err := s.ws.Root().Resolve(a.Path)
+	if err != nil {
+		return acp.ToolContent{}, false
+	}
+	// The tool reads a larger file from the disk (agent.maxEditorRead), and
+	// so does this diff.
+	if fi, err := s.ws.Root().Stat(rel); err == nil && (fi.IsDir() || fi.Size() > maxDiffFileBytes) {
+		return acp.ToolContent{}, false
+	}
+	rctx, cancel := context.WithTimeout(ctx, editorDiffTimeout)
+	defer cancel()
+	text, err := s.peer.ReadTextFile(rctx, abs)
+	if err != nil {
+		return acp.ToolContent{}, false
+	}
+	return fileDiff(name, abs, a.Content, a.OldText, a.NewText, &text), true
+}
+
+// editorDiffTimeout bounds the editor's answer for a permission's diff.
+const editorDiffTimeout = 10 * time.Second
 
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
@@ -478,9 +545,9 @@ func (n acpNotifier) Event(e agent.Event) {
 		// thought so the client has the thinking whole.
 		s.post(func() { s.peer.Thought(bg, e.Delta) })
 	case "tool_call":
-		t := s.toolCall(e.ID, e.Name, e.Arguments)
+		t := s.toolCall(e.ID, e.Name, e.Arguments, false)
 		s.mu.Lock()
-		s.lastCall = t
+		s.lastCall, s.lastCallName, s.lastCallArgs = t, e.Name, e.Arguments
 		s.callNames[e.ID] = e.Name
 		s.mu.Unlock()
 		s.post(func() { s.peer.ToolCall(bg, t) })
@@ -619,11 +686,14 @@ func (a acpApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (ag
 	}
 	s := a.s
 	s.mu.Lock()
-	t := s.lastCall
+	t, name, args := s.lastCall, s.lastCallName, s.lastCallArgs
 	rejected := s.rejected[scope]
 	s.mu.Unlock()
 	if rejected {
 		return agent.Deny, nil
+	}
+	if diff, ok := s.editorDiff(ctx, name, args); ok {
+		t.Content = []acp.ToolContent{diff}
 	}
 	s.flush()
 	d, err := s.peer.Permission(ctx, t, acp.Asking{Scope: req.Scope, EveryTime: req.EveryTime, Why: req.Why})
@@ -722,6 +792,11 @@ func resultContent(name, summary, output string) string {
 	if name != tool.Bash && !agent.IsMCPTool(name) {
 		return summary
 	}
+	return fence(output)
+}
+
+// fence is output as a code block, cut at maxShownOutput (saying so).
+func fence(output string) string {
 	if len(output) > maxShownOutput {
 		output = text.Clip(output, maxShownOutput) + fmt.Sprintf("\n[%d bytes shown of %d]", maxShownOutput, len(output))
 	}

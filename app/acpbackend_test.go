@@ -279,6 +279,54 @@ func TestACPLoadOfAnOpenSession_RT4(t *testing.T) {
 	}
 }
 
+// TestACPReplayShowsWhatWasRecorded_RT4: a reopened session's replayed
+// write_file and edit_file calls show what the transcript recorded (the
+// written text; the replaced text and its replacement), never a diff
+// against the disk as it is now, which holds a later state.
+func TestACPReplayShowsWhatWasRecorded_RT4(t *testing.T) {
+	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+	conn, id, dir := runACP(t, client,
+		providertest.Call("w1", "write_file", map[string]any{"path": "notes.txt", "content": "alpha\nbeta\n"}),
+		providertest.Call("e1", "edit_file", map[string]any{"path": "notes.txt", "old_text": "beta", "new_text": "gamma"}),
+		providertest.Text("done"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock("write and edit")}}); err != nil {
+		t.Fatal(err)
+	}
+	// The user changes the file afterwards.
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("rewritten by the user\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	client.mu.Lock()
+	from := len(client.updates)
+	client.mu.Unlock()
+	if _, err := conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: dir, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	client.mu.Lock()
+	defer client.mu.Unlock()
+	shown := map[string][]sdk.ToolCallContent{}
+	for _, u := range client.updates[from:] {
+		if c := u.Update.ToolCall; c != nil {
+			shown[string(c.ToolCallId)] = c.Content
+		}
+	}
+	w, e := shown["w1"], shown["e1"]
+	if len(w) != 1 || w[0].Diff != nil || w[0].Content == nil || w[0].Content.Content.Text == nil ||
+		!strings.Contains(w[0].Content.Content.Text.Text, "alpha\nbeta\n") {
+		t.Errorf("the replayed write shows %+v, want its written text and no diff", w)
+	}
+	if len(e) != 1 || e[0].Diff == nil || e[0].Diff.OldText == nil || *e[0].Diff.OldText != "beta" || e[0].Diff.NewText != "gamma" {
+		t.Errorf("the replayed edit shows %+v, want the diff beta → gamma", e)
+	}
+	for _, c := range append(w, e...) {
+		if c.Diff != nil && (strings.Contains(c.Diff.NewText, "rewritten") || (c.Diff.OldText != nil && strings.Contains(*c.Diff.OldText, "rewritten"))) {
+			t.Errorf("a replayed call shows the disk as it is now: %+v", c.Diff)
+		}
+	}
+}
+
 // The client sees the command and the whole output of a bash call.
 func TestACPBashShowsCommandAndOutput(t *testing.T) {
 	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}

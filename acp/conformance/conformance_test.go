@@ -112,9 +112,10 @@ func runNode(t *testing.T, node, file, ws, configHome string) {
 }
 
 // TestACPEditorDelegationWithOfficialClient_RW1: a client that offers its
-// file system and terminal sees read_file, write_file and bash reach it,
-// with the workspace's absolute paths, and the model reads the editor's
-// unsaved buffer, not the disk; a cancelled turn kills and releases its
+// file system and terminal sees read_file, write_file, edit_file and bash
+// reach it, with the workspace's absolute paths, and the model reads the
+// editor's unsaved buffer, not the disk; the edit's permission shows the
+// diff against that buffer (R-W3); a cancelled turn kills and releases its
 // terminal. Then PromptResponse.usage, $/cancel_request (-32800),
 // session/list without cwd and session/delete.
 func TestACPEditorDelegationWithOfficialClient_RW1(t *testing.T) {
@@ -125,6 +126,8 @@ func TestACPEditorDelegationWithOfficialClient_RW1(t *testing.T) {
 	model := providertest.NewOpenAI(t,
 		providertest.Reply{ToolCalls: []provider.ToolCall{{ID: "e1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)}}, Usage: use(100, 10, 40)},
 		providertest.Reply{ToolCalls: []provider.ToolCall{{ID: "e2", Name: "write_file", Arguments: json.RawMessage(`{"path":"sub/b.txt","content":"from the agent\n"}`)}}, Usage: use(200, 20, 80)},
+		// Zero usage: the turn's usage stays the sum of the other four.
+		providertest.Reply{ToolCalls: []provider.ToolCall{{ID: "e2b", Name: "edit_file", Arguments: json.RawMessage(`{"path":"a.txt","old_text":"unsaved","new_text":"edited"}`)}}, Usage: use(0, 0, 0)},
 		providertest.Reply{ToolCalls: []provider.ToolCall{{ID: "e3", Name: "bash", Arguments: json.RawMessage(`{"command":"echo hi; exit 3"}`)}}, Usage: use(300, 30, 120)},
 		providertest.Reply{Text: "Done editing.", Usage: use(400, 40, 160)},
 		providertest.Call("e4", "bash", map[string]any{"command": "sleep 100"}),
@@ -146,8 +149,8 @@ func TestACPEditorDelegationWithOfficialClient_RW1(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "sub", "b.txt")); err == nil {
 		t.Fatal("sub/b.txt was written to disk by the agent; the editor was to write it")
 	}
-	if len(reqs) >= 4 {
-		if out := toolResults(reqs[3]); !strings.Contains(out, "hi") || !strings.Contains(out, "[exit code 3]") {
+	if len(reqs) >= 5 {
+		if out := toolResults(reqs[4]); !strings.Contains(out, "hi") || !strings.Contains(out, "[exit code 3]") {
 			t.Fatalf("the bash result the model read: %q", out)
 		}
 	}

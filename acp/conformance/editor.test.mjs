@@ -35,12 +35,16 @@ test('a client that offers fs and terminal sees the agent use them', { timeout: 
 
   const updates = [];
   const calls = []; // every fs/* and terminal/* request, in order
+  const permissions = []; // every session/request_permission's params
   // The editor's unsaved buffer of a.txt differs from the disk.
   const buffers = { [path.join(cwd, 'a.txt')]: 'unsaved buffer text\n' };
   const terminals = {};
   let nextTerminal = 1;
   const app = acp.client()
-    .onRequest('session/request_permission', async ({ params }) => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } }))
+    .onRequest('session/request_permission', async ({ params }) => {
+      permissions.push(params);
+      return { outcome: { outcome: 'selected', optionId: 'allow_once' } };
+    })
     .onNotification('session/update', ({ params }) => { updates.push(params); })
     .onRequest('fs/read_text_file', async ({ params }) => {
       calls.push(['fs/read_text_file', params]);
@@ -121,6 +125,15 @@ test('a client that offers fs and terminal sees the agent use them', { timeout: 
       const write = calls.find(([m]) => m === 'fs/write_text_file');
       assert.deepEqual([write?.[1].path, write?.[1].content], [path.join(cwd, 'sub', 'b.txt'), 'from the agent\n']);
       assert.ok(!fs.existsSync(path.join(cwd, 'sub', 'b.txt')), 'the agent wrote the disk itself');
+      // The edit of a.txt: its permission shows the change to the editor's
+      // unsaved buffer (what the tool changes), not to the disk's text.
+      const editPerm = permissions.find((p) => p.toolCall.toolCallId === 'e2b');
+      const editDiff = editPerm?.toolCall.content?.find((c) => c.type === 'diff');
+      assert.deepEqual([editDiff?.path, editDiff?.oldText, editDiff?.newText], [path.join(cwd, 'a.txt'), 'unsaved buffer text\n', 'edited buffer text\n'],
+        JSON.stringify(editPerm));
+      const edit = calls.filter(([m]) => m === 'fs/write_text_file').find(([, p]) => p.path === path.join(cwd, 'a.txt'));
+      assert.equal(edit?.[1].content, 'edited buffer text\n', 'the edit went through the editor');
+      assert.equal(fs.readFileSync(path.join(cwd, 'a.txt'), 'utf8'), 'text on disk\n', 'the disk is untouched');
       const create = calls.find(([m]) => m === 'terminal/create')[1];
       assert.equal(create.command, 'bash');
       assert.deepEqual(create.args, ['-o', 'pipefail', '-c', 'echo hi; exit 3']);
@@ -133,7 +146,7 @@ test('a client that offers fs and terminal sees the agent use them', { timeout: 
       assert.equal(shown?.update.content.find((c) => c.type === 'terminal').terminalId, 'term-1', 'the tool call shows the terminal');
       const result = updates.filter((u) => u.update.sessionUpdate === 'tool_call_update' && u.update.toolCallId === 'e3').at(-1);
       assert.equal(result.update.status, 'failed', 'exit 3 fails the call');
-      // PromptResponse.usage: the sum over the turn's four model requests.
+      // PromptResponse.usage: the sum over the turn's model requests (the edit's reported zero).
       assert.deepEqual(r1.usage, { inputTokens: 1000, outputTokens: 100, totalTokens: 1100, cachedReadTokens: 400 });
 
       // A bash that runs until the turn is cancelled: terminal/kill, then
