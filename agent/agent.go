@@ -67,6 +67,11 @@ type Options struct {
 	// RepositorySettingsIgnored are the repository's configuration keys the
 	// loader left out (R-W5); the budget reports them.
 	RepositorySettingsIgnored []string
+	// WorkspaceTrusted is set when the user trusts the workspace (R-W5):
+	// its repository configuration applies in full, so a session file in
+	// it may restore what that configuration could set (a recorded
+	// approval "auto").
+	WorkspaceTrusted bool
 	Approver                  Approver
 	// MCP are the workspace's MCP tools (ConnectMCP); nil for none. The
 	// agent does not close it.
@@ -410,12 +415,14 @@ func (a *Agent) restore(st *state) error {
 	}
 	st.autoCompact, st.intents, st.activeSkills, st.lastResult = r.AutoCompact, r.Intents, r.ActiveSkills, r.LastCompaction
 	st.modelPick, st.summaryModelPick = r.Model, r.SummaryModel
-	// A session's recorded approval policy is restored only when it asks
-	// more than the configuration: a session file lies in the workspace,
-	// where a repository could have put one that turns approvals off (R-W5).
+	// A session's recorded approval policy is restored when it asks more
+	// than the configuration, or when the workspace is trusted: a session
+	// file lies in the workspace, where an untrusted repository could have
+	// put one that turns approvals off (R-W5); a trusted one could turn
+	// them off in its configuration anyway.
 	a.approval.Store(a.opt.Approval)
-	if r.Approval == ApprovalAsk {
-		a.approval.Store(ApprovalAsk)
+	if r.Approval == ApprovalAsk || (r.Approval == ApprovalAuto && a.opt.WorkspaceTrusted) {
+		a.approval.Store(r.Approval)
 	}
 	a.setSystemPrompt(st, a.systemPrompt(r.PromptSkills))
 	r.Input.ResetMeter(&st.meter, st.systemTokens)

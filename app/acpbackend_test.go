@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -478,37 +479,46 @@ func TestACPStartWarningsReachTheClient(t *testing.T) {
 	}
 }
 
-// A session's approval set from the editor is recorded, but a reopened
-// session restores a recorded auto only as the configuration allows (here
-// ask): the session file lies in the workspace, where a repository could
-// have put one (R-W5).
-func TestACPRecordedAutoApprovalIsNotRestored_RW5(t *testing.T) {
-	client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
-	conn, id, dir := runACP(t, client)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	approval := func(opts []sdk.SessionConfigOption) string {
-		for _, o := range opts {
-			if o.Select != nil && o.Select.Id == acp.OptionApproval {
-				return string(o.Select.CurrentValue)
+// TestACPRecordedAutoApprovalRestoredOnlyWhenTrusted_RW5: a session's
+// approval set from the editor is recorded, and a reopened session restores
+// a recorded auto only when the workspace is trusted (its configuration
+// could turn approvals off then); otherwise the configuration's ask
+// stands: the session file lies in the workspace, where a repository could
+// have put one.
+func TestACPRecordedAutoApprovalRestoredOnlyWhenTrusted_RW5(t *testing.T) {
+	for _, tc := range []struct {
+		trusted bool
+		want    string
+	}{{false, "ask"}, {true, "auto"}} {
+		t.Run(fmt.Sprintf("trusted=%v", tc.trusted), func(t *testing.T) {
+			client := &acpClient{decide: func(sdk.RequestPermissionRequest) string { return "allow_once" }}
+			conn, id, dir := runACPSettings(t, client, nil, nil, func(s *Settings) { s.WorkspaceTrusted = tc.trusted })
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			approval := func(opts []sdk.SessionConfigOption) string {
+				for _, o := range opts {
+					if o.Select != nil && o.Select.Id == acp.OptionApproval {
+						return string(o.Select.CurrentValue)
+					}
+				}
+				return ""
 			}
-		}
-		return ""
-	}
-	set, err := conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
-		SessionId: id, ConfigId: acp.OptionApproval, Value: "auto"}})
-	if err != nil || approval(set.ConfigOptions) != "auto" {
-		t.Fatalf("set approval auto: %v, %+v", err, set)
-	}
-	loaded, err := conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: dir, McpServers: []sdk.McpServer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := approval(loaded.ConfigOptions); got != "ask" {
-		t.Fatalf("the reopened session's approval is %q; a recorded auto must not be restored", got)
-	}
-	if loaded.Modes == nil || loaded.Modes.CurrentModeId != "ask" {
-		t.Fatalf("modes after the reopen: %+v", loaded.Modes)
+			set, err := conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
+				SessionId: id, ConfigId: acp.OptionApproval, Value: "auto"}})
+			if err != nil || approval(set.ConfigOptions) != "auto" {
+				t.Fatalf("set approval auto: %v, %+v", err, set)
+			}
+			loaded, err := conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: dir, McpServers: []sdk.McpServer{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := approval(loaded.ConfigOptions); got != tc.want {
+				t.Fatalf("the reopened session's approval is %q, want %q", got, tc.want)
+			}
+			if loaded.Modes == nil || string(loaded.Modes.CurrentModeId) != tc.want {
+				t.Fatalf("modes after the reopen: %+v", loaded.Modes)
+			}
+		})
 	}
 }
 

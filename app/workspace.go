@@ -299,7 +299,7 @@ func (w *Workspace) agentOptions(s Settings) agent.Options {
 		Counter: w.opt.Counter, EntryTokens: w.opt.EntryTokens, Touched: w.touched, Memory: w.memory,
 		SystemPrompt: joinPrompt(w.agents, w.memory.Summary()), ModelName: s.Model.Name, ProviderName: s.Model.Provider, MCP: w.mcp,
 		NativeContinuation: s.Model.NativeContinuation, AutoApprovePaths: s.AutoApprovePaths, MaxToolResultTokens: s.MaxToolResultTokens,
-		RepositorySettingsIgnored: s.RepositoryIgnored, Editor: w.opt.Editor,
+		RepositorySettingsIgnored: s.RepositoryIgnored, WorkspaceTrusted: s.WorkspaceTrusted, Editor: w.opt.Editor,
 	}
 	model, err := newProvider(s.Model)
 	if err != nil {
