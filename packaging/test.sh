@@ -5,9 +5,9 @@
 #   packed, installed from the tarballs into an empty folder with the
 #   registry unreachable, then `npx soba-lsp --version` and `npx soba-lsp acp`
 #   answering initialize;
-# - the release build (.goreleaser.yaml) for this platform with goreleaser
-#   when it is on PATH, and the other operating systems cross-compiled with
-#   go build;
+# - GoReleaser's release (.goreleaser.yaml) from a tag, publishing skipped:
+#   the six archives agent.json names, their checksums, the binary of this
+#   platform running;
 # - the .vsix of this platform (packaging/vsix.sh) carrying its soba-lsp,
 #   which runs;
 # - the ACP registry's agent.json against the registry's rules, its versions
@@ -48,20 +48,42 @@ node -e '
 ' "$answer" "$version"
 cd "$here/.."
 
-echo "== release: this platform's build, the others cross-compiled"
-if command -v goreleaser >/dev/null 2>&1; then
-  goreleaser check
-  goreleaser build --snapshot --single-target --clean --output "$work/soba-lsp-release" >/dev/null
-  "$work/soba-lsp-release" --version
-else
-  echo "(goreleaser not on PATH: go build with the release's flags)"
+echo "== release: GoReleaser's release from a tag, every platform"
+gr=$(packaging/goreleaser.sh)
+"$gr" check >"$work/check.log" 2>&1 || { cat "$work/check.log"; echo "goreleaser check failed"; exit 1; }
+# As a release starts: a clone of this commit tagged v$version (the
+# version agent.json and the npm package carry), released with this
+# checkout's .goreleaser.yaml, its output in $work/release. GoReleaser's
+# own checks of the git state run (a clean clone, the tag on HEAD);
+# publishing is skipped, so nothing leaves this machine.
+git clone --quiet . "$work/release-src"
+git -C "$work/release-src" tag -f "v$version" >/dev/null
+{ cat .goreleaser.yaml; printf 'dist: %s\n' "$work/release"; } >"$work/goreleaser.yaml"
+if ! (cd "$work/release-src" && env -u GITHUB_TOKEN -u GITLAB_TOKEN -u GITEA_TOKEN "$gr" release --clean \
+  --config "$work/goreleaser.yaml" --skip=publish,announce,sign,sbom) >"$work/release.log" 2>&1; then
+  cat "$work/release.log"; echo "goreleaser release failed"; exit 1
 fi
-# One target per other OS: the code differs by OS only (build tags), not by
-# architecture, and each cross-compile rebuilds the standard library.
-for target in darwin/arm64 windows/amd64; do
-  CGO_ENABLED=0 GOOS=${target%/*} GOARCH=${target#*/} go build -o "$work/cross-bin" ./cmd/soba-lsp
-  echo "built $target"
-done
+python3 - "$work/release" <<'PY'
+import hashlib, os, sys
+dist = sys.argv[1]
+lines = [l.split() for l in open(os.path.join(dist, "checksums.txt")) if l.strip()]
+if len(lines) != 6:
+    sys.exit(f"checksums.txt lists {len(lines)} files, want the 6 archives")
+for want, name in lines:
+    got = hashlib.sha256(open(os.path.join(dist, name), "rb").read()).hexdigest()
+    if got != want:
+        sys.exit(f"checksums.txt: {name} is {got}, the file says {want}")
+print("checksums.txt: " + ", ".join(n for _, n in lines) + " verified")
+PY
+goos=$(go env GOHOSTOS) goarch=$(go env GOHOSTARCH) ext=tar.gz
+[ "$goos" = windows ] && ext=zip
+archive="$work/release/soba-lsp_${version}_${goos}_${goarch}.$ext"
+[ -f "$archive" ] || { ls "$work/release"; echo "the release did not make $archive"; exit 1; }
+mkdir -p "$work/release-unpacked"
+if [ "$ext" = zip ]; then unzip -q "$archive" -d "$work/release-unpacked"; else tar -xzf "$archive" -C "$work/release-unpacked"; fi
+got=$("$work/release-unpacked/soba-lsp" --version)
+[ "$got" = "soba-lsp v$version" ] || { echo "the released soba-lsp --version printed: $got"; exit 1; }
+echo "$(basename "$archive"): $got"
 
 echo "== VS Code: the .vsix of this platform carries its server"
 vsix=$(packaging/vsix.sh --targets host --out "$work/vsix" | tail -1)
@@ -84,5 +106,5 @@ PY
 "$work/vsix-bin/extension/bin/soba-lsp" --version
 
 echo "== ACP registry: agent.json and icon"
-node "$here/acp-registry/check.mjs" "$here/acp-registry" "$here/../.goreleaser.yaml"
+node "$here/acp-registry/check.mjs" "$here/acp-registry" "$here/../.goreleaser.yaml" "$work/release"
 echo "packaging: all checks passed"

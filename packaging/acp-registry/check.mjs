@@ -3,11 +3,15 @@
 // the id's pattern, at least one distribution, the six platform names, an
 // archive and cmd per binary, a 16x16 SVG icon drawn with currentColor
 // only) and against this repository: the npx package is the npm package at
-// the same version, and each archive is the one the release builds.
+// the same version, and each archive is the one the release builds. Given
+// the output folder of a release (GoReleaser's dist), every archive in it
+// must be one agent.json points to, and listed in its checksums.txt.
+//
+//   node check.mjs ACP_REGISTRY_DIR GORELEASER_YAML [RELEASE_DIST]
 import fs from 'node:fs';
 import path from 'node:path';
 
-const [dir, goreleaser] = process.argv.slice(2);
+const [dir, goreleaser, releaseDist] = process.argv.slice(2);
 const agent = JSON.parse(fs.readFileSync(path.join(dir, 'agent.json'), 'utf8'));
 const problems = [];
 const need = (ok, what) => { if (!ok) problems.push(what); };
@@ -42,6 +46,18 @@ for (const [name, t] of Object.entries(dist.binary ?? {})) {
 }
 need(Object.keys(dist.binary ?? {}).length === 6, 'not every platform has a binary');
 
+const released = [];
+if (releaseDist) {
+  const names = new Set(Object.values(dist.binary ?? {}).map((t) => path.basename(t.archive ?? '')));
+  const sums = fs.readFileSync(path.join(releaseDist, 'checksums.txt'), 'utf8').split('\n').map((l) => l.trim().split(/\s+/)[1]).filter(Boolean);
+  for (const f of fs.readdirSync(releaseDist).filter((f) => /^soba-lsp_.*\.(tar\.gz|zip)$/.test(f))) {
+    released.push(f);
+    need(names.has(f), `the release made ${f}, which agent.json does not point to`);
+    need(sums.includes(f), `checksums.txt does not list ${f}`);
+  }
+  for (const n of names) need(released.includes(n), `agent.json points to ${n}, which the release did not make`);
+}
+
 const icon = fs.readFileSync(path.join(dir, agent.icon ?? 'icon.svg'), 'utf8');
 need(/<svg[^>]*width="16"[^>]*height="16"/.test(icon), 'the icon is not a 16x16 SVG');
 for (const m of icon.matchAll(/(fill|stroke)="([^"]*)"/g)) {
@@ -52,4 +68,5 @@ if (problems.length) {
   console.error(problems.join('\n'));
   process.exit(1);
 }
-console.log(`agent.json ${agent.id} ${agent.version}: ${Object.keys(dist.binary).length} binaries, npx ${dist.npx.package}, icon ok`);
+console.log(`agent.json ${agent.id} ${agent.version}: ${Object.keys(dist.binary).length} binaries, npx ${dist.npx.package}, icon ok` +
+  (released.length ? `; the release's ${released.join(', ')} among them` : ''));
