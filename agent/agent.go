@@ -72,7 +72,7 @@ type Options struct {
 	// it may restore what that configuration could set (a recorded
 	// approval "auto").
 	WorkspaceTrusted bool
-	Approver                  Approver
+	Approver         Approver
 	// MCP are the workspace's MCP tools (ConnectMCP); nil for none. The
 	// agent does not close it.
 	MCP      *MCP
