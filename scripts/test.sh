@@ -17,19 +17,6 @@ export TMPDIR=$run_tmp
 echo "== go: download modules"
 go mod download
 
-# GoReleaser, which packaging/test.sh runs, is built from source the first
-# time, and the release compiles soba-lsp for six platforms: minutes of CPU
-# on two cores. Both start now at the lowest CPU priority, in their own
-# process group, so they take the time the suites below leave idle (waits on
-# fake servers, browsers, downloads); packaging/goreleaser.sh waits for the
-# first, and the release finds the second in the build cache.
-if command -v setsid >/dev/null 2>&1; then
-  setsid nice -n 19 bash -c 'packaging/goreleaser.sh
-    for t in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
-      CGO_ENABLED=0 GOOS=${t%/*} GOARCH=${t#*/} go build -trimpath -o /dev/null ./cmd/soba-lsp
-    done' >"$run_tmp/release-prewarm.log" 2>&1 &
-  prewarm=$!
-fi
 
 echo "== go: vet and format"
 go vet ./...
@@ -56,6 +43,21 @@ wait "$stale_agent" || stale_failed=1
 wait "$stale_app" || stale_failed=1
 cat "$run_tmp/stale-agent.log" "$run_tmp/stale-app.log"
 [ -z "$stale_failed" ] || { echo "cancel/stale tests failed"; exit 1; }
+
+# GoReleaser, which packaging/test.sh runs, is built from source the first
+# time, and the release compiles soba-lsp for six platforms: minutes of CPU
+# on two cores. Both start now, after the Go tests (which they would slow),
+# at the lowest CPU priority and in their own process group, so they take
+# the time the editor suites leave idle (downloads, browsers, waits on fake
+# servers); packaging/goreleaser.sh waits for the first, and the release
+# finds the second in the build cache.
+if command -v setsid >/dev/null 2>&1; then
+  setsid nice -n 19 bash -c 'packaging/goreleaser.sh
+    for t in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
+      CGO_ENABLED=0 GOOS=${t%/*} GOARCH=${t#*/} go build -trimpath -o /dev/null ./cmd/soba-lsp
+    done' >"$run_tmp/release-prewarm.log" 2>&1 &
+  prewarm=$!
+fi
 
 for suite in lsp/conformance/test.sh acp/conformance/test.sh editors/neovim/test.sh editors/vscode/test.sh packaging/test.sh; do
   if [ -x "$suite" ]; then

@@ -110,7 +110,8 @@ async function askInSidebar(page, chat, text) {
     if (FULL) {
       // A turn from the chat: Markdown rendered in the webview, the tool call as a card.
       await askInSidebar(page, chat, 'Read notes.md and say what it is about.');
-      const h2 = await until(page, async () => (await chat.locator('.messages .msg.assistant h2').count()) > 0, 60000);
+      // The answer streams in: it is read once the turn has ended (Cancel disabled again), not at its first heading.
+      const h2 = await until(page, async () => (await chat.locator('.messages .msg.assistant h2').count()) > 0 && (await disabled('cancel')), 60000);
       const md = await chat.locator('.messages .msg.assistant .md').last().evaluate((el) => ({
         h2: el.querySelector('h2')?.textContent,
         items: el.querySelectorAll('ul > li').length,
