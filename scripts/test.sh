@@ -49,8 +49,8 @@ cat "$run_tmp/stale-agent.log" "$run_tmp/stale-app.log"
 # on two cores. Both start now, after the Go tests (which they would slow),
 # at the lowest CPU priority and in their own process group, so they take
 # the time the editor suites leave idle (downloads, browsers, waits on fake
-# servers); packaging/goreleaser.sh waits for the first, and the release
-# finds the second in the build cache.
+# servers). Whatever is not done when packaging/test.sh starts is stopped
+# there and done by it at full priority (the build cache keeps the rest).
 if command -v setsid >/dev/null 2>&1; then
   setsid nice -n 19 bash -c 'packaging/goreleaser.sh
     for t in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
@@ -60,6 +60,13 @@ if command -v setsid >/dev/null 2>&1; then
 fi
 
 for suite in lsp/conformance/test.sh acp/conformance/test.sh editors/neovim/test.sh editors/vscode/test.sh packaging/test.sh; do
+  if [ "$suite" = packaging/test.sh ] && [ -n "$prewarm" ]; then
+    # What the prewarm compiled is in the build cache; the release compiles
+    # the rest at full priority instead of twice at once.
+    kill -- -"$prewarm" 2>/dev/null || true
+    wait "$prewarm" 2>/dev/null || true
+    prewarm=
+  fi
   if [ -x "$suite" ]; then
     echo "== $suite"
     "$suite"
