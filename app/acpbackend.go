@@ -379,6 +379,16 @@ func (s *acpSession) Close() error {
 // workspace is shown as the change alone.
 const maxDiffFileBytes = 4 << 20
 
+// toolArgs are the arguments of SOBA's tools that the client is shown.
+type toolArgs struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	OldText string `json:"old_text"`
+	NewText string `json:"new_text"`
+	Command string `json:"command"`
+	Pattern string `json:"pattern"`
+}
+
 // toolCall is how the client shows a call of one of SOBA's tools: its kind,
 // the file it touches, and for an approval exactly what will run (R-W3):
 // the whole command of bash, the diff of write_file and edit_file. A
@@ -386,14 +396,7 @@ const maxDiffFileBytes = 4 << 20
 // the disk as it is now: an edit's replaced text, a write's text.
 func (s *acpSession) toolCall(id, name string, args json.RawMessage, replayed bool) acp.ToolCall {
 	t := acp.ToolCall{ID: id, Title: name, Kind: "other", Status: acp.ToolPending}
-	var a struct {
-		Path    string `json:"path"`
-		Content string `json:"content"`
-		OldText string `json:"old_text"`
-		NewText string `json:"new_text"`
-		Command string `json:"command"`
-		Pattern string `json:"pattern"`
-	}
+	var a toolArgs
 	var raw any
 	if json.Unmarshal(args, &raw) == nil {
 		t.RawInput = raw
@@ -428,14 +431,14 @@ func (s *acpSession) toolCall(id, name string, args json.RawMessage, replayed bo
 			t.Content = []acp.ToolContent{{Text: fence(a.Content)}}
 		case replayed:
 			// The replaced text and its replacement, as recorded.
-			t.Content = []acp.ToolContent{fileDiff(name, abs, "", a.OldText, a.NewText, nil)}
+			t.Content = []acp.ToolContent{fileDiff(name, abs, a, nil)}
 		default:
 			var current *string
 			if data, err := s.ws.Root().ReadFile(abs, maxDiffFileBytes); err == nil && abs != "" {
 				c := string(data)
 				current = &c
 			}
-			t.Content = []acp.ToolContent{fileDiff(name, abs, a.Content, a.OldText, a.NewText, current)}
+			t.Content = []acp.ToolContent{fileDiff(name, abs, a, current)}
 		}
 	case tool.Checkpoint, tool.ActivateSkill:
 		t.Kind = "think"
@@ -447,14 +450,14 @@ func (s *acpSession) toolCall(id, name string, args json.RawMessage, replayed bo
 // file's current text (nil when it does not exist or cannot be read whole):
 // the whole file before and after; for an edit whose old_text is not found
 // exactly once in it, the replaced text alone.
-func fileDiff(name, abs, content, oldText, newText string, current *string) acp.ToolContent {
+func fileDiff(name, abs string, a toolArgs, current *string) acp.ToolContent {
 	if name == tool.WriteFile {
-		return acp.ToolContent{IsDiff: true, Path: abs, OldText: current, NewText: content}
+		return acp.ToolContent{IsDiff: true, Path: abs, OldText: current, NewText: a.Content}
 	}
-	old, nw := oldText, newText
-	if current != nil && oldText != "" && strings.Count(*current, oldText) == 1 {
+	old, nw := a.OldText, a.NewText
+	if current != nil && a.OldText != "" && strings.Count(*current, a.OldText) == 1 {
 		old = *current
-		nw = strings.Replace(old, oldText, newText, 1)
+		nw = strings.Replace(old, a.OldText, a.NewText, 1)
 	}
 	return acp.ToolContent{IsDiff: true, Path: abs, OldText: &old, NewText: nw}
 }
@@ -469,12 +472,7 @@ func (s *acpSession) editorDiff(ctx context.Context, name string, args json.RawM
 	if (name != tool.WriteFile && name != tool.EditFile) || !s.peer.Caps().ReadTextFile {
 		return acp.ToolContent{}, false
 	}
-	var a struct {
-		Path    string `json:"path"`
-		Content string `json:"content"`
-		OldText string `json:"old_text"`
-		NewText string `json:"new_text"`
-	}
+	var a toolArgs
 	if json.Unmarshal(args, &a) != nil || a.Path == "" {
 		return acp.ToolContent{}, false
 	}
@@ -493,7 +491,7 @@ func (s *acpSession) editorDiff(ctx context.Context, name string, args json.RawM
 	if err != nil {
 		return acp.ToolContent{}, false
 	}
-	return fileDiff(name, abs, a.Content, a.OldText, a.NewText, &text), true
+	return fileDiff(name, abs, a, &text), true
 }
 
 // editorDiffTimeout bounds the editor's answer for a permission's diff.
